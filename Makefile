@@ -1,0 +1,32 @@
+# Two commands from a fresh clone: `make run` and `make test`. Everything else is set up here.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+CONF   ?= conf/standalone.conf
+
+.PHONY: run test unit compat bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/ferrymq standalone -c $(CONF)
+
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests
+
+compat: $(STAMP)
+	$(BIN)/pytest -q compat_tests
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) data .pytest_cache build *.egg-info

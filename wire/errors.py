@@ -1,0 +1,53 @@
+"""Typed errors raised by the codecs; the transport maps them to a closed connection or a response code."""
+
+from __future__ import annotations
+
+
+class WireError(Exception):
+    """Base class: the bytes or fields received do not follow the protocol."""
+
+
+class FrameError(WireError):
+    """The byte stream cannot be framed; the connection must be closed (nothing after it is trustworthy)."""
+
+
+class FrameTooLarge(FrameError):
+    def __init__(self, length: int, limit: int):
+        super().__init__(
+            f"frame of {length} bytes exceeds the limit of {limit} bytes "
+            f"(raise it with the frame size setting if the peer is legitimate)"
+        )
+        self.length = length
+        self.limit = limit
+
+
+class HeaderError(FrameError):
+    """A frame's header (JSON or ROCKETMQ) is unreadable."""
+
+
+class FieldError(WireError):
+    """A typed header or body lacks a required field or has one of the wrong type.
+
+    Answered with a response code (usually SYSTEM_ERROR or INVALID_PARAMETER) rather than a closed
+    connection: the frame itself was fine.
+    """
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.field = field
+
+
+class MissingField(FieldError):
+    def __init__(self, header: str, field: str):
+        super().__init__(f"the custom header {header} is missing required field '{field}'", field)
+
+
+class BadField(FieldError):
+    def __init__(self, header: str, field: str, value: object, expected: str):
+        super().__init__(
+            f"the custom header {header} has field '{field}' = {value!r}, expected {expected}", field
+        )
+
+
+class BodyError(WireError):
+    """A request body is not the JSON (or binary layout) its code requires."""

@@ -1,0 +1,192 @@
+"""The two header serializations, JSON and ROCKETMQ (binary), in both directions.
+
+A server must read either on any connection, frame by frame, and answers in the one its request used.
+JSON is written the way Java's fastjson writes it (alphabetical keys, compact, nulls omitted, every
+``extFields`` value a string) because the Go client decodes ``extFields`` into ``map[string]string``.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import orjson
+
+from .codes import LanguageCode, SerializeType
+from .command import RemotingCommand
+from .errors import HeaderError
+
+# ROCKETMQ header, fixed part: code, language, version, opaque, flag (the remark length follows).
+ROCKETMQ_FIXED = struct.Struct(">hBhii")
+_I32 = struct.Struct(">i")
+_U16 = struct.Struct(">H")
+
+_LANGUAGE_NAMES = {member: member.name for member in LanguageCode}
+_SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    header: dict = {"code": cmd.code}
+    if cmd.ext_fields is not None:
+        header["extFields"] = cmd.ext_fields
+    header["flag"] = cmd.flag
+    header["language"] = _LANGUAGE_NAMES.get(cmd.language, "OTHER")
+    header["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = _SERIALIZE_NAMES[cmd.serialize_type]
+    header["version"] = cmd.version
+    return orjson.dumps(header)
+
+
+def _as_str(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)):
+        return str(value)
+    return orjson.dumps(value).decode()
+
+
+def _int_field(header: dict, name: str, default: int = 0) -> int:
+    value = header.get(name, default)
+    if isinstance(value, bool):
+        raise HeaderError(f"JSON header field '{name}' must be an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    if value is None:
+        return default
+    raise HeaderError(f"JSON header field '{name}' must be an integer, got {value!r}")
+
+
+def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+    try:
+        header = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise HeaderError(f"JSON header is not valid JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise HeaderError("JSON header must be an object")
+    if "code" not in header:
+        raise HeaderError("JSON header has no 'code'")
+    ext = header.get("extFields")
+    if ext is not None:
+        if not isinstance(ext, dict):
+            raise HeaderError("JSON header field 'extFields' must be an object")
+        for key, value in ext.items():
+            if not isinstance(value, str):
+                ext[key] = _as_str(value)
+    remark = header.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        remark = _as_str(remark)
+    return RemotingCommand(
+        code=_int_field(header, "code"),
+        opaque=_int_field(header, "opaque"),
+        flag=_int_field(header, "flag"),
+        language=LanguageCode.parse(header.get("language", "JAVA")),
+        version=_int_field(header, "version"),
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+# ---------------------------------------------------------------- ROCKETMQ
+
+
+def encode_ext_fields(ext: dict[str, str] | None) -> bytes:
+    """``int16 keyLen, key, int32 valLen, value`` per entry; entries with a None key or value are skipped."""
+    if not ext:
+        return b""
+    parts = []
+    for key, value in ext.items():
+        if key is None or value is None:
+            continue
+        k = key.encode()
+        v = value.encode() if isinstance(value, str) else _as_str(value).encode()
+        parts.append(_U16.pack(len(k)))
+        parts.append(k)
+        parts.append(_I32.pack(len(v)))
+        parts.append(v)
+    return b"".join(parts)
+
+
+def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+    remark = cmd.remark.encode() if cmd.remark else b""
+    ext = encode_ext_fields(cmd.ext_fields)
+    return b"".join(
+        (
+            ROCKETMQ_FIXED.pack(cmd.code, int(cmd.language), cmd.version, cmd.opaque, cmd.flag),
+            _I32.pack(len(remark)),
+            remark,
+            _I32.pack(len(ext)),
+            ext,
+        )
+    )
+
+
+def decode_ext_fields(data: bytes | memoryview, start: int, end: int) -> dict[str, str]:
+    ext: dict[str, str] = {}
+    pos = start
+    try:
+        while pos < end:
+            (klen,) = _U16.unpack_from(data, pos)
+            pos += 2
+            key = bytes(data[pos : pos + klen]).decode()
+            pos += klen
+            (vlen,) = _I32.unpack_from(data, pos)
+            pos += 4
+            if vlen < 0 or pos + vlen > end:
+                raise HeaderError(f"ROCKETMQ header: value of '{key}' overruns the header")
+            ext[key] = bytes(data[pos : pos + vlen]).decode()
+            pos += vlen
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise HeaderError(f"ROCKETMQ header: unreadable extFields ({exc})") from None
+    if pos != end:
+        raise HeaderError("ROCKETMQ header: extFields overrun their declared length")
+    return ext
+
+
+def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
+    size = len(data)
+    if size < ROCKETMQ_FIXED.size + 8:
+        raise HeaderError(f"ROCKETMQ header of {size} bytes is shorter than its 21-byte fixed part")
+    code, language, version, opaque, flag = ROCKETMQ_FIXED.unpack_from(data, 0)
+    pos = ROCKETMQ_FIXED.size
+    (rlen,) = _I32.unpack_from(data, pos)
+    pos += 4
+    if rlen < 0 or pos + rlen + 4 > size:
+        raise HeaderError("ROCKETMQ header: remark length overruns the header")
+    try:
+        remark = bytes(data[pos : pos + rlen]).decode() if rlen else None
+    except UnicodeDecodeError:
+        raise HeaderError("ROCKETMQ header: remark is not UTF-8") from None
+    pos += rlen
+    (elen,) = _I32.unpack_from(data, pos)
+    pos += 4
+    if elen < 0 or pos + elen > size:
+        raise HeaderError("ROCKETMQ header: extFields length overruns the header")
+    ext = decode_ext_fields(data, pos, pos + elen) if elen else None
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=LanguageCode.parse(language),
+        version=version,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+ENCODERS = {SerializeType.JSON: encode_json_header, SerializeType.ROCKETMQ: encode_rocketmq_header}
+DECODERS = {SerializeType.JSON: decode_json_header, SerializeType.ROCKETMQ: decode_rocketmq_header}
