@@ -108,15 +108,13 @@ def encode_ext_fields(ext: dict[str, str] | None) -> bytes:
     if not ext:
         return b""
     parts = []
+    append = parts.append
     for key, value in ext.items():
         if key is None or value is None:
             continue
         k = key.encode()
         v = value.encode() if isinstance(value, str) else _as_str(value).encode()
-        parts.append(_U16.pack(len(k)))
-        parts.append(k)
-        parts.append(_I32.pack(len(v)))
-        parts.append(v)
+        append(_U16.pack(len(k)) + k + _I32.pack(len(v)) + v)
     return b"".join(parts)
 
 
@@ -134,20 +132,22 @@ def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     )
 
 
-def decode_ext_fields(data: bytes | memoryview, start: int, end: int) -> dict[str, str]:
+def decode_ext_fields(data: bytes, start: int, end: int) -> dict[str, str]:
     ext: dict[str, str] = {}
     pos = start
+    u16 = _U16.unpack_from
+    i32 = _I32.unpack_from
     try:
         while pos < end:
-            (klen,) = _U16.unpack_from(data, pos)
+            klen = u16(data, pos)[0]
             pos += 2
-            key = bytes(data[pos : pos + klen]).decode()
+            key = data[pos : pos + klen].decode()
             pos += klen
-            (vlen,) = _I32.unpack_from(data, pos)
+            vlen = i32(data, pos)[0]
             pos += 4
             if vlen < 0 or pos + vlen > end:
                 raise HeaderError(f"ROCKETMQ header: value of '{key}' overruns the header")
-            ext[key] = bytes(data[pos : pos + vlen]).decode()
+            ext[key] = data[pos : pos + vlen].decode()
             pos += vlen
     except (struct.error, UnicodeDecodeError) as exc:
         raise HeaderError(f"ROCKETMQ header: unreadable extFields ({exc})") from None
@@ -157,6 +157,7 @@ def decode_ext_fields(data: bytes | memoryview, start: int, end: int) -> dict[st
 
 
 def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
+    data = bytes(data)
     size = len(data)
     if size < ROCKETMQ_FIXED.size + 8:
         raise HeaderError(f"ROCKETMQ header of {size} bytes is shorter than its 21-byte fixed part")
@@ -167,7 +168,7 @@ def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
     if rlen < 0 or pos + rlen + 4 > size:
         raise HeaderError("ROCKETMQ header: remark length overruns the header")
     try:
-        remark = bytes(data[pos : pos + rlen]).decode() if rlen else None
+        remark = data[pos : pos + rlen].decode() if rlen else None
     except UnicodeDecodeError:
         raise HeaderError("ROCKETMQ header: remark is not UTF-8") from None
     pos += rlen
