@@ -1,0 +1,28 @@
+"""The Twisted transport: the only place that turns sockets into decoded commands and back."""
+
+from .channel import DEFAULT_REQUEST_TIMEOUT, Channel, format_address
+from .client import RemotingClient, split_address
+from .dispatch import Handler, Processor, dispatch, not_supported
+from .errors import RemotingClosedError, RemotingConnectError, RemotingError, RemotingTimeoutError
+from .options import TransportOptions
+from .protocol import RemotingProtocol
+from .server import RemotingServer
+
+__all__ = [
+    "Channel",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "Handler",
+    "Processor",
+    "RemotingClient",
+    "RemotingClosedError",
+    "RemotingConnectError",
+    "RemotingError",
+    "RemotingProtocol",
+    "RemotingServer",
+    "RemotingTimeoutError",
+    "TransportOptions",
+    "dispatch",
+    "format_address",
+    "not_supported",
+    "split_address",
+]

@@ -1,0 +1,171 @@
+"""Connecting side: one connection per ``host:port``, opened on first use and again after it drops.
+
+Requests the server sends on these connections (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE,
+GET_CONSUMER_RUNNING_INFO...) go to the client's own processor.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from twisted.internet import defer, endpoints
+from twisted.internet.protocol import Factory
+
+from wire.codes import Flag
+from wire.command import RemotingCommand
+
+from .channel import Channel
+from .dispatch import Processor
+from .errors import RemotingClosedError, RemotingConnectError, RemotingTimeoutError
+from .options import TransportOptions
+from .protocol import RemotingProtocol
+
+log = logging.getLogger("ferrymq.remoting")
+
+#: Apache's client connect timeout (``com.rocketmq.remoting.client.connect.timeout``), seconds.
+DEFAULT_CONNECT_TIMEOUT = 3.0
+
+
+def split_address(addr: str) -> tuple[str, int]:
+    """``"host:port"`` or ``"[v6]:port"`` to (host, port), with an error that names the bad address."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"address {addr!r} is not of the form host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+class _ClientFactory(Factory):
+    def __init__(self, client: "RemotingClient", addr: str):
+        self.client = client
+        self.addr = addr
+
+    def buildProtocol(self, _addr: Any) -> RemotingProtocol:
+        return RemotingProtocol(self.client.processor, self.client.options, self.client.reactor, owner=self)
+
+    def connection_made(self, proto: RemotingProtocol) -> None:
+        pass
+
+    def connection_lost(self, proto: RemotingProtocol) -> None:
+        self.client._forget(self.addr, proto)
+
+
+class RemotingClient:
+    """Connection pool keyed by address. All calls return Deferreds; nothing blocks."""
+
+    def __init__(
+        self,
+        processor: Processor | None = None,
+        options: TransportOptions | None = None,
+        reactor: Any = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ):
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self.processor = processor
+        self.options = options or TransportOptions()
+        self.reactor = reactor
+        self.connect_timeout = connect_timeout
+        self._connections: dict[str, RemotingProtocol] = {}
+        self._connecting: dict[str, list[defer.Deferred]] = {}
+        self._closed = False
+
+    # ------------------------------------------------------------------ connections
+
+    def channel(self, addr: str) -> defer.Deferred:
+        """Fires with an open Channel to ``addr``, connecting if needed (concurrent callers share one
+        attempt)."""
+        if self._closed:
+            return defer.fail(RemotingClosedError(addr, "the client is closed"))
+        proto = self._connections.get(addr)
+        if proto is not None and proto.channel is not None and proto.channel.is_active:
+            return defer.succeed(proto.channel)
+        d = defer.Deferred()
+        waiters = self._connecting.get(addr)
+        if waiters is not None:
+            waiters.append(d)
+            return d
+        self._connecting[addr] = [d]
+        try:
+            host, port = split_address(addr)
+        except ValueError as exc:
+            self._connect_done(addr, failure=RemotingConnectError(addr, str(exc)))
+            return d
+        if ":" in host:
+            endpoint = endpoints.TCP6ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        else:
+            endpoint = endpoints.TCP4ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        attempt = endpoint.connect(_ClientFactory(self, addr))
+        attempt.addCallbacks(
+            lambda proto: self._connected(addr, proto),
+            lambda f: self._connect_done(addr, failure=RemotingConnectError(addr, f.getErrorMessage())),
+        )
+        return d
+
+    def _connected(self, addr: str, proto: RemotingProtocol) -> None:
+        if self._closed:
+            proto.close()
+            self._connect_done(addr, failure=RemotingClosedError(addr, "the client was closed while connecting"))
+            return
+        self._connections[addr] = proto
+        self._connect_done(addr, channel=proto.channel)
+
+    def _connect_done(self, addr: str, channel: Channel | None = None, failure: Exception | None = None) -> None:
+        for d in self._connecting.pop(addr, []):
+            if failure is not None:
+                d.errback(failure)
+            else:
+                d.callback(channel)
+
+    def _forget(self, addr: str, proto: RemotingProtocol) -> None:
+        if self._connections.get(addr) is proto:
+            del self._connections[addr]
+
+    def is_connected(self, addr: str) -> bool:
+        proto = self._connections.get(addr)
+        return proto is not None and proto.channel is not None and proto.channel.is_active
+
+    # ------------------------------------------------------------------ calls
+
+    def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> defer.Deferred:
+        """Send ``cmd`` to ``addr``; fires with the response. ``timeout`` covers connecting too.
+
+        Fails with RemotingConnectError, RemotingTimeoutError or RemotingClosedError.
+        """
+        started = time.monotonic()
+
+        def send(channel: Channel) -> defer.Deferred:
+            remaining = timeout - (time.monotonic() - started)
+            if remaining <= 0:
+                raise RemotingTimeoutError(addr, cmd.code, cmd.opaque, timeout)
+            return channel.invoke(cmd, remaining)
+
+        return self.channel(addr).addCallback(send)
+
+    def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> defer.Deferred:
+        """Send ``cmd`` with the ONEWAY flag; fires (with None) once written."""
+        cmd.flag |= Flag.ONEWAY
+        return self.channel(addr).addCallback(lambda channel: channel.write(cmd))
+
+    def close_connection(self, addr: str) -> None:
+        proto = self._connections.pop(addr, None)
+        if proto is not None:
+            proto.close()
+
+    def close(self) -> defer.Deferred:
+        """Close every connection; pending calls fail with RemotingClosedError."""
+        self._closed = True
+        waits = []
+        for proto in list(self._connections.values()):
+            if proto.channel is not None and proto.channel.is_active:
+                d = defer.Deferred()
+                proto.channel.on_close(lambda _c, d=d: d.callback(None))
+                waits.append(d)
+            proto.transport.abortConnection()
+        self._connections.clear()
+        return defer.DeferredList(waits)

@@ -1,0 +1,223 @@
+"""The Twisted protocol shared by both ends of a remoting connection.
+
+Connections are full duplex: each side may send requests, so inbound frames are split by the RESPONSE
+flag into answers to our own requests (matched by opaque) and requests for the local processor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from twisted.internet import defer, interfaces
+from twisted.internet.protocol import Protocol
+from twisted.protocols.policies import TimeoutMixin
+from zope.interface import implementer
+
+from wire.command import RemotingCommand, next_opaque
+from wire.errors import FrameError
+from wire.frame import FrameDecoder, encode
+
+from .channel import Channel, format_address
+from .dispatch import Processor, dispatch
+from .errors import RemotingClosedError, RemotingTimeoutError
+from .options import TransportOptions
+
+log = logging.getLogger("ferrymq.remoting")
+
+
+@implementer(interfaces.IPushProducer)
+class RemotingProtocol(Protocol, TimeoutMixin):
+    """Frames in, commands out. Registered as the transport's push producer for back-pressure: when
+    unsent writes pass ``write_high_water`` Twisted pauses us and we stop reading the socket (and stop
+    running queued requests) until the buffer drains."""
+
+    def __init__(self, processor: Processor | None, options: TransportOptions, clock: Any, owner: Any = None):
+        self.processor = processor
+        self.options = options
+        self.clock = clock
+        self.callLater = clock.callLater  # TimeoutMixin schedules with this
+        self.owner = owner  # server or client bookkeeping: connection_made / connection_lost
+        self.decoder = FrameDecoder(options.max_frame_size)
+        self.channel: Channel | None = None
+        self.peer = "?"
+        self._pending: dict[int, tuple[defer.Deferred, Any, RemotingCommand]] = {}
+        self._inbox: deque[RemotingCommand] = deque()
+        self._paused = False
+        self._draining = False
+        self._closing = False
+        self._connected = False
+        self.inflight = 0
+        self._idle_waiters: list[defer.Deferred] = []
+
+    # ------------------------------------------------------------------ connection lifecycle
+
+    def connectionMade(self) -> None:
+        self._connected = True
+        self.peer = format_address(self.transport.getPeer())
+        self.channel = Channel(self, self.peer, format_address(self.transport.getHost()))
+        bufsize = getattr(self.transport, "bufferSize", None)
+        if bufsize is not None:
+            self.transport.bufferSize = self.options.write_high_water
+        self.transport.registerProducer(self, True)
+        if self.options.idle_timeout > 0:
+            self.setTimeout(self.options.idle_timeout)
+        if self.owner is not None:
+            self.owner.connection_made(self)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self._connected = False
+        self.setTimeout(None)
+        pending, self._pending = self._pending, {}
+        detail = reason.getErrorMessage() if reason is not None and hasattr(reason, "getErrorMessage") else ""
+        for d, timer, cmd in pending.values():
+            if timer.active():
+                timer.cancel()
+            d.errback(RemotingClosedError(self.peer, f"request code {cmd.code} got no response ({detail})"))
+        self._inbox.clear()
+        if self.channel is not None:
+            self.channel._mark_closed()
+        if self.owner is not None:
+            self.owner.connection_lost(self)
+        self._notify_idle()
+
+    def timeoutConnection(self) -> None:
+        log.info("closing connection %s: idle for %.0f s", self.peer, self.options.idle_timeout)
+        self.transport.abortConnection()
+
+    def close(self) -> None:
+        if self._connected and not self._closing:
+            self._closing = True
+            self.transport.loseConnection()
+
+    # ------------------------------------------------------------------ inbound
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self.resetTimeout()
+        try:
+            commands = self.decoder.feed(data)
+        except FrameError as exc:
+            self._bad_frame(str(exc))
+            return
+        except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad frame, not a crash
+            self._bad_frame(f"undecodable frame ({type(exc).__name__}: {exc})")
+            return
+        for cmd in commands:
+            if cmd.is_response:
+                self._complete(cmd)
+            else:
+                self._inbox.append(cmd)
+        self._run_inbox()
+
+    def _bad_frame(self, reason: str) -> None:
+        log.warning("closing connection %s: %s", self.peer, reason)
+        self._closing = True
+        self._inbox.clear()
+        self.transport.abortConnection()
+
+    def _complete(self, cmd: RemotingCommand) -> None:
+        entry = self._pending.pop(cmd.opaque, None)
+        if entry is None:
+            log.debug("response opaque %s from %s matches no pending request (timed out?)", cmd.opaque, self.peer)
+            return
+        d, timer, _ = entry
+        if timer.active():
+            timer.cancel()
+        d.callback(cmd)
+
+    def _run_inbox(self) -> None:
+        while self._inbox and not self._paused and not self._closing:
+            self._handle_request(self._inbox.popleft())
+
+    def _handle_request(self, cmd: RemotingCommand) -> None:
+        self.inflight += 1
+        d = dispatch(self.processor, cmd, self.channel)
+        d.addCallback(self._answer, cmd)
+        d.addErrback(lambda f: log.error("answering code %s from %s failed: %s", cmd.code, self.peer, f.getTraceback()))
+        d.addBoth(self._request_done)
+
+    def _answer(self, response: RemotingCommand | None, request: RemotingCommand) -> None:
+        if response is None or request.is_oneway:
+            return
+        if self._connected:
+            self.send(response)
+
+    def _request_done(self, _: object) -> None:
+        self.inflight -= 1
+        self._notify_idle()
+
+    # ------------------------------------------------------------------ outbound
+
+    def send(self, cmd: RemotingCommand) -> None:
+        if not self._connected:
+            raise RemotingClosedError(self.peer, "cannot write to a closed connection")
+        self.transport.write(encode(cmd))
+        self.resetTimeout()
+
+    def request(self, cmd: RemotingCommand, timeout: float) -> defer.Deferred:
+        if not self._connected or self._closing:
+            return defer.fail(RemotingClosedError(self.peer, "connection is closing"))
+        if cmd.opaque in self._pending:
+            cmd.opaque = next_opaque()
+        d = defer.Deferred()
+        timer = self.clock.callLater(timeout, self._timed_out, cmd.opaque, cmd.code, timeout)
+        self._pending[cmd.opaque] = (d, timer, cmd)
+        try:
+            self.send(cmd)
+        except Exception:
+            self._pending.pop(cmd.opaque, None)
+            timer.cancel()
+            raise
+        return d
+
+    def _timed_out(self, opaque: int, code: int, timeout: float) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            entry[0].errback(RemotingTimeoutError(self.peer, code, opaque, timeout))
+
+    @property
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+    # ------------------------------------------------------------------ back-pressure (IPushProducer)
+
+    def pauseProducing(self) -> None:
+        if not self._paused:
+            log.debug("pausing reads from %s: write buffer above %d bytes", self.peer, self.options.write_high_water)
+        self._paused = True
+        self.transport.pauseProducing()
+
+    def resumeProducing(self) -> None:
+        self._paused = False
+        if not self._draining and self._connected:
+            self.transport.resumeProducing()
+        self._run_inbox()
+
+    def stopProducing(self) -> None:
+        self._paused = True
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    # ------------------------------------------------------------------ graceful shutdown
+
+    def drain(self) -> defer.Deferred:
+        """Stop reading new requests; fire once every request already read has been answered."""
+        self._draining = True
+        if self._connected:
+            self.transport.pauseProducing()
+        d = defer.Deferred()
+        self._idle_waiters.append(d)
+        self._notify_idle()
+        return d
+
+    def _notify_idle(self) -> None:
+        if self.inflight or (self._inbox and self._connected):
+            return
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for d in waiters:
+            d.callback(None)

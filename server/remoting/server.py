@@ -1,0 +1,127 @@
+"""Listening side: accepts connections and hands their requests to a processor."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.protocol import Factory
+
+from .channel import Channel, format_address
+from .dispatch import Processor
+from .options import TransportOptions
+from .protocol import RemotingProtocol
+
+log = logging.getLogger("ferrymq.remoting")
+
+
+class RemotingServer(Factory):
+    """``RemotingServer(processor).listen(port)``; ``stop()`` shuts down gracefully.
+
+    ``name`` prefixes log lines so an operator can tell the name server's connections from the broker's.
+    """
+
+    def __init__(
+        self,
+        processor: Processor | None,
+        options: TransportOptions | None = None,
+        reactor: Any = None,
+        name: str = "remoting",
+    ):
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self.processor = processor
+        self.options = options or TransportOptions()
+        self.reactor = reactor
+        self.name = name
+        self.connections: set[RemotingProtocol] = set()
+        self._close_listeners: list[Callable[[Channel], Any]] = []
+        self._listening_port: Any = None
+        self._lost_waiters: list[defer.Deferred] = []
+
+    # ------------------------------------------------------------------ Factory
+
+    def buildProtocol(self, addr: Any) -> RemotingProtocol:
+        return RemotingProtocol(self.processor, self.options, self.reactor, owner=self)
+
+    def connection_made(self, proto: RemotingProtocol) -> None:
+        self.connections.add(proto)
+        log.debug("%s: connection from %s", self.name, proto.peer)
+
+    def connection_lost(self, proto: RemotingProtocol) -> None:
+        self.connections.discard(proto)
+        log.debug("%s: connection from %s closed", self.name, proto.peer)
+        for listener in list(self._close_listeners):
+            try:
+                listener(proto.channel)
+            except Exception:  # noqa: BLE001
+                log.exception("%s: close listener failed for %s", self.name, proto.peer)
+        if not self.connections:
+            waiters, self._lost_waiters = self._lost_waiters, []
+            for d in waiters:
+                d.callback(None)
+
+    # ------------------------------------------------------------------ public API
+
+    def add_close_listener(self, listener: Callable[[Channel], Any]) -> None:
+        """Call ``listener(channel)`` whenever any connection closes (idle, error, peer, shutdown)."""
+        self._close_listeners.append(listener)
+
+    @property
+    def channels(self) -> list[Channel]:
+        return [p.channel for p in self.connections if p.channel is not None]
+
+    def listen(self, port: int, interface: str = "0.0.0.0", backlog: int = 1024) -> Any:
+        self._listening_port = self.reactor.listenTCP(port, self, backlog=backlog, interface=interface)
+        return self._listening_port
+
+    @property
+    def address(self) -> str:
+        """``host:port`` actually bound (useful with port 0)."""
+        if self._listening_port is None:
+            raise RuntimeError(f"{self.name} is not listening")
+        return format_address(self._listening_port.getHost())
+
+    @property
+    def port(self) -> int:
+        if self._listening_port is None:
+            raise RuntimeError(f"{self.name} is not listening")
+        return self._listening_port.getHost().port
+
+    @defer.inlineCallbacks
+    def stop(self, grace: float | None = None):
+        """Graceful shutdown: stop accepting, stop reading, answer requests already read, then close.
+
+        Requests still unanswered after ``grace`` seconds (default ``options.shutdown_grace``) are dropped.
+        """
+        grace = self.options.shutdown_grace if grace is None else grace
+        if self._listening_port is not None:
+            port, self._listening_port = self._listening_port, None
+            yield defer.maybeDeferred(port.stopListening)
+        conns = list(self.connections)
+        if conns:
+            drained = defer.DeferredList([p.drain() for p in conns], consumeErrors=True)
+            timer = self.reactor.callLater(grace, drained.cancel)
+            yield drained
+            if timer.active():
+                timer.cancel()
+            else:
+                log.warning("%s: shutdown grace of %.1f s expired with requests in flight", self.name, grace)
+        if self.connections:
+            gone = defer.Deferred()
+            self._lost_waiters.append(gone)
+            for proto in list(self.connections):
+                proto.close()
+            # A peer that never reads could hold loseConnection open; abort after a short wait.
+            abort = self.reactor.callLater(2.0, self._abort_all)
+            yield gone
+            if abort.active():
+                abort.cancel()
+
+    def _abort_all(self) -> None:
+        for proto in list(self.connections):
+            proto.transport.abortConnection()
