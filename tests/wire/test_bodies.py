@@ -1,0 +1,251 @@
+"""Bodies: every class round-trips, the literal examples of bodies.md decode, bad bodies say what is wrong."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+import zlib
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import wire.bodies as bodies
+from wire import fastjson
+from wire.bodies import (
+    BrokerData,
+    ClusterInfo,
+    DataVersion,
+    KVTable,
+    QueueData,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicRouteData,
+)
+from wire.errors import BodyError
+
+# ------------------------------------------------------------------ strategies from the annotations
+
+_TEXT = st.text(max_size=8)
+_SCALARS = {
+    str: _TEXT,
+    int: st.integers(-(2**63), 2**63 - 1),
+    float: st.floats(allow_nan=False, allow_infinity=False, width=64),
+    bool: st.booleans(),
+    Any: st.dictionaries(_TEXT, st.integers(-(2**63), 2**63 - 1) | _TEXT, max_size=2),
+}
+
+
+def strategy(tp: Any) -> st.SearchStrategy:
+    if tp in _SCALARS:
+        return _SCALARS[tp]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        (inner,) = [a for a in args if a is not type(None)]
+        return st.none() | strategy(inner)
+    if origin in (list, set, frozenset, tuple):
+        return st.lists(strategy(args[0]), max_size=3)
+    if origin is dict:
+        return st.dictionaries(strategy(args[0]), strategy(args[1]), max_size=3)
+    if hasattr(tp, "__body__"):
+        hints = typing.get_type_hints(tp)
+        return st.builds(tp, **{f.name: strategy(hints[f.name]) for f in dataclasses.fields(tp)})
+    raise TypeError(tp)
+
+
+BODY_CLASSES = sorted(
+    (obj for obj in vars(bodies).values() if isinstance(obj, type) and hasattr(obj, "__body__")),
+    key=lambda cls: cls.__name__,
+)
+
+
+def test_the_body_classes_are_all_exported():
+    names = {cls.__name__ for cls in BODY_CLASSES}
+    assert {"TopicRouteData", "RegisterBrokerBody", "ClusterInfo", "KVTable", "TopicList", "DataVersion"} <= names
+
+
+@pytest.mark.parametrize("cls", BODY_CLASSES, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("standard", [True, False], ids=["standard", "legacy"])
+def test_every_body_round_trips(cls, standard):
+    @settings(max_examples=60, deadline=None)
+    @given(strategy(cls))
+    def check(instance):
+        data = instance.encode(standard)
+        assert cls.decode(data) == instance
+
+    check()
+
+
+# ------------------------------------------------------------------ literal examples (bodies.md)
+
+ROUTE_STANDARD = (
+    b'{"brokerDatas":[{"brokerAddrs":{"0":"192.168.1.10:10911","1":"192.168.1.11:10911"},"brokerName":"broker-a",'
+    b'"cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":'
+    b'"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}'
+)
+ROUTE_LEGACY = ROUTE_STANDARD.replace(b'"0":', b"0:").replace(b'"1":', b"1:")
+ROUTE = TopicRouteData(
+    queue_datas=[QueueData("broker-a", 4, 4, 6, 0)],
+    broker_datas=[BrokerData("DefaultCluster", "broker-a", {0: "192.168.1.10:10911", 1: "192.168.1.11:10911"})],
+)
+
+
+def test_route_both_forms_decode_and_encode_byte_for_byte():
+    assert TopicRouteData.decode(ROUTE_STANDARD) == ROUTE
+    assert TopicRouteData.decode(ROUTE_LEGACY) == ROUTE
+    assert ROUTE.encode(standard_json=True) == ROUTE_STANDARD
+    assert ROUTE.encode(standard_json=False) == ROUTE_LEGACY
+
+
+def _go_split_broker_addrs(route_json: bytes) -> dict[str, str]:
+    """What the Go client does with ``brokerAddrs``: strip braces, split on ',' then the first ':', drop quotes."""
+    text = route_json.decode()
+    start = text.index('"brokerAddrs":') + len('"brokerAddrs":')
+    raw = text[start : text.index("}", start) + 1]
+    out = {}
+    for item in raw[1:-1].split(","):
+        key, _, value = item.partition(":")
+        out[key.replace('"', "")] = value.replace('"', "")
+    return out
+
+
+@pytest.mark.parametrize("standard", [True, False])
+def test_route_survives_go_hand_parser(standard):
+    assert _go_split_broker_addrs(ROUTE.encode(standard)) == {"0": "192.168.1.10:10911", "1": "192.168.1.11:10911"}
+
+
+def test_cluster_info_example():
+    text = (
+        b'{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"192.168.1.10:10911"},"brokerName":"broker-a",'
+        b'"cluster":"DefaultCluster","enableActingMaster":false}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}'
+    )
+    info = ClusterInfo.decode(text)
+    assert info == ClusterInfo(
+        {"broker-a": BrokerData("DefaultCluster", "broker-a", {0: "192.168.1.10:10911"})},
+        {"DefaultCluster": ["broker-a"]},
+    )
+    assert info.encode(standard_json=False) == text
+
+
+def test_small_bodies_examples():
+    assert TopicList.decode(b'{"topicList":["TopicTest","%RETRY%g1"]}') == TopicList(["TopicTest", "%RETRY%g1"])
+    assert TopicList(["a"], "1.2.3.4:10911").encode() == b'{"brokerAddr":"1.2.3.4:10911","topicList":["a"]}'
+    assert KVTable.decode(b'{"table":{"k":"v"}}') == KVTable({"k": "v"})
+    assert DataVersion.decode(b'{"counter":3,"stateVersion":0,"timestamp":1732200000000}') == DataVersion(3, 0, 1732200000000)
+    assert DataVersion(3, 0, 1732200000000).encode() == b'{"counter":3,"stateVersion":0,"timestamp":1732200000000}'
+
+
+REGISTER = (
+    b'{"filterServerList":[],"topicConfigSerializeWrapper":{"dataVersion":{"counter":5,"stateVersion":0,'
+    b'"timestamp":1732200000000},"topicConfigTable":{"TopicTest":{"attributes":{},"order":false,"perm":6,'
+    b'"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicTest","topicSysFlag":0,"writeQueueNums":4}}}}'
+)
+
+
+def test_register_broker_json_example():
+    body = RegisterBrokerBody.decode(REGISTER)
+    wrapper = body.topic_config_serialize_wrapper
+    assert wrapper.data_version == DataVersion(5, 0, 1732200000000)
+    assert wrapper.topic_config_table == {"TopicTest": TopicConfig("TopicTest", 4, 4, 6, "SINGLE_TAG", 0, False, {})}
+    assert body.filter_server_list == []
+    assert body.encode() == REGISTER
+
+
+def test_register_broker_accepts_5x_mapping_members():
+    text = REGISTER[:-2] + b',"topicQueueMappingInfoMap":{},"topicQueueMappingDetailMap":{},"mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":1}}}'
+    wrapper = RegisterBrokerBody.decode(text).topic_config_serialize_wrapper
+    assert wrapper.mapping_data_version == DataVersion(0, 0, 1)
+    assert wrapper.topic_queue_mapping_info_map == {}
+
+
+def test_topic_config_text_form():
+    config = TopicConfig("T", 8, 4, 6, "SINGLE_TAG", attributes={"+message.type": "NORMAL"})
+    assert config.to_text() == 'T 8 4 6 SINGLE_TAG {"+message.type":"NORMAL"}'
+    assert TopicConfig.from_text(config.to_text()) == config
+    assert TopicConfig.from_text("T 8 4 6 SINGLE_TAG ") == TopicConfig("T", 8, 4, 6, "SINGLE_TAG")
+    with pytest.raises(BodyError, match="at least 5"):
+        TopicConfig.from_text("T 8 4")
+
+
+_topic_names = st.text(alphabet="abcdefgXYZ0123456789_-%|", min_size=1, max_size=12)
+_topic_configs = st.builds(
+    TopicConfig,
+    topic_name=_topic_names,
+    read_queue_nums=st.integers(0, 1024),
+    write_queue_nums=st.integers(0, 1024),
+    perm=st.integers(0, 7),
+    topic_filter_type=st.sampled_from(["SINGLE_TAG", "MULTI_TAG"]),
+    attributes=st.dictionaries(st.text(alphabet="abc.+-", max_size=6), st.text(alphabet="xyz", max_size=5), max_size=2),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(_topic_configs, max_size=6, unique_by=lambda c: c.topic_name),
+    st.builds(DataVersion, st.integers(0, 2**40), st.integers(0, 9), st.integers(0, 2**42)),
+    st.lists(st.text(max_size=10), max_size=2),
+)
+def test_compressed_register_broker_body_round_trips(configs, version, filters):
+    body = RegisterBrokerBody(TopicConfigSerializeWrapper({c.topic_name: c for c in configs}, version), filters)
+    data = body.encode(compressed=True)
+    assert data[:1] == b"\x78"  # a zlib stream, as Java's Deflater writes
+    assert RegisterBrokerBody.decode(data, compressed=True) == body
+
+
+def test_compressed_register_broker_body_without_the_5x_mapping_count():
+    """4.x brokers stop after the filter-server list; the reader must not require the mapping count."""
+    dv = b'{"counter":1,"stateVersion":0,"timestamp":2}'
+    topic = b"T 4 4 6 SINGLE_TAG {}"
+    filters = b"[]"
+    raw = b"".join(len(x).to_bytes(4, "big") + x if x is not None else b"" for x in (dv,)) + (1).to_bytes(4, "big")
+    raw += len(topic).to_bytes(4, "big") + topic + len(filters).to_bytes(4, "big") + filters
+    body = RegisterBrokerBody.decode(zlib.compress(raw), compressed=True)
+    assert body.topic_config_serialize_wrapper.topic_config_table == {"T": TopicConfig("T", 4, 4, 6, "SINGLE_TAG")}
+    assert body.topic_config_serialize_wrapper.data_version == DataVersion(1, 0, 2)
+
+
+def test_compressed_register_broker_body_garbage():
+    with pytest.raises(BodyError, match="zlib"):
+        RegisterBrokerBody.decode(b"not zlib", compressed=True)
+    with pytest.raises(BodyError, match="overruns"):
+        RegisterBrokerBody.decode(zlib.compress(b"\x00\x00\x01\x00{}"), compressed=True)
+
+
+# ------------------------------------------------------------------ leniency and errors
+
+
+def test_numbers_and_booleans_as_strings_are_accepted():
+    data = b'{"queueDatas":[{"brokerName":"b","perm":"6","readQueueNums":"4","writeQueueNums":4}],"brokerDatas":[{"brokerAddrs":{"0":"a"},"enableActingMaster":"true"}]}'
+    route = TopicRouteData.decode(data)
+    assert route.queue_datas[0].perm == 6 and route.queue_datas[0].read_queue_nums == 4
+    assert route.broker_datas[0].enable_acting_master is True
+
+
+def test_nulls_and_unknown_fields_fall_back_to_defaults():
+    route = TopicRouteData.decode(b'{"queueDatas":null,"brokerDatas":[{"brokerName":null,"x":1}],"topicSynFlag":3}')
+    assert route == TopicRouteData(broker_datas=[BrokerData()])
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"queueDatas":[{"perm":"rw"}]}', r"queueDatas\[0\]\.perm"),
+        (b'{"queueDatas":5}', r"queueDatas must be array"),
+        (b'{"brokerDatas":[{"brokerAddrs":{"master":"x"}}]}', r"brokerAddrs"),
+        (b"[1,2]", r"must be object"),
+        (b"", r"empty"),
+        (b"{oops", r"not JSON"),
+    ],
+)
+def test_bad_bodies_name_the_problem(data, message):
+    with pytest.raises(BodyError, match=message) as info:
+        TopicRouteData.decode(data)
+    assert "TopicRouteData" in str(info.value) or "JSON" in str(info.value)
+
+
+def test_fastjson_roundtrip_of_encoded_body_matches_to_json():
+    assert fastjson.loads(ROUTE.encode()) == fastjson.loads(ROUTE_STANDARD)
