@@ -1,0 +1,230 @@
+"""Typed headers: round trips (ext dict and full frames, both serializations), required fields, types, speed."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wire import frame, headers
+from wire.codes import RequestCode, SerializeType
+from wire.command import request
+from wire.errors import BadField, MissingField
+from wire.headers import (
+    REQUEST_HEADERS,
+    RESPONSE_HEADERS,
+    V2_SEND_CODES,
+    GetMaxOffsetRequestHeader,
+    PullMessageRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
+    decode_request_header,
+    decode_response_header,
+    encode_request_header,
+)
+
+HEADER_CLASSES = sorted(
+    {obj for obj in vars(headers).values() if isinstance(obj, type) and hasattr(obj, "FIELDS")},
+    key=lambda cls: cls.__name__,
+)
+
+_VALUES = {
+    str: st.text(st.characters(codec="utf-8"), max_size=12),
+    int: st.integers(-(2**63), 2**63 - 1),
+    bool: st.booleans(),
+}
+
+
+def instances(cls) -> st.SearchStrategy:
+    kwargs = {}
+    for f in cls.FIELDS:
+        value = _VALUES[f.kind]
+        kwargs[f.attr] = value if (f.required or f.default is not None) else (st.none() | value)
+    return st.builds(cls, **kwargs)
+
+
+def test_every_code_and_named_header_is_registered():
+    expected = {
+        "SendMessageRequestHeader", "SendMessageResponseHeader", "PullMessageRequestHeader", "PullMessageResponseHeader",
+        "QueryConsumerOffsetRequestHeader", "QueryConsumerOffsetResponseHeader", "UpdateConsumerOffsetRequestHeader",
+        "GetMaxOffsetRequestHeader", "GetMaxOffsetResponseHeader", "GetMinOffsetRequestHeader", "GetMinOffsetResponseHeader",
+        "GetEarliestMsgStoretimeRequestHeader", "GetEarliestMsgStoretimeResponseHeader", "SearchOffsetRequestHeader",
+        "SearchOffsetResponseHeader", "HeartbeatRequestHeader", "UnregisterClientRequestHeader",
+        "GetConsumerListByGroupRequestHeader", "ConsumerSendMsgBackRequestHeader", "RegisterBrokerRequestHeader",
+        "RegisterBrokerResponseHeader", "UnRegisterBrokerRequestHeader", "GetRouteInfoRequestHeader",
+        "PutKVConfigRequestHeader", "GetKVConfigRequestHeader", "GetKVConfigResponseHeader", "DeleteKVConfigRequestHeader",
+        "GetKVListByNamespaceRequestHeader", "WipeWritePermOfBrokerRequestHeader", "WipeWritePermOfBrokerResponseHeader",
+        "AddWritePermOfBrokerRequestHeader", "AddWritePermOfBrokerResponseHeader", "DeleteTopicFromNamesrvRequestHeader",
+        "GetTopicsByClusterRequestHeader", "QueryDataVersionRequestHeader", "QueryDataVersionResponseHeader",
+        "EndTransactionRequestHeader", "CheckTransactionStateRequestHeader", "NotifyConsumerIdsChangedRequestHeader",
+        "ResetOffsetRequestHeader", "GetConsumerStatusRequestHeader", "GetConsumerRunningInfoRequestHeader",
+        "ConsumeMessageDirectlyResultRequestHeader", "CreateTopicRequestHeader", "DeleteTopicRequestHeader",
+        "GetTopicStatsInfoRequestHeader", "GetConsumerConnectionListRequestHeader", "GetProducerConnectionListRequestHeader",
+        "GetConsumeStatsRequestHeader", "DeleteSubscriptionGroupRequestHeader", "ViewMessageRequestHeader",
+        "QueryMessageRequestHeader", "QueryMessageResponseHeader", "GetBrokerConfigResponseHeader",
+        "QueryTopicConsumeByWhoRequestHeader", "GetAllTopicConfigRequestHeader", "GetAllSubscriptionGroupRequestHeader",
+    }
+    assert expected <= {cls.__name__ for cls in HEADER_CLASSES}
+    registered = set(REQUEST_HEADERS.values()) | set(RESPONSE_HEADERS.values())
+    assert {cls for cls in HEADER_CLASSES if cls.__name__ in expected} <= registered
+
+
+@pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda c: c.__name__)
+def test_ext_round_trip(cls):
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(instances(cls))
+    def check(hdr):
+        ext = hdr.to_ext()
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in ext.items())
+        assert cls.from_ext(ext) == hdr
+        if hasattr(cls, "to_ext_v2"):
+            assert cls.from_ext_v2(hdr.to_ext_v2()) == hdr
+
+    check()
+
+
+def _through_frame(cmd, stype):
+    cmd.serialize_type = stype
+    data = frame.encode(cmd)
+    decoder = frame.FrameDecoder()
+    out = []
+    for i in range(0, len(data), 7):  # any split of the stream
+        out += decoder.feed(data[i : i + 7])
+    (decoded,) = out
+    return decoded
+
+
+@pytest.mark.parametrize("stype", [SerializeType.JSON, SerializeType.ROCKETMQ], ids=["json", "rocketmq"])
+@pytest.mark.parametrize("code", sorted(REQUEST_HEADERS), ids=lambda c: RequestCode(c).name)
+def test_request_headers_survive_a_full_frame(code, stype):
+    cls = REQUEST_HEADERS[code]
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(instances(cls))
+    def check(hdr):
+        cmd = request(code, encode_request_header(code, hdr))
+        decoded = _through_frame(cmd, stype)
+        assert decode_request_header(decoded) == hdr
+
+    check()
+
+
+@pytest.mark.parametrize("stype", [SerializeType.JSON, SerializeType.ROCKETMQ], ids=["json", "rocketmq"])
+@pytest.mark.parametrize("code", sorted(RESPONSE_HEADERS), ids=lambda c: RequestCode(c).name)
+def test_response_headers_survive_a_full_frame(code, stype):
+    cls = RESPONSE_HEADERS[code]
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(instances(cls))
+    def check(hdr):
+        cmd = request(code).response(0, ext_fields=hdr.to_ext())
+        assert decode_response_header(code, _through_frame(cmd, stype)) == hdr
+
+    check()
+
+
+def _sample(cls):
+    """A valid ext dict for ``cls`` with every field present."""
+    values = {str: "x", int: "7", bool: "true"}
+    return {f.wire: values[f.kind] for f in cls.FIELDS}
+
+
+@pytest.mark.parametrize("cls", [c for c in HEADER_CLASSES if any(f.required for f in c.FIELDS)], ids=lambda c: c.__name__)
+def test_each_missing_required_field_is_named(cls):
+    full = _sample(cls)
+    cls.from_ext(full)
+    for f in cls.FIELDS:
+        partial = {k: v for k, v in full.items() if k != f.wire}
+        if f.required:
+            with pytest.raises(MissingField) as info:
+                cls.from_ext(partial)
+            assert info.value.field == f.wire
+            assert cls.__name__ in str(info.value)
+        else:
+            cls.from_ext(partial)
+    with pytest.raises(MissingField):
+        cls.from_ext(None)
+
+
+@pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda c: c.__name__)
+def test_wrongly_typed_fields_are_named(cls):
+    full = _sample(cls)
+    for f in cls.FIELDS:
+        if f.kind is str:
+            continue
+        with pytest.raises(BadField) as info:
+            cls.from_ext({**full, f.wire: "12abc"})
+        assert info.value.field == f.wire
+
+
+def test_java_send_message_v2_header():
+    ext = {
+        "a": "pg", "b": "TopicTest", "c": "TBW102", "d": "4", "e": "2", "f": "0", "g": "1732200000000", "h": "0",
+        "i": "KEYS\x01k1\x02UNIQ_KEY\x01C0A8\x02WAIT\x01true\x02TAGS\x01TagA\x02", "j": "0", "k": "false", "m": "false",
+        "n": "broker-a",
+    }
+    hdr = decode_request_header(request(RequestCode.SEND_MESSAGE_V2, ext))
+    assert hdr == SendMessageRequestHeader(
+        "pg", "TopicTest", "TBW102", 4, 2, 0, 1732200000000, 0, ext["i"], 0, False, None, False, "broker-a"
+    )
+    assert hdr.to_ext_v2() == ext
+    batch = decode_request_header(request(RequestCode.SEND_BATCH_MESSAGE, {**ext, "m": "true"}))
+    assert batch.batch is True
+
+
+def test_go_send_message_long_header():
+    """Go sends code 10 with long names and empty strings where it has nothing to say."""
+    ext = {
+        "producerGroup": "pg", "topic": "T", "queueId": "1", "sysFlag": "0", "bornTimestamp": "1732200000000",
+        "flag": "0", "reconsumeTimes": "0", "unitMode": "false", "maxReconsumeTimes": "0", "defaultTopic": "TBW102",
+        "defaultTopicQueueNums": "4", "batch": "false", "properties": "", "bname": "",
+    }
+    hdr = decode_request_header(request(RequestCode.SEND_MESSAGE, ext))
+    assert (hdr.topic, hdr.queue_id, hdr.batch, hdr.properties, hdr.broker_name, hdr.max_reconsume_times) == ("T", 1, False, "", "", 0)
+
+
+def test_empty_optional_number_counts_as_absent():
+    hdr = PullMessageRequestHeader.from_ext(
+        {"consumerGroup": "g", "topic": "T", "queueId": "0", "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "2",
+         "commitOffset": "0", "suspendTimeoutMillis": "20000", "subVersion": "0", "maxMsgBytes": "", "subscription": ""}
+    )
+    assert hdr.max_msg_bytes is None and hdr.subscription == ""
+
+
+def test_primitive_defaults_are_written_and_read():
+    assert GetMaxOffsetRequestHeader("T", 3).to_ext() == {"topic": "T", "queueId": "3", "committed": "true"}
+    assert GetMaxOffsetRequestHeader.from_ext({"topic": "T", "queueId": "3"}).committed is True
+
+
+def test_explicit_wire_names():
+    assert UnregisterClientRequestHeader("1.2.3.4@1").to_ext() == {"clientID": "1.2.3.4@1"}
+    ext = SendMessageResponseHeader("0A00", 1, 5, msg_region="DefaultRegion", trace_on=True).to_ext()
+    assert ext == {"msgId": "0A00", "queueId": "1", "queueOffset": "5", "MSG_REGION": "DefaultRegion", "TRACE_ON": "true"}
+
+
+def test_v2_codes_use_short_keys():
+    hdr = SendMessageRequestHeader("pg", "T", "TBW102", 4, 0, 0, 1, 0)
+    for code in V2_SEND_CODES:
+        assert set(encode_request_header(code, hdr)) == set("abcdefgh")
+    assert "producerGroup" in encode_request_header(RequestCode.SEND_MESSAGE, hdr)
+
+
+def test_codes_without_fields_decode_to_none():
+    assert decode_request_header(request(RequestCode.GET_BROKER_CLUSTER_INFO)) is None
+
+
+def test_send_v2_decode_is_fast():
+    """Hot path: a few microseconds at most (generous bound for a shared CI machine)."""
+    ext = SendMessageRequestHeader("pg", "TopicTest", "TBW102", 4, 1, 0, 1732200000000, 0, "UNIQ_KEY\x01x\x02", 0, False, None, False, "b").to_ext_v2()
+    decode = SendMessageRequestHeader.from_ext_v2
+    n = 20000
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(n):
+            decode(ext)
+        best = min(best, (time.perf_counter() - start) / n)
+    assert best < 10e-6, f"SEND_MESSAGE_V2 header decode took {best * 1e6:.2f} µs"
