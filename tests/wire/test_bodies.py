@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 import zlib
@@ -16,15 +17,35 @@ import wire.bodies as bodies
 from wire import fastjson
 from wire.bodies import (
     BrokerData,
+    CheckClientRequestBody,
     ClusterInfo,
+    Connection,
+    ConsumeStats,
+    ConsumerConnection,
+    ConsumerData,
     DataVersion,
+    GetConsumerStatusBody,
+    HeartbeatData,
     KVTable,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    OffsetWrapper,
+    ProducerConnection,
+    ProducerData,
     QueueData,
     RegisterBrokerBody,
+    ResetOffsetBody,
+    ResetOffsetBodyForC,
+    SubscriptionData,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicList,
+    TopicOffset,
     TopicRouteData,
+    TopicStatsTable,
 )
 from wire.errors import BodyError
 
@@ -249,3 +270,179 @@ def test_bad_bodies_name_the_problem(data, message):
 
 def test_fastjson_roundtrip_of_encoded_body_matches_to_json():
     assert fastjson.loads(ROUTE.encode()) == fastjson.loads(ROUTE_STANDARD)
+
+
+# ------------------------------------------------------------------ client bodies (bodies.md §2, §6, §10, §12)
+
+
+JAVA_HEARTBEAT = (
+    b'{"clientID":"192.168.1.5@4211#92871234567","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",'
+    b'"consumeType":"CONSUME_PASSIVELY","groupName":"g1","messageModel":"CLUSTERING","subscriptionDataSet":[{'
+    b'"classFilterMode":false,"codeSet":[2598919,2598920],"expressionType":"TAG","subString":"TagA || TagB",'
+    b'"subVersion":1732200000123,"tagsSet":["TagA","TagB"],"topic":"TopicTest"},{"classFilterMode":false,"codeSet":[],'
+    b'"expressionType":"TAG","subString":"*","subVersion":1732200000124,"tagsSet":[],"topic":"%RETRY%g1"}],'
+    b'"unitMode":false}],"heartbeatFingerprint":0,"producerDataSet":[{"groupName":"CLIENT_INNER_PRODUCER"}],'
+    b'"withoutSub":false}'
+)
+GO_HEARTBEAT = (
+    b'{"clientID":"192.168.1.5@4211","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[{"groupName":"g1",'
+    b'"consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",'
+    b'"subscriptionDataSet":[{"classFilterMode":false,"topic":"TopicTest","subString":"TagA||TagB","tagsSet":["TagA",'
+    b'"TagB"],"codeSet":["2598919","2598920"],"subVersion":1732200000123456789,"expressionType":"TAG"}],"unitMode":false}]}'
+)
+
+
+def test_java_heartbeat_example():
+    hb = HeartbeatData.decode(JAVA_HEARTBEAT)
+    assert hb.client_id == "192.168.1.5@4211#92871234567"
+    assert hb.producer_data_set == [ProducerData("CLIENT_INNER_PRODUCER")]
+    (consumer,) = hb.consumer_data_set
+    assert (consumer.group_name, consumer.consume_type, consumer.message_model, consumer.consume_from_where) == (
+        "g1", "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET")
+    assert consumer.subscription_data_set[0] == SubscriptionData(
+        "TopicTest", "TagA || TagB", ["TagA", "TagB"], [2598919, 2598920], 1732200000123, "TAG", False)
+    assert consumer.subscription_data_set[1].topic == "%RETRY%g1"
+    assert hb.encode() == JAVA_HEARTBEAT  # fastjson's alphabetical, compact form
+
+
+def test_go_heartbeat_example_with_quoted_code_set():
+    hb = HeartbeatData.decode(GO_HEARTBEAT)
+    assert hb.client_id == "192.168.1.5@4211"
+    assert hb.producer_data_set == [ProducerData("pg")]
+    sub = hb.consumer_data_set[0].subscription_data_set[0]
+    assert sub.code_set == [2598919, 2598920]
+    assert sub.sub_version == 1732200000123456789
+    assert (hb.heartbeat_fingerprint, hb.without_sub) == (0, False)
+
+
+def test_go_nil_slices_arrive_as_null():
+    hb = HeartbeatData.decode(b'{"clientID":"c","producerDataSet":null,"consumerDataSet":[{"groupName":"g","subscriptionDataSet":[{"topic":"T","tagsSet":null,"codeSet":null,"expressionType":""}]}]}')
+    sub = hb.consumer_data_set[0].subscription_data_set[0]
+    assert (hb.producer_data_set, sub.tags_set, sub.code_set, sub.expression_type) == ([], [], [], "")
+
+
+def test_heartbeat_with_bad_code_set_is_rejected_with_its_path():
+    with pytest.raises(BodyError, match=r"codeSet\[0\]"):
+        HeartbeatData.decode(b'{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":["TagA"]}]}]}')
+
+
+def test_consumer_connection_example():
+    text = (
+        b'{"connectionSet":[{"clientAddr":"192.168.1.5:53412","clientId":"192.168.1.5@4211","language":"JAVA","version":479}],'
+        b'"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING",'
+        b'"subscriptionTable":{"TopicTest":{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*",'
+        b'"subVersion":1732200000123,"tagsSet":[],"topic":"TopicTest"}}}'
+    )
+    conn = ConsumerConnection.decode(text)
+    assert conn.connection_set == [Connection("192.168.1.5@4211", "192.168.1.5:53412", "JAVA", 479)]
+    assert conn.subscription_table["TopicTest"] == SubscriptionData("TopicTest", "*", [], [], 1732200000123)
+    assert conn.encode() == text
+    assert ProducerConnection(conn.connection_set).encode().startswith(b'{"connectionSet":[{"clientAddr"')
+
+
+MQ0 = MessageQueue("TopicTest", "broker-a", 0)
+MQ1 = MessageQueue("TopicTest", "broker-a", 1)
+
+
+def test_message_queue_json_and_hashing():
+    assert MQ0.encode() == b'{"brokerName":"broker-a","queueId":0,"topic":"TopicTest"}'
+    assert {MQ0: 1}[MessageQueue("TopicTest", "broker-a", 0)] == 1
+    assert MessageQueue.decode(b'{"topic":"TopicTest","brokerName":"broker-a","queueId":0}') == MQ0
+
+
+def test_topic_stats_table_example():
+    text = (
+        b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicTest"}:{"lastUpdateTimestamp":1732200000000,'
+        b'"maxOffset":120,"minOffset":0},{"brokerName":"broker-a","queueId":1,"topic":"TopicTest"}:{"lastUpdateTimestamp":0,'
+        b'"maxOffset":0,"minOffset":0}},"topicPutTps":0.0}'
+    )
+    table = TopicStatsTable.decode(text)
+    assert table == TopicStatsTable({MQ0: TopicOffset(0, 120, 1732200000000), MQ1: TopicOffset(0, 0, 0)}, 0.0)
+    assert table.encode() == text
+
+
+def test_consume_stats_example():
+    text = (
+        b'{"consumeTps":0.0,"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicTest"}:{"brokerOffset":120,'
+        b'"consumerOffset":100,"lastTimestamp":1732200000000,"pullOffset":110}}}'
+    )
+    stats = ConsumeStats.decode(text)
+    assert stats == ConsumeStats({MQ0: OffsetWrapper(120, 100, 110, 1732200000000)}, 0.0)
+    assert stats.encode() == text
+    assert stats.encode(standard_json=False) == text
+
+
+RESET = b'{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"TopicTest"}:57,{"brokerName":"broker-a","queueId":1,"topic":"TopicTest"}:60}}'
+
+
+def _go_parse_reset_offset(data: bytes) -> dict[tuple, int]:
+    """The Go client's hand parser for the fastjson form: drop '{{' and the last '}', split on ',{' then '}:'."""
+    text = data.decode()
+    raw = text[len('{"offsetTable":') : -1]
+    out = {}
+    for piece in raw[2:-1].split(",{"):
+        mq_text, _, offset = piece.partition("}:")
+        mq = fastjson.loads("{" + mq_text + "}")
+        out[(mq["topic"], mq["brokerName"], mq["queueId"])] = int(offset)
+    return out
+
+
+def test_reset_offset_body_example_and_go_hand_parser():
+    body = ResetOffsetBody.decode(RESET)
+    assert body == ResetOffsetBody({MQ0: 57, MQ1: 60})
+    assert body.encode() == RESET
+    assert _go_parse_reset_offset(body.encode()) == {("TopicTest", "broker-a", 0): 57, ("TopicTest", "broker-a", 1): 60}
+
+
+def test_reset_offset_body_gson_and_string_key_forms_are_read():
+    gson = b'{"offsetTable":[[{"topic":"TopicTest","brokerName":"broker-a","queueId":0},57]]}'
+    assert ResetOffsetBody.decode(gson) == ResetOffsetBody({MQ0: 57})
+    browser = b'{"offsetTable":{"{\\"brokerName\\":\\"broker-a\\",\\"queueId\\":0,\\"topic\\":\\"TopicTest\\"}":57}}'
+    assert ResetOffsetBody.decode(browser) == ResetOffsetBody({MQ0: 57})
+    with pytest.raises(BodyError, match="MessageQueue"):
+        ResetOffsetBody.decode(b'{"offsetTable":{{"queueId":"x"}:1}}')
+
+
+def test_reset_offset_body_for_c():
+    body = ResetOffsetBodyForC.from_reset(ResetOffsetBody({MQ0: 57}))
+    assert body.encode() == b'{"offsetTable":[{"brokerName":"broker-a","offset":57,"queueId":0,"topic":"TopicTest"}]}'
+
+
+def test_go_consumer_status_body_written_by_hand():
+    body = GetConsumerStatusBody.decode(b'{"messageQueueTable":{{"topic":"T","brokerName":"b","queueId":0}:12}}')
+    assert body.message_queue_table == {MessageQueue("T", "b", 0): 12}
+    nested = GetConsumerStatusBody(consumer_table={"c1": {MQ0: 5}})
+    assert GetConsumerStatusBody.decode(nested.encode()) == nested
+
+
+def test_lock_bodies_example():
+    req = LockBatchRequestBody.decode(
+        b'{"consumerGroup":"g1","clientId":"192.168.1.5@4211","onlyThisBroker":false,"mqSet":[{"brokerName":"broker-a","queueId":0,"topic":"TopicTest"}]}'
+    )
+    assert req == LockBatchRequestBody("g1", "192.168.1.5@4211", False, [MQ0])
+    assert LockBatchResponseBody([MQ0]).encode() == b'{"lockOKMQSet":[{"brokerName":"broker-a","queueId":0,"topic":"TopicTest"}]}'
+    assert LockBatchRequestBody.decode(b'{"consumerGroup":"g1","clientId":"c","mqSet":[]}').only_this_broker is False
+
+
+def test_check_client_body_example():
+    body = CheckClientRequestBody.decode(
+        b'{"clientId":"c","group":"g1","namespace":null,"subscriptionData":{"classFilterMode":false,"codeSet":[],'
+        b'"expressionType":"SQL92","subString":"a > 5","subVersion":1,"tagsSet":[],"topic":"TopicTest"}}'
+    )
+    assert body.namespace is None
+    assert body.subscription_data == SubscriptionData("TopicTest", "a > 5", [], [], 1, "SQL92")
+
+
+def test_subscription_group_defaults_and_wrapper():
+    config = SubscriptionGroupConfig.decode(b'{"groupName":"g1"}')
+    assert (config.consume_enable, config.retry_queue_nums, config.retry_max_times, config.broker_id) == (True, 1, 16, 0)
+    assert config.which_broker_when_consume_slowly == 1 and config.consume_timeout_minute == 15
+    assert config.group_retry_policy == {"type": "CUSTOMIZED"}
+    wrapper = SubscriptionGroupWrapper({"g1": config}, {}, DataVersion(1, 0, 2))
+    data = wrapper.encode()
+    assert json.loads(data)["subscriptionGroupTable"]["g1"]["retryMaxTimes"] == 16  # standard JSON for Go
+    assert SubscriptionGroupWrapper.decode(data) == wrapper
+
+
+def test_consumer_data_defaults():
+    assert ConsumerData.decode(b"{}") == ConsumerData()

@@ -1,9 +1,42 @@
 """Typed JSON bodies (fastjson-compatible): ``X.decode(bytes)`` validates and builds, ``x.encode()`` writes.
 
-Grouped by who uses them: :mod:`.route` (name server), :mod:`.client` (heartbeat, connections, locks,
-offsets), :mod:`.admin` (stats and admin tables). Import from here: ``from wire.bodies import X``.
+Grouped by who uses them: :mod:`.route` (name server), :mod:`.client` (heartbeat, connections, locks),
+:mod:`.admin` (offset and stats tables, resets, subscription groups). Import from here:
+``from wire.bodies import X``.
 """
 
+from .admin import (
+    ConsumeByWho,
+    ConsumeStats,
+    GetConsumerStatusBody,
+    MessageQueueForC,
+    OffsetWrapper,
+    QueryConsumeTimeSpanBody,
+    QuerySubscriptionResponseBody,
+    QueueTimeSpan,
+    ResetOffsetBody,
+    ResetOffsetBodyForC,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicOffset,
+    TopicStatsTable,
+)
+from .client import (
+    CheckClientRequestBody,
+    Connection,
+    ConsumerConnection,
+    ConsumerData,
+    GetConsumerListByGroupResponseBody,
+    GroupList,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    ProducerConnection,
+    ProducerData,
+    SubscriptionData,
+    UnlockBatchRequestBody,
+)
 from .model import body, wire
 from .route import (
     BrokerData,
@@ -21,6 +54,7 @@ from .route import (
 __all__ = [
     "body",
     "wire",
+    # route
     "BrokerData",
     "ClusterInfo",
     "DataVersion",
@@ -31,4 +65,34 @@ __all__ = [
     "TopicConfigSerializeWrapper",
     "TopicList",
     "TopicRouteData",
+    # client
+    "CheckClientRequestBody",
+    "Connection",
+    "ConsumerConnection",
+    "ConsumerData",
+    "GetConsumerListByGroupResponseBody",
+    "GroupList",
+    "HeartbeatData",
+    "LockBatchRequestBody",
+    "LockBatchResponseBody",
+    "MessageQueue",
+    "ProducerConnection",
+    "ProducerData",
+    "SubscriptionData",
+    "UnlockBatchRequestBody",
+    # admin
+    "ConsumeByWho",
+    "ConsumeStats",
+    "GetConsumerStatusBody",
+    "MessageQueueForC",
+    "OffsetWrapper",
+    "QueryConsumeTimeSpanBody",
+    "QuerySubscriptionResponseBody",
+    "QueueTimeSpan",
+    "ResetOffsetBody",
+    "ResetOffsetBodyForC",
+    "SubscriptionGroupConfig",
+    "SubscriptionGroupWrapper",
+    "TopicOffset",
+    "TopicStatsTable",
 ]
