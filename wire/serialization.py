@@ -103,19 +103,34 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
 # ---------------------------------------------------------------- ROCKETMQ
 
 
+_KEY_PREFIXES: dict[str, bytes] = {}
+
+
+def _key_prefix(key: str) -> bytes:
+    """``int16 len + key``; header keys are a small fixed vocabulary, so this is cached."""
+    prefix = _KEY_PREFIXES.get(key)
+    if prefix is None:
+        raw = key.encode()
+        prefix = _U16.pack(len(raw)) + raw
+        if len(_KEY_PREFIXES) < 4096:
+            _KEY_PREFIXES[key] = prefix
+    return prefix
+
+
 def encode_ext_fields(ext: dict[str, str] | None) -> bytes:
     """``int16 keyLen, key, int32 valLen, value`` per entry; entries with a None key or value are skipped."""
     if not ext:
         return b""
-    parts = []
-    append = parts.append
+    out = bytearray()
+    pack = _I32.pack
     for key, value in ext.items():
         if key is None or value is None:
             continue
-        k = key.encode()
-        v = value.encode() if isinstance(value, str) else _as_str(value).encode()
-        append(_U16.pack(len(k)) + k + _I32.pack(len(v)) + v)
-    return b"".join(parts)
+        v = value.encode() if type(value) is str else _as_str(value).encode()
+        out += _KEY_PREFIXES.get(key) or _key_prefix(key)
+        out += pack(len(v))
+        out += v
+    return bytes(out)
 
 
 def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
