@@ -39,6 +39,8 @@ def split_address(addr: str) -> tuple[str, int]:
 
 
 class _ClientFactory(Factory):
+    noisy = False
+
     def __init__(self, client: "RemotingClient", addr: str):
         self.client = client
         self.addr = addr

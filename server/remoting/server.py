@@ -23,6 +23,8 @@ class RemotingServer(Factory):
     ``name`` prefixes log lines so an operator can tell the name server's connections from the broker's.
     """
 
+    noisy = False  # the service logs its own "listening on" line
+
     def __init__(
         self,
         processor: Processor | None,

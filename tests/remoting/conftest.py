@@ -2,63 +2,17 @@
 
 from __future__ import annotations
 
-import socket
-import time
-
 import pytest
 
 from sdk_py import reactor_thread
-from wire.command import RemotingCommand
-from wire.frame import FrameDecoder, encode
+
+from .helpers import RawClient
 
 
 @pytest.fixture(scope="session")
 def rt():
     reactor_thread.ensure_running()
     return reactor_thread
-
-
-class RawClient:
-    """A plain blocking socket speaking frames, for tests that must control bytes exactly."""
-
-    def __init__(self, addr: tuple[str, int], timeout: float = 5.0):
-        self.sock = socket.create_connection(addr, timeout=timeout)
-        self.decoder = FrameDecoder()
-        self.ready: list[RemotingCommand] = []
-
-    def send(self, cmd: RemotingCommand) -> None:
-        self.sock.sendall(encode(cmd))
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def recv(self, timeout: float = 5.0) -> RemotingCommand:
-        deadline = time.monotonic() + timeout
-        while not self.ready:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            data = self.sock.recv(65536)
-            if not data:
-                raise ConnectionError("server closed the connection")
-            self.ready.extend(self.decoder.feed(data))
-        return self.ready.pop(0)
-
-    def closed_by_peer(self, timeout: float = 5.0) -> bool:
-        """True once the server has closed (EOF or reset) within ``timeout``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                data = self.sock.recv(65536)
-            except socket.timeout:
-                return False
-            except (ConnectionResetError, BrokenPipeError):
-                return True
-            if not data:
-                return True
-        return False
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

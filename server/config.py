@@ -1,0 +1,283 @@
+"""Apache-style configuration: ``key=value`` files with Apache RocketMQ's key names and defaults.
+
+A user's ``namesrv.conf`` / ``broker.conf`` should carry over unchanged, so keys are Apache's and a
+file is read the way ``java.util.Properties`` reads it (``#``/``!`` comments, ``=``/``:``/space
+separators, backslash continuations). Like Apache, one file feeds several config objects (the component
+config and the network config); a key none of them knows is reported, not fatal.
+
+Each dataclass field carries its help text, so ``ferrymq <cmd> --help`` and ``--print-config`` come
+from the same place as the defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from server.remoting.options import TransportOptions
+from wire.frame import DEFAULT_MAX_FRAME_SIZE
+
+T = TypeVar("T")
+
+_HOME = os.path.expanduser("~")
+
+
+class ConfigError(ValueError):
+    """A config file or value cannot be used; the message names the file/key and what was expected."""
+
+
+def key(default: Any, help: str, *, factory: Any = None) -> Any:
+    """A config field: its default and the help line ``--help`` prints."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+# ---------------------------------------------------------------- reading files
+
+
+def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
+    """Parse ``java.util.Properties`` text (the subset config files use) into a dict."""
+    props: dict[str, str] = {}
+    logical: list[str] = []
+    lines = text.splitlines()
+    for raw in lines:
+        line = raw.lstrip() if not logical else raw.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry = "".join(logical).strip()
+        logical = []
+        if not entry:
+            continue
+        sep_at = len(entry)
+        for i, ch in enumerate(entry):
+            if ch in "=:" or ch.isspace():
+                sep_at = i
+                break
+        name = entry[:sep_at].strip()
+        rest = entry[sep_at:].lstrip()
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip()
+        if not name:
+            raise ConfigError(f"{source}: line {raw!r} has no key before its separator")
+        props[name] = rest
+    return props
+
+
+def load_properties(path: str | os.PathLike) -> dict[str, str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    return parse_properties(text, str(path))
+
+
+# ---------------------------------------------------------------- typed conversion
+
+
+def _convert(cls_name: str, name: str, raw: str, typ: Any) -> Any:
+    value = raw.strip()
+    try:
+        if typ is bool or typ == "bool":
+            low = value.lower()
+            if low in ("true", "false"):
+                return low == "true"
+            raise ValueError
+        if typ is int or typ == "int":
+            return int(value)
+        if typ is float or typ == "float":
+            return float(value)
+    except ValueError:
+        kind = typ if isinstance(typ, str) else typ.__name__
+        raise ConfigError(f"{cls_name}.{name} = {raw!r} is not a valid {kind}") from None
+    return value
+
+
+def from_properties(cls: type[T], props: dict[str, str], **defaults: Any) -> T:
+    """Build ``cls`` from the keys of ``props`` it knows (others are left for other config objects).
+
+    ``defaults`` override the dataclass defaults (e.g. listenPort 9876 for the name server) but not
+    values from ``props``.
+    """
+    kwargs: dict[str, Any] = dict(defaults)
+    for f in dataclasses.fields(cls):
+        if f.name in props:
+            kwargs[f.name] = _convert(cls.__name__, f.name, props[f.name], f.type)
+    return cls(**kwargs)
+
+
+def known_keys(*classes: type) -> set[str]:
+    return {f.name for cls in classes for f in dataclasses.fields(cls)}
+
+
+def unknown_keys(props: dict[str, str], *classes: type) -> list[str]:
+    return sorted(set(props) - known_keys(*classes))
+
+
+def to_properties(obj: Any) -> str:
+    """``key=value`` lines of a config object, in field order (Apache's ``-p`` output)."""
+    lines = []
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        lines.append(f"{f.name}={value}")
+    return "\n".join(lines)
+
+
+def describe(cls: type, **defaults: Any) -> str:
+    """Help text: one block per key with its default."""
+    out = []
+    for f in dataclasses.fields(cls):
+        if f.name in defaults:
+            default = defaults[f.name]
+        elif f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            default = f.default_factory()  # type: ignore[misc]
+        else:
+            default = ""
+        if isinstance(default, bool):
+            default = "true" if default else "false"
+        out.append(f"  {f.name} (default {default})\n      {f.metadata.get('help', '')}")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- the config objects
+
+
+@dataclass
+class NettyServerConfig:
+    """Listening socket and connection limits (Apache's NettyServerConfig, same keys)."""
+
+    bindAddress: str = key("0.0.0.0", "Address to listen on.")
+    listenPort: int = key(0, "TCP port to listen on (name server 9876, broker 10911 unless set).")
+    serverChannelMaxIdleTimeSeconds: int = key(
+        120, "Close a connection with no traffic in either direction for this many seconds (0 = never)."
+    )
+    writeBufferHighWaterMark: int = key(
+        0, "Stop reading a connection while this many response bytes wait unsent (0 = 64 KiB, Netty's default)."
+    )
+    serverSocketBacklog: int = key(1024, "Listen backlog.")
+    shutdownWaitTimeSeconds: int = key(
+        30, "On SIGTERM/SIGINT, how long to wait for requests in flight before closing connections."
+    )
+    frameMaxLength: int = key(
+        DEFAULT_MAX_FRAME_SIZE,
+        "Largest accepted frame in bytes; a larger one closes the connection "
+        "(FerryMQ key; Apache: system property com.rocketmq.remoting.frameMaxLength).",
+    )
+
+    def transport_options(self) -> TransportOptions:
+        return TransportOptions(
+            max_frame_size=self.frameMaxLength,
+            idle_timeout=float(self.serverChannelMaxIdleTimeSeconds),
+            write_high_water=self.writeBufferHighWaterMark or 64 * 1024,
+            shutdown_grace=float(self.shutdownWaitTimeSeconds),
+        )
+
+
+NAMESRV_PORT = 9876
+BROKER_PORT = 10911
+
+
+@dataclass
+class NamesrvConfig:
+    """Name server settings (Apache's NamesrvConfig keys)."""
+
+    rocketmqHome: str = key(
+        os.environ.get("ROCKETMQ_HOME", ""), "Installation directory (informational; from $ROCKETMQ_HOME)."
+    )
+    kvConfigPath: str = key(
+        os.path.join(_HOME, "namesrv", "kvConfig.json"), "File where KV config (PUT_KV_CONFIG) is persisted."
+    )
+    configStorePath: str = key(
+        os.path.join(_HOME, "namesrv", "namesrv.properties"),
+        "Where UPDATE_NAMESRV_CONFIG changes are written (set to the -c file when one is given).",
+    )
+    productEnvName: str = key("center", "Environment name (informational).")
+    clusterTest: bool = key(False, "Apache's cluster-test mode (not supported; must stay false).")
+    orderMessageEnable: bool = key(
+        False, "Copy the ORDER_TOPIC_CONFIG KV value of a topic into its route's orderTopicConf."
+    )
+    returnOrderTopicConfigToBroker: bool = key(
+        True, "Answer REGISTER_BROKER with the ORDER_TOPIC_CONFIG namespace as a KVTable body."
+    )
+    scanNotActiveBrokerInterval: int = key(
+        5000, "How often (ms) to look for brokers whose registration expired (Apache default 5000)."
+    )
+    brokerChannelExpiredTime: int = key(
+        120000,
+        "Drop a broker not re-registered for this many ms, unless its REGISTER_BROKER carries "
+        "heartbeatTimeoutMillis (FerryMQ key; Apache's fixed default is 120000).",
+    )
+    supportActingMaster: bool = key(False, "Slave acting-master routes when the master is gone.")
+    enableAllTopicList: bool = key(True, "Answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (else SYSTEM_ERROR 'disable').")
+    enableTopicList: bool = key(True, "Answer GET_TOPICS_BY_CLUSTER and the unit topic lists.")
+    notifyMinBrokerIdChanged: bool = key(False, "Notify brokers when the lowest broker id changes (not supported).")
+    deleteTopicWithBrokerRegistration: bool = key(
+        False, "On registration, drop a broker's topics missing from its topic table."
+    )
+    needWaitForService: bool = key(False, "Refuse route queries for waitSecondsForService after start.")
+    waitSecondsForService: int = key(45, "See needWaitForService.")
+    configBlackList: str = key(
+        "configBlackList;configStorePath;kvConfigPath", "Keys UPDATE_NAMESRV_CONFIG may not change (';'-separated)."
+    )
+
+
+@dataclass
+class BrokerConfig:
+    """Broker settings the command line documents (Apache's BrokerConfig and MessageStoreConfig keys).
+
+    The broker itself is not built yet; this fixes the key names and defaults it will read.
+    """
+
+    brokerClusterName: str = key("DefaultCluster", "Cluster this broker registers under.")
+    brokerName: str = key(socket.gethostname(), "Broker group name (Apache default: the host name).")
+    brokerId: int = key(0, "0 = master, >0 = slave.")
+    brokerIP1: str = key("", "Address advertised to clients (default: this host's address).")
+    namesrvAddr: str = key(
+        os.environ.get("NAMESRV_ADDR", ""), "Name servers, 'host:port;host:port' (default $NAMESRV_ADDR)."
+    )
+    listenPort: int = key(BROKER_PORT, "Client port; the fast/VIP channel is listenPort-2, HA listenPort+1.")
+    storePathRootDir: str = key(os.path.join(_HOME, "store"), "Root of the message store.")
+    storePathCommitLog: str = key("", "Commit log directory (default <storePathRootDir>/commitlog).")
+    mappedFileSizeCommitLog: int = key(1024 * 1024 * 1024, "Commit log segment size in bytes.")
+    mappedFileSizeConsumeQueue: int = key(300000 * 20, "Consume queue file size in bytes (20-byte units).")
+    flushDiskType: str = key("ASYNC_FLUSH", "ASYNC_FLUSH or SYNC_FLUSH.")
+    brokerRole: str = key("ASYNC_MASTER", "ASYNC_MASTER, SYNC_MASTER or SLAVE.")
+    haListenPort: int = key(10912, "Port slaves replicate from.")
+    fileReservedTime: int = key(72, "Hours to keep commit log files.")
+    deleteWhen: str = key("04", "Hour(s) of day expired files are deleted, e.g. '04' or '01;04'.")
+    diskMaxUsedSpaceRatio: int = key(75, "Delete old files early when the disk is fuller than this percentage.")
+    maxMessageSize: int = key(4 * 1024 * 1024, "Largest message body accepted, bytes.")
+    autoCreateTopicEnable: bool = key(True, "Create topics on first send (through TBW102).")
+    autoCreateSubscriptionGroup: bool = key(True, "Create subscription groups on first use.")
+    defaultTopicQueueNums: int = key(8, "Queues of an auto-created topic.")
+    brokerPermission: int = key(6, "Broker permission bits (2 write, 4 read).")
+    registerNameServerPeriod: int = key(30000, "How often (ms) to re-register with the name servers.")
+    messageDelayLevel: str = key(
+        "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", "Delay levels for scheduled messages."
+    )
+    longPollingEnable: bool = key(True, "Hold pulls with no new messages until data arrives or they time out.")
+    transactionTimeOut: int = key(6000, "Ms before a half message is first checked back.")
+    transactionCheckMax: int = key(15, "Check-backs before a half message is discarded.")
+    transactionCheckInterval: int = key(30000, "Ms between transaction check rounds.")
+    enablePropertyFilter: bool = key(False, "Allow SQL92 filtering on message properties.")
+
+
+def namesrv_config(props: dict[str, str], source: str | None = None) -> tuple[NamesrvConfig, NettyServerConfig]:
+    """The name server's two config objects from one property set, as Apache's NamesrvStartup does."""
+    namesrv = from_properties(NamesrvConfig, props)
+    netty = from_properties(NettyServerConfig, props, listenPort=NAMESRV_PORT)
+    if source is not None and "configStorePath" not in props:
+        namesrv.configStorePath = source
+    return namesrv, netty
