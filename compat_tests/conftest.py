@@ -1,0 +1,146 @@
+"""Fixtures for the compatibility suite: official clients, Apache RocketMQ, and FerryMQ under test.
+
+First use downloads and builds what it needs (Maven Central, Go module proxy) into ``~/.m2``, the Go
+module cache and ``compat_tests/.cache``; later runs reuse it. Tests skip only when java, javac, mvn
+or go is not installed at all, naming the missing tool.
+
+Fixtures:
+  apache_namesrv, apache_broker  Apache's name server and broker (session; broker registered with it)
+  java_clients                   JavaClients for each client version (parametrized: 5.x and 4.9.x)
+  mqadmin                        MqAdmin of that version: mqadmin(namesrv_addr, "clusterList") -> stdout
+  java_scenarios                 JavaScenarios of that version: java_scenarios("send", "-n", addr, ...)
+  go_harness                     GoHarness: go_harness("route", "-n", addr, "-t", topic)
+  namesrv                        a name server under test, parametrized: "apache" and "ferrymq"
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from . import toolchain
+from .apache import ApacheBroker, ApacheNamesrv, write_conf
+from .harness import GoHarness, JavaScenarios, MqAdmin
+from .processes import LOOPBACK, Child, free_port, port_open
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: Cold runs resolve Maven artifacts and Go modules inside the first test that needs them.
+COMPAT_TIMEOUT = 900
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if here in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.compat)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(COMPAT_TIMEOUT))
+
+
+def _need(*tools: str) -> None:
+    missing = toolchain.missing_tools(*tools)
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed: the official clients cannot be built or run")
+
+
+@functools.cache
+def _java_clients(version: str) -> toolchain.JavaClients:
+    return toolchain.java_clients(version)
+
+
+@pytest.fixture(scope="session")
+def compat_home(tmp_path_factory) -> Path:
+    """Scratch space for client logs and server stores; thrown away with pytest's tmp dirs."""
+    return tmp_path_factory.mktemp("compat")
+
+
+@pytest.fixture(scope="session", params=toolchain.CLIENT_VERSIONS, ids=lambda v: f"java-{v}")
+def java_clients(request) -> toolchain.JavaClients:
+    _need("java", "javac", "mvn")
+    return _java_clients(request.param)
+
+
+@pytest.fixture(scope="session")
+def mqadmin(java_clients, compat_home) -> MqAdmin:
+    return MqAdmin(java_clients, compat_home / f"mqadmin-{java_clients.version}")
+
+
+@pytest.fixture(scope="session")
+def java_scenarios(java_clients, compat_home) -> JavaScenarios:
+    return JavaScenarios(java_clients, compat_home / f"java-{java_clients.version}")
+
+
+@pytest.fixture(scope="session")
+def go_harness() -> GoHarness:
+    _need("go")
+    return GoHarness(toolchain.go_harness())
+
+
+@pytest.fixture(scope="session")
+def apache_namesrv(compat_home):
+    _need("java", "mvn")
+    ns = ApacheNamesrv.start(compat_home / "apache-namesrv")
+    yield ns
+    ns.stop()
+
+
+@pytest.fixture(scope="session")
+def apache_broker(apache_namesrv, compat_home):
+    broker = ApacheBroker.start(compat_home / "apache-broker", apache_namesrv.addr)
+    yield broker
+    broker.stop()
+
+
+class FerryNamesrv:
+    """``ferrymq namesrv`` from the project's venv on a free port."""
+
+    def __init__(self, home: Path):
+        home.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        conf = write_conf(home / "namesrv.conf", {"listenPort": self.port})
+        self.child = Child("ferrymq namesrv", [str(_ferrymq_cli()), "namesrv", "-c", str(conf)], home / "namesrv.out")
+        self.child.start()
+        try:
+            self.child.wait_until(lambda: port_open(LOOPBACK, self.port), f"listening on {self.port}", 30)
+        except BaseException:
+            self.child.kill()
+            raise
+
+    @property
+    def addr(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def stop(self) -> None:
+        self.child.kill()
+
+
+def _ferrymq_cli() -> Path:
+    venv_cli = Path(sys.executable).with_name("ferrymq")
+    if venv_cli.exists():
+        return venv_cli
+    found = shutil.which("ferrymq")
+    if found is None:
+        raise RuntimeError("the ferrymq command is not installed; run `make test` (it installs the project into .venv)")
+    return Path(found)
+
+
+@pytest.fixture(scope="session")
+def ferrymq_namesrv(compat_home):
+    if not (REPO / "server" / "cli.py").exists():
+        pytest.skip("FerryMQ's command line (server/cli.py, `ferrymq namesrv`) does not exist in this tree yet")
+    ns = FerryNamesrv(compat_home / "ferrymq-namesrv")
+    yield ns
+    ns.stop()
+
+
+@pytest.fixture(params=["apache", "ferrymq"])
+def namesrv(request):
+    """A name server under test; the same test runs against Apache's and FerryMQ's."""
+    if request.param == "apache":
+        return request.getfixturevalue("apache_namesrv")
+    return request.getfixturevalue("ferrymq_namesrv")

@@ -1,0 +1,146 @@
+"""Runners for the official clients: ``mqadmin``, the Java scenario program and the Go harness.
+
+Each run is a subprocess with a timeout. The scenario programs print JSON lines on stdout; a
+:class:`ScenarioResult` keeps them with the exit status and stderr so an assertion failure can show
+what the client said.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from .toolchain import JavaClients
+
+#: A line of a Java stack trace: mqadmin reports most failures this way and still exits 0.
+JAVA_STACK_FRAME = re.compile(r"^\s+at [\w.$]+\([\w.]*(:\d+)?\)", re.M)
+
+MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+SCENARIOS_MAIN = "ferrymq.compat.Scenarios"
+
+#: Client-side timers shortened for tests (milliseconds): rebalance runs every second, not every 20 s.
+CLIENT_SYSTEM_PROPERTIES = {"rocketmq.client.rebalance.waitInterval": "1000"}
+
+
+class ClientRunFailed(AssertionError):
+    """An official client exited non-zero or timed out; the message carries its output."""
+
+
+def _describe(argv: list[str], rc: object, stdout: str, stderr: str) -> str:
+    shown = " ".join(a if len(a) < 200 else a[:60] + "…" for a in argv)
+    return f"{shown}\nexit status: {rc}\n--- stdout ---\n{stdout[-6000:]}\n--- stderr ---\n{stderr[-6000:]}"
+
+
+def _run(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        raise ClientRunFailed(f"timed out after {timeout}s:\n" + _describe(argv, "timeout", out, err)) from None
+
+
+@dataclass
+class ScenarioResult:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def events(self) -> list[dict]:
+        out = []
+        for line in self.stdout.splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                out.append(orjson.loads(line))
+        return out
+
+    def of(self, kind: str) -> list[dict]:
+        return [e for e in self.events if e.get("event") == kind]
+
+    def one(self, kind: str) -> dict:
+        found = self.of(kind)
+        if len(found) != 1:
+            raise ClientRunFailed(f"expected one '{kind}' event, got {len(found)}:\n{self.explain()}")
+        return found[0]
+
+    def explain(self) -> str:
+        return _describe(self.argv, self.returncode, self.stdout, self.stderr)
+
+    def check(self) -> "ScenarioResult":
+        if self.returncode != 0:
+            raise ClientRunFailed("client scenario failed:\n" + self.explain())
+        return self
+
+
+@dataclass
+class MqAdmin:
+    """``mqadmin`` of one rocketmq-tools version: ``mqadmin(namesrv, "topicRoute", "-t", "T")`` -> stdout."""
+
+    clients: JavaClients
+    home: Path
+
+    @property
+    def version(self) -> str:
+        return self.clients.version
+
+    def run(self, namesrv: str, *args: str, timeout: float = 90) -> ScenarioResult:
+        # 4.9.x mqadmin configures logback from $ROCKETMQ_HOME/conf/logback_tools.xml and, without it,
+        # prints a stack trace and does nothing (exit status 0).
+        conf = self.home / "conf" / "logback_tools.xml"
+        if not conf.exists():
+            conf.parent.mkdir(parents=True, exist_ok=True)
+            conf.write_text('<configuration><root level="WARN"/></configuration>\n')
+        argv = self.clients.command(MQADMIN_MAIN, [*args, "-n", namesrv], home=self.home,
+                                    system_properties={"rocketmq.home.dir": str(self.home)})
+        proc = _run(argv, timeout)
+        return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)
+
+    def __call__(self, namesrv: str, *args: str, timeout: float = 90) -> str:
+        """stdout of a successful run; raises when mqadmin failed, including the failures it reports
+        only by printing a stack trace (its exit status is 0 then)."""
+        result = self.run(namesrv, *args, timeout=timeout)
+        result.check()
+        if JAVA_STACK_FRAME.search(result.stderr) or JAVA_STACK_FRAME.search(result.stdout):
+            raise ClientRunFailed("mqadmin printed a Java exception:\n" + result.explain())
+        return result.stdout
+
+
+@dataclass
+class JavaScenarios:
+    """The scenario program (``java/src``) on one client version: ``java_scenarios("send", "-n", addr, ...)``."""
+
+    clients: JavaClients
+    home: Path
+
+    @property
+    def version(self) -> str:
+        return self.clients.version
+
+    def __call__(self, scenario: str, *args: str, timeout: float = 120,
+                 system_properties: dict[str, str] | None = None) -> ScenarioResult:
+        props = {**CLIENT_SYSTEM_PROPERTIES, **(system_properties or {})}
+        argv = self.clients.command(SCENARIOS_MAIN, [scenario, *args], home=self.home, system_properties=props)
+        proc = _run(argv, timeout)
+        return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)
+
+
+@dataclass
+class GoHarness:
+    """The Go harness binary (``go/``): ``go_harness("route", "-n", addr, "-t", topic)``."""
+
+    binary: Path
+
+    def __call__(self, subcommand: str, *args: str, timeout: float = 120,
+                 env: dict[str, str] | None = None) -> ScenarioResult:
+        import os
+
+        argv = [str(self.binary), subcommand, *args]
+        proc = _run(argv, timeout, env={**os.environ, **(env or {})})
+        return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)

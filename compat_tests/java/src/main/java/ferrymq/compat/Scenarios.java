@@ -1,0 +1,180 @@
+package ferrymq.compat;
+
+import com.alibaba.fastjson.JSON;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/**
+ * Client scenarios of the official Java client for FerryMQ's compatibility tests, one per subcommand.
+ * Results go to stdout as JSON lines (one object per event, last {"event":"done",...}); the exit status is
+ * 0 only when the scenario did what it was asked. Source compatible with rocketmq-client 4.9.x and 5.x.
+ *
+ * <pre>
+ *   route   -n ADDR -t TOPIC
+ *   send    -n ADDR -t TOPIC [-count N] [-tag T] [-keys K] [-body TEXT] [-group G]
+ *   consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr *] [-timeout MILLIS] [-from first|last]
+ * </pre>
+ *
+ * The clients' own timers are shortened (route poll, heartbeat: 1 s) so that a scenario does not wait
+ * 30 s for a change; the rebalance wait is the JVM property rocketmq.client.rebalance.waitInterval,
+ * which the pytest side sets on the command line.
+ */
+public final class Scenarios {
+    private static final int FAST_INTERVAL_MS = 1000;
+
+    private Scenarios() {
+    }
+
+    public static void main(String[] argv) throws Exception {
+        if (argv.length == 0) {
+            System.err.println("usage: Scenarios route|send|consume [-flag value]...");
+            System.exit(2);
+        }
+        Map<String, String> args = parse(argv);
+        boolean ok;
+        switch (argv[0]) {
+            case "route":
+                ok = route(args);
+                break;
+            case "send":
+                ok = send(args);
+                break;
+            case "consume":
+                ok = consume(args);
+                break;
+            default:
+                System.err.println("unknown scenario " + argv[0]);
+                System.exit(2);
+                return;
+        }
+        System.out.flush();
+        // Client threads (netty, timers) are not all daemons; leave promptly either way.
+        System.exit(ok ? 0 : 1);
+    }
+
+    private static Map<String, String> parse(String[] argv) {
+        Map<String, String> args = new HashMap<>();
+        for (int i = 1; i < argv.length; i++) {
+            if (!argv[i].startsWith("-") || i + 1 >= argv.length) {
+                throw new IllegalArgumentException("expected -flag value pairs, got " + argv[i]);
+            }
+            args.put(argv[i].substring(1), argv[++i]);
+        }
+        return args;
+    }
+
+    private static String need(Map<String, String> args, String key) {
+        String v = args.get(key);
+        if (v == null) {
+            throw new IllegalArgumentException("missing -" + key);
+        }
+        return v;
+    }
+
+    static synchronized void emit(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i + 1 < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        System.out.println(JSON.toJSONString(m));
+        System.out.flush();
+    }
+
+    private static String instance(String role) {
+        return "compat-" + role + "-" + ProcessHandle.current().pid();
+    }
+
+    /** GET_ROUTEINFO_BY_TOPIC through the admin client; prints the route as the client decoded it. */
+    private static boolean route(Map<String, String> args) throws Exception {
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(need(args, "n"));
+        admin.setInstanceName(instance("admin"));
+        admin.start();
+        try {
+            Object route = admin.examineTopicRouteInfo(need(args, "t"));
+            emit("event", "route", "topic", need(args, "t"), "route", JSON.parse(JSON.toJSONString(route)));
+            emit("event", "done");
+            return true;
+        } finally {
+            admin.shutdown();
+        }
+    }
+
+    private static boolean send(Map<String, String> args) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "compat_java_producer"));
+        producer.setNamesrvAddr(need(args, "n"));
+        producer.setInstanceName(instance("producer"));
+        producer.setPollNameServerInterval(FAST_INTERVAL_MS);
+        producer.setHeartbeatBrokerInterval(FAST_INTERVAL_MS);
+        producer.setSendMsgTimeout(Integer.parseInt(args.getOrDefault("timeout", "3000")));
+        producer.start();
+        int count = Integer.parseInt(args.getOrDefault("count", "1"));
+        int sent = 0;
+        try {
+            for (int i = 0; i < count; i++) {
+                String body = args.getOrDefault("body", "hello from the Java client") + (count > 1 ? " #" + i : "");
+                Message msg = new Message(need(args, "t"), args.getOrDefault("tag", ""),
+                    args.getOrDefault("keys", ""), body.getBytes("UTF-8"));
+                try {
+                    SendResult r = producer.send(msg);
+                    sent++;
+                    emit("event", "sent", "index", i, "status", r.getSendStatus().name(), "msgId", r.getMsgId(),
+                        "offsetMsgId", r.getOffsetMsgId(), "queueOffset", r.getQueueOffset(),
+                        "brokerName", r.getMessageQueue().getBrokerName(), "queueId", r.getMessageQueue().getQueueId());
+                } catch (Exception e) {
+                    emit("event", "send_error", "index", i, "error", e.toString());
+                }
+            }
+        } finally {
+            producer.shutdown();
+        }
+        emit("event", "done", "sent", sent, "requested", count);
+        return sent == count;
+    }
+
+    private static boolean consume(Map<String, String> args) throws Exception {
+        int count = Integer.parseInt(args.getOrDefault("count", "1"));
+        long timeout = Long.parseLong(args.getOrDefault("timeout", "30000"));
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(need(args, "g"));
+        consumer.setNamesrvAddr(need(args, "n"));
+        consumer.setInstanceName(instance("consumer"));
+        consumer.setPollNameServerInterval(FAST_INTERVAL_MS);
+        consumer.setHeartbeatBrokerInterval(FAST_INTERVAL_MS);
+        consumer.setConsumeFromWhere("last".equals(args.get("from"))
+            ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(need(args, "t"), args.getOrDefault("expr", "*"));
+        CountDownLatch enough = new CountDownLatch(count);
+        AtomicInteger received = new AtomicInteger();
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (MessageExt m : msgs) {
+                received.incrementAndGet();
+                emit("event", "received", "msgId", m.getMsgId(), "topic", m.getTopic(), "tags", m.getTags(),
+                    "keys", m.getKeys(), "body", new String(m.getBody(), java.nio.charset.StandardCharsets.UTF_8),
+                    "queueId", m.getQueueId(), "brokerName", m.getBrokerName(), "queueOffset", m.getQueueOffset(),
+                    "reconsumeTimes", m.getReconsumeTimes(), "properties", m.getProperties());
+                enough.countDown();
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+        enough.await(timeout, TimeUnit.MILLISECONDS);
+        consumer.shutdown();
+        emit("event", "done", "received", received.get(), "expected", count);
+        return received.get() >= count;
+    }
+}

@@ -1,0 +1,171 @@
+"""Builds and locates the official clients and tools the compatibility tests drive.
+
+Everything comes from the public registries on first use, so a fresh clone needs only java, mvn and go:
+
+* Maven resolves ``rocketmq-client`` + ``rocketmq-tools`` (``java/pom.xml``) and Apache's name server and
+  broker (``java/server/pom.xml``) into ``~/.m2``; the resulting classpaths are cached as text files.
+* ``javac`` compiles the scenario program (``java/src``) once per client version.
+* ``go build`` compiles the Go harness (``go/``) once.
+
+Build outputs live in ``compat_tests/.cache/`` (gitignored), keyed by a hash of their inputs so that an
+edited pom or source file triggers a rebuild. A file lock serialises concurrent builders.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache"
+JAVA_DIR = HERE / "java"
+GO_DIR = HERE / "go"
+
+#: Latest 5.x release of rocketmq-client / rocketmq-tools / namesrv / broker on Maven Central (all four).
+ROCKETMQ_5 = "5.5.0"
+#: Last 4.9.x release of rocketmq-client and rocketmq-tools (4.9.8; namesrv/broker stop at 4.9.7).
+ROCKETMQ_4 = "4.9.8"
+CLIENT_VERSIONS = (ROCKETMQ_5, ROCKETMQ_4)
+
+#: JVM flags for short-lived client JVMs (mqadmin, scenarios): start fast, stay small on 2 cores.
+CLIENT_JVM_FLAGS = (
+    "-Xms64m",
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:-UsePerfData",
+    "-Xss512k",
+)
+
+
+class ToolMissing(RuntimeError):
+    """A required external tool (java, javac, mvn, go) is not installed."""
+
+
+def require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise ToolMissing(f"'{tool}' is not on PATH; install it to run the compatibility tests")
+    return path
+
+
+def missing_tools(*tools: str) -> list[str]:
+    return [tool for tool in tools if shutil.which(tool) is None]
+
+
+def _digest(*parts: bytes | str | Path) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, Path):
+            if part.is_dir():
+                for f in sorted(p for p in part.rglob("*") if p.is_file()):
+                    h.update(str(f.relative_to(part)).encode())
+                    h.update(f.read_bytes())
+            else:
+                h.update(part.read_bytes())
+        else:
+            h.update(part.encode() if isinstance(part, str) else part)
+    return h.hexdigest()[:16]
+
+
+@contextmanager
+def _build_lock():
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run(cmd: list[str], what: str, cwd: Path | None = None, timeout: float = 1200) -> None:
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"{what} failed (exit {proc.returncode}) after {time.monotonic() - started:.0f}s: {' '.join(cmd)}\n"
+            f"--- stdout ---\n{proc.stdout[-4000:]}\n--- stderr ---\n{proc.stderr[-4000:]}"
+        )
+
+
+def _maven_classpath(pom: Path, name: str, properties: dict[str, str]) -> str:
+    """Resolve ``pom``'s dependencies (downloading on first use) and return the classpath string."""
+    key = _digest(pom, repr(sorted(properties.items())))
+    out = CACHE / f"{name}-{key}.classpath"
+    if not out.exists():
+        tmp = out.with_suffix(".tmp")
+        cmd = [require("mvn"), "-q", "-B", "-f", str(pom), "dependency:build-classpath", f"-Dmdep.outputFile={tmp}"]
+        cmd += [f"-D{k}={v}" for k, v in properties.items()]
+        _run(cmd, f"resolving {name} with Maven")
+        tmp.rename(out)
+    return out.read_text().strip()
+
+
+@dataclass(frozen=True)
+class JavaClients:
+    """rocketmq-client + rocketmq-tools of one version, plus the compiled scenario program."""
+
+    version: str
+    classpath: str  # dependency jars, then the scenario classes
+
+    def command(self, main_class: str, args: list[str], *, home: Path, system_properties: dict[str, str] | None = None) -> list[str]:
+        """A java command line running ``main_class``; logs and client state go under ``home``."""
+        props = {
+            "user.home": str(home),
+            "rocketmq.client.logRoot": str(home / "logs"),
+            "rocketmq.client.logUseSlf4j": "false",
+            **(system_properties or {}),
+        }
+        return [
+            require("java"),
+            *CLIENT_JVM_FLAGS,
+            *(f"-D{k}={v}" for k, v in props.items()),
+            "-cp",
+            self.classpath,
+            main_class,
+            *args,
+        ]
+
+
+def java_clients(version: str = ROCKETMQ_5) -> JavaClients:
+    """Resolve (first time: download) the official Java client and tools and compile the scenarios."""
+    with _build_lock():
+        deps = _maven_classpath(JAVA_DIR / "pom.xml", f"clients-{version}", {"rocketmq.version": version})
+        src = JAVA_DIR / "src" / "main" / "java"
+        classes = CACHE / f"scenarios-{version}-{_digest(src, deps)}"
+        if not classes.exists():
+            tmp = classes.with_name(classes.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            sources = [str(p) for p in sorted(src.rglob("*.java"))]
+            _run([require("javac"), "-nowarn", "-encoding", "UTF-8", "-d", str(tmp), "-cp", deps, *sources],
+                 f"compiling the Java scenarios against rocketmq-client {version}")
+            tmp.rename(classes)
+    return JavaClients(version=version, classpath=f"{deps}{os.pathsep}{classes}")
+
+
+def apache_server_classpath(version: str = ROCKETMQ_5) -> str:
+    """Classpath of Apache's rocketmq-namesrv and rocketmq-broker (downloaded on first use)."""
+    with _build_lock():
+        return _maven_classpath(JAVA_DIR / "server" / "pom.xml", f"apache-server-{version}",
+                                {"rocketmq.server.version": version})
+
+
+def go_harness() -> Path:
+    """Build (first time: download modules and compile) the Go harness binary; return its path."""
+    with _build_lock():
+        go = require("go")
+        binary = CACHE / f"goharness-{_digest(GO_DIR)}"
+        if not binary.exists():
+            tmp = binary.with_name(binary.name + ".tmp")
+            _run([go, "build", "-buildvcs=false", "-o", str(tmp), "."], "building the Go harness (go build)", cwd=GO_DIR)
+            tmp.rename(binary)
+    return binary
