@@ -175,6 +175,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         return _Lenient(text).document()
     except _ParseError as exc:
         raise BodyError(f"body is not JSON (nor fastjson's extended form): {exc}; strict parser said: {strict_error}") from None
+    except RecursionError:
+        raise BodyError("body is nested too deeply to be a RocketMQ body") from None
 
 
 class _ParseError(Exception):

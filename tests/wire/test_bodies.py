@@ -446,3 +446,32 @@ def test_subscription_group_defaults_and_wrapper():
 
 def test_consumer_data_defaults():
     assert ConsumerData.decode(b"{}") == ConsumerData()
+
+
+# ------------------------------------------------------------------ hostile input: only BodyError, never a crash
+
+_any_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["offsetTable", "queueDatas", "brokerDatas", "brokerAddrs", "codeSet", "table", "x", "0"]), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+@pytest.mark.parametrize("cls", BODY_CLASSES, ids=lambda c: c.__name__)
+def test_hostile_bodies_raise_body_error_only(cls):
+    @settings(max_examples=40, deadline=None)
+    @given(st.binary(max_size=40) | _any_json.map(lambda v: fastjson.dumps(v)))
+    def check(data):
+        try:
+            cls.decode(data)
+        except BodyError:
+            pass
+
+    check()
+
+
+def test_deep_nesting_is_a_body_error():
+    with pytest.raises(BodyError):
+        TopicRouteData.decode(b"[" * 100000)
+    with pytest.raises(BodyError):
+        TopicRouteData.decode(b"{0:" * 100000)

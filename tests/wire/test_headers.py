@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from wire import frame, headers
 from wire.codes import RequestCode, SerializeType
 from wire.command import request
-from wire.errors import BadField, MissingField
+from wire.errors import BadField, FieldError, MissingField
 from wire.headers import (
     REQUEST_HEADERS,
     RESPONSE_HEADERS,
@@ -228,3 +228,21 @@ def test_send_v2_decode_is_fast():
             decode(ext)
         best = min(best, (time.perf_counter() - start) / n)
     assert best < 10e-6, f"SEND_MESSAGE_V2 header decode took {best * 1e6:.2f} µs"
+
+
+@pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda c: c.__name__)
+def test_arbitrary_ext_fields_give_a_header_or_a_field_error(cls):
+    keys = st.sampled_from([f.wire for f in cls.FIELDS] + ["x", "bname"]) if cls.FIELDS else st.just("x")
+    values = st.sampled_from(["", "0", "-1", "true", "false", "9" * 25, "1.5", " 3", "TRUE"]) | st.text(max_size=4)
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.dictionaries(keys, values, max_size=len(cls.FIELDS) + 2))
+    def check(ext):
+        try:
+            hdr = cls.from_ext(ext)
+        except FieldError as exc:
+            assert exc.field is not None and (exc.field in ext or isinstance(exc, MissingField))
+            return
+        assert cls.from_ext(hdr.to_ext()) == hdr
+
+    check()

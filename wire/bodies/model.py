@@ -9,8 +9,8 @@ KeyError three calls later.
 
 Decoding is lenient where the clients differ (they are the specification): numbers may arrive as
 strings (Go writes ``codeSet`` entries quoted, BrowserCompatible fastjson quotes big longs), booleans
-as ``"true"``/``"false"``, any field may be absent or ``null`` (Go writes nil slices as null), unknown
-fields are ignored. Encoding is fastjson's: nulls omitted, keys in alphabetical order, compact.
+as ``"true"``/``"false"``, any field may be absent or ``null`` (Go writes nil slices as null), null entries
+of lists and maps are dropped, unknown fields are ignored. Encoding is fastjson's: nulls omitted, keys in alphabetical order, compact.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def converter(tp: Any) -> Converter:
         dec, enc = item.decode, item.encode
         schema = {"type": "array", "items": _nullable(item.schema)}
         return Converter(
-            (lambda v: [dec(x) for x in v]) if dec else list,
+            (lambda v: [dec(x) for x in v if x is not None]) if dec else (lambda v: [x for x in v if x is not None]),
             (lambda v: [enc(x) for x in v]) if enc else (None if origin is list else list),
             schema,
         )
@@ -111,7 +111,7 @@ def converter(tp: Any) -> Converter:
         if key_tp is str:
             schema = {"type": "object", "additionalProperties": _nullable(val.schema)}
             return Converter(
-                (lambda v: {k: vdec(x) for k, x in v.items()}) if vdec else dict,
+                (lambda v: {k: vdec(x) for k, x in v.items() if x is not None}) if vdec else _drop_nulls,
                 (lambda v: {k: venc(x) for k, x in v.items()}) if venc else None,
                 schema,
             )
@@ -122,8 +122,8 @@ def converter(tp: Any) -> Converter:
                 "additionalProperties": _nullable(val.schema),
             }
             if vdec:
-                return Converter(lambda v: {int(k): vdec(x) for k, x in v.items()}, _map_enc(venc), schema)
-            return Converter(lambda v: {int(k): x for k, x in v.items()}, _map_enc(venc), schema)
+                return Converter(lambda v: {int(k): vdec(x) for k, x in v.items() if x is not None}, _map_enc(venc), schema)
+            return Converter(lambda v: {int(k): x for k, x in v.items() if x is not None}, _map_enc(venc), schema)
         key_body = getattr(key_tp, "__body__", None)
         if key_body is not None:
             return _object_key_map(key_tp, val)
@@ -132,6 +132,10 @@ def converter(tp: Any) -> Converter:
     if spec is not None:
         return Converter(tp._convert, tp.to_json, tp._schema)
     raise TypeError(f"unsupported body field type {tp!r}")
+
+
+def _drop_nulls(v: dict) -> dict:
+    return {k: x for k, x in v.items() if x is not None}
 
 
 def _map_enc(venc: Callable | None) -> Callable | None:
@@ -162,7 +166,8 @@ def _object_key_map(key_tp: type, val: Converter) -> Converter:
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise BodyError(f"a {key_tp.__name__}-keyed map entry should be a [key, value] pair, got {pair!r}")
             raw_key, raw_val = pair
-            out[key_of(raw_key)] = vdec(raw_val) if (vdec and raw_val is not None) else raw_val
+            if raw_val is not None:
+                out[key_of(raw_key)] = vdec(raw_val) if vdec else raw_val
         return out
 
     schema = {"type": ["object", "array"]}
