@@ -1,0 +1,120 @@
+"""The ferrymq command line as an operator uses it: help, config files, start, serve, SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from server import cli
+from server.config import ConfigError, NamesrvConfig, load_properties, namesrv_config, parse_properties
+
+FERRYMQ = [sys.executable, "-m", "server.cli"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    return subprocess.run([*FERRYMQ, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_lists_every_namesrv_key_with_default(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["namesrv", "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for key in ("listenPort (default 9876)", "kvConfigPath", "scanNotActiveBrokerInterval (default 5000)",
+                "serverChannelMaxIdleTimeSeconds (default 120)", "orderMessageEnable (default false)"):
+        assert key in out
+
+
+def test_help_of_broker_and_standalone_documents_broker_keys(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["standalone", "--help"])
+    out = capsys.readouterr().out
+    assert "storePathRootDir (default ./data)" in out
+    assert "brokerClusterName (default DefaultCluster)" in out
+
+
+def test_broker_says_it_is_not_built_and_fails():
+    result = run("broker")
+    assert result.returncode == cli.EXIT_NOT_BUILT
+    assert "not built yet" in result.stderr
+
+
+def test_print_config_applies_file(tmp_path):
+    conf = tmp_path / "ns.conf"
+    conf.write_text("# a comment\nlistenPort = 19876\n! also a comment\norderMessageEnable=true\n")
+    result = run("namesrv", "-c", str(conf), "-p")
+    assert result.returncode == 0, result.stderr
+    assert "listenPort=19876" in result.stdout
+    assert "orderMessageEnable=true" in result.stdout
+
+
+def test_bad_value_is_a_clear_config_error(tmp_path):
+    conf = tmp_path / "ns.conf"
+    conf.write_text("listenPort=ninety\n")
+    result = run("namesrv", "-c", str(conf))
+    assert result.returncode == cli.EXIT_CONFIG
+    assert "listenPort" in result.stderr and "ninety" in result.stderr
+
+
+def test_properties_parsing_rules():
+    props = parse_properties("a=1\n  b : two words \nc 3\n# x=y\nlong=one\\\n   two\nempty=\n")
+    assert props == {"a": "1", "b": "two words", "c": "3", "long": "onetwo", "empty": ""}
+    with pytest.raises(ConfigError):
+        load_properties("/nonexistent/ferrymq.conf")
+    ns, netty = namesrv_config({"listenPort": "1234", "scanNotActiveBrokerInterval": "10000"}, "/x.conf")
+    assert (netty.listenPort, ns.scanNotActiveBrokerInterval, ns.configStorePath) == (1234, 10000, "/x.conf")
+    assert namesrv_config({})[1].listenPort == 9876
+    assert NamesrvConfig().brokerChannelExpiredTime == 120000
+
+
+def _start(args, tmp_path):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([*FERRYMQ, *args], cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 15
+    lines = []
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        match = re.search(r"name server listening on [\d.]+:(\d+)", line)
+        if match:
+            return proc, int(match.group(1)), lines
+    proc.kill()
+    raise AssertionError("name server did not report its address:\n" + "".join(lines))
+
+
+@pytest.mark.parametrize("command", ["namesrv", "standalone"])
+def test_started_from_config_serves_routes_and_stops_on_sigterm(tmp_path, command):
+    conf = tmp_path / "ns.conf"
+    key = "listenPort" if command == "namesrv" else "namesrvListenPort"
+    conf.write_text(f"{key}=0\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n")
+    proc, port, lines = _start([command, "-c", str(conf)], tmp_path)
+    try:
+        from sdk_py.blocking import BlockingAdmin
+        from sdk_py.errors import MQResponseError
+        from wire.bodies import TopicConfig
+
+        with BlockingAdmin(f"127.0.0.1:{port}") as admin:
+            with pytest.raises(MQResponseError):
+                admin.get_route_info("TopicTest")
+            admin.register_broker("DefaultCluster", "127.0.0.1:10911", "broker-a", 0, "",
+                                  [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TBW102", 8, 8, 7)])
+            assert admin.get_route_info("TopicTest").broker_datas[0].broker_name == "broker-a"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        rest = proc.stderr.read()
+        assert "broker registered: broker-a" in "".join(lines) + rest
+        assert "name server stopped" in rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
