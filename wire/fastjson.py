@@ -33,7 +33,8 @@ from .errors import BodyError
 
 __all__ = ["dumps", "loads", "FrozenObject"]
 
-_NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
+# Dataclasses go through ``default`` (their ``to_json``): orjson would otherwise write snake_case field names.
+_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS
 
 
 class FrozenObject(Mapping):
@@ -101,7 +102,7 @@ def dumps(obj: Any, *, quote_int_keys: bool = True) -> bytes:
     """
     if quote_int_keys:
         try:
-            return orjson.dumps(obj, default=_default, option=_NON_STR_KEYS)
+            return orjson.dumps(obj, default=_default, option=_OPTIONS)
         except TypeError:
             pass  # an object key (or a value orjson rejects): write it by hand below
     parts: list[str] = []

@@ -100,3 +100,19 @@ def test_int_keyed_maps_read_back_in_both_modes(table, quoted):
 )
 def test_object_keyed_maps_round_trip(table):
     assert fastjson.loads(fastjson.dumps({"offsetTable": table}))["offsetTable"] == table
+
+
+def test_body_objects_inside_plain_values_use_their_wire_names():
+    from wire.bodies import MessageQueue, QueueData
+
+    mq = MessageQueue("T", "b", 1)
+    assert fastjson.dumps({"mq": mq}) == b'{"mq":{"brokerName":"b","queueId":1,"topic":"T"}}'
+    assert fastjson.dumps([QueueData("b", 1, 2, 6, 0)]) == b'[{"brokerName":"b","perm":6,"readQueueNums":1,"topicSysFlag":0,"writeQueueNums":2}]'
+    assert fastjson.dumps({mq: mq}, quote_int_keys=False) == b'{{"brokerName":"b","queueId":1,"topic":"T"}:{"brokerName":"b","queueId":1,"topic":"T"}}'
+
+
+def test_unsupported_values_raise_type_error():
+    with pytest.raises(TypeError):
+        fastjson.dumps({"x": object()})
+    with pytest.raises(TypeError):
+        fastjson.dumps({object(): 1})

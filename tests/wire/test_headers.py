@@ -69,7 +69,7 @@ def test_every_code_and_named_header_is_registered():
     }
     assert expected <= {cls.__name__ for cls in HEADER_CLASSES}
     registered = set(REQUEST_HEADERS.values()) | set(RESPONSE_HEADERS.values())
-    assert {cls for cls in HEADER_CLASSES if cls.__name__ in expected} <= registered
+    assert set(HEADER_CLASSES) == registered  # so the frame round-trip tests below cover every class
 
 
 @pytest.mark.parametrize("cls", HEADER_CLASSES, ids=lambda c: c.__name__)
