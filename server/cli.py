@@ -7,6 +7,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from twisted.internet.error import CannotListenError
+
 from server import config as cfg
 
 log = logging.getLogger("ferrymq")
@@ -23,8 +25,12 @@ class NotBuiltError(RuntimeError):
     """A component this command would start does not exist yet."""
 
 
-def _broker_factory():
-    """The broker's entry point, once server/broker provides one (until then: NotBuiltError)."""
+def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
+    """Start the broker and return it (an object with ``stop() -> Deferred``).
+
+    The broker's engineer replaces this body with the real start-up; ``props`` is the whole config file
+    (for store and network keys the broker reads from it). Until then: NotBuiltError.
+    """
     raise NotBuiltError(
         "the FerryMQ broker is not built yet: 'ferrymq broker' cannot start one. "
         "Run 'ferrymq namesrv' for the name server; the broker arrives with the broker milestone."
@@ -151,8 +157,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
     if args.print_config:
         print(cfg.to_properties(broker_cfg))
         return 0
-    _broker_factory()
-    return 0  # pragma: no cover - reached once the broker exists
+    return _run_reactor([_broker_factory(broker_cfg, props)])
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -175,7 +180,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     _warn_unknown(props_known, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig)
     components = [_start_namesrv(namesrv_cfg, netty_cfg)]
     try:
-        components.append(_broker_factory())
+        components.append(_broker_factory(broker_cfg, props))
     except NotBuiltError as exc:
         log.warning("standalone runs the name server only: %s", exc)
     return _run_reactor(components)
@@ -196,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NotBuiltError as exc:
         print(f"ferrymq {args.command}: {exc}", file=sys.stderr)
         return EXIT_NOT_BUILT
-    except OSError as exc:  # typically the port is taken
+    except (OSError, CannotListenError) as exc:  # typically the port is taken
         print(f"ferrymq {args.command}: cannot start: {exc}", file=sys.stderr)
         return 1
 

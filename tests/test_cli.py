@@ -118,3 +118,16 @@ def test_started_from_config_serves_routes_and_stops_on_sigterm(tmp_path, comman
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_port_in_use_is_reported(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        conf = tmp_path / "ns.conf"
+        conf.write_text(f"listenPort={taken.getsockname()[1]}\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n")
+        result = run("namesrv", "-c", str(conf))
+    assert result.returncode == 1
+    assert "Address already in use" in result.stderr
