@@ -1,0 +1,1 @@
+"""Server-side message filters: SQL92 property selectors (``sql92``)."""
