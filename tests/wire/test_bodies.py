@@ -475,3 +475,20 @@ def test_deep_nesting_is_a_body_error():
         TopicRouteData.decode(b"[" * 100000)
     with pytest.raises(BodyError):
         TopicRouteData.decode(b"{0:" * 100000)
+
+
+def test_consumer_running_info_as_go_writes_it():
+    from wire.bodies import ConsumerRunningInfo, ConsumeStatus, ProcessQueueInfo
+
+    text = (
+        b'{"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY","PROP_CONSUMER_START_TIMESTAMP":1732200000000},'
+        b'"statusTable":{"T":{"pullRT":1.5,"pullTPS":2,"consumeRT":0,"consumeOKTPS":0,"consumeFailedTPS":0,"consumeFailedMsgs":0}},'
+        b'"subscriptionSet":[{"topic":"T","subString":"*","tagsSet":[],"codeSet":[],"subVersion":1,"expressionType":"TAG","classFilterMode":false}],'
+        b'"mqTable":{{"topic":"T","brokerName":"b","queueId":0}:{"commitOffset":5,"locked":false,"droped":false}}}'
+    )
+    info = ConsumerRunningInfo.decode(text)
+    assert info.properties == {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY", "PROP_CONSUMER_START_TIMESTAMP": "1732200000000"}
+    assert info.status_table == {"T": ConsumeStatus(pull_rt=1.5, pull_tps=2.0)}
+    assert info.mq_table == {MessageQueue("T", "b", 0): ProcessQueueInfo(commit_offset=5)}
+    assert info.subscription_set == [SubscriptionData("T", "*", [], [], 1)]
+    assert b'"pullRT":1.5' in info.encode() and b'{{"brokerName":"b","queueId":0,"topic":"T"}:{' in info.encode()

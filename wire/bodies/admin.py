@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .client import MessageQueue, SubscriptionData
-from .model import body
+from .model import body, wire
 from .route import DataVersion
 
 
@@ -152,3 +152,78 @@ class QuerySubscriptionResponseBody:
     subscription_data: SubscriptionData | None = None
     group: str | None = None
     topic: str | None = None
+
+
+@body
+@dataclass(slots=True)
+class ConsumeStatsList:
+    """GET_BROKER_CONSUME_STATS answer: per group, per topic, the ConsumeStats of that broker."""
+
+    consume_stats_list: list[dict[str, list[ConsumeStats]]] = field(default_factory=list)
+    broker_addr: str | None = None
+    total_diff: int = 0
+    total_inflight_diff: int = 0
+
+
+@body
+@dataclass(slots=True)
+class ProcessQueueInfo:
+    commit_offset: int = 0
+    cached_msg_min_offset: int = 0
+    cached_msg_max_offset: int = 0
+    cached_msg_count: int = 0
+    cached_msg_size_in_mi_b: int = wire("cachedMsgSizeInMiB", default=0)
+    transaction_msg_min_offset: int = 0
+    transaction_msg_max_offset: int = 0
+    transaction_msg_count: int = 0
+    locked: bool = False
+    try_unlock_times: int = 0
+    last_lock_timestamp: int = 0
+    droped: bool = False  # sic: Apache's spelling
+    last_pull_timestamp: int = 0
+    last_consume_timestamp: int = 0
+
+
+@body
+@dataclass(slots=True)
+class PopProcessQueueInfo:
+    wait_ack_count: int = 0
+    droped: bool = False
+    last_pop_timestamp: int = 0
+
+
+@body
+@dataclass(slots=True)
+class ConsumeStatus:
+    pull_rt: float = wire("pullRT", default=0.0)
+    pull_tps: float = wire("pullTPS", default=0.0)
+    consume_rt: float = wire("consumeRT", default=0.0)
+    consume_ok_tps: float = wire("consumeOKTPS", default=0.0)
+    consume_failed_tps: float = wire("consumeFailedTPS", default=0.0)
+    consume_failed_msgs: int = 0
+
+
+@body
+@dataclass(slots=True)
+class ConsumerRunningInfo:
+    """Client reply to GET_CONSUMER_RUNNING_INFO; the broker relays the client's bytes to mqadmin as they are."""
+
+    properties: dict[str, str] = field(default_factory=dict)
+    subscription_set: list[SubscriptionData] = field(default_factory=list)
+    mq_table: dict[MessageQueue, ProcessQueueInfo] = field(default_factory=dict)
+    status_table: dict[str, ConsumeStatus] = field(default_factory=dict)
+    user_consumer_info: dict[str, str] = field(default_factory=dict)
+    jstack: str | None = None
+    mq_pop_table: dict[MessageQueue, PopProcessQueueInfo] = field(default_factory=dict)
+
+
+@body
+@dataclass(slots=True)
+class ConsumeMessageDirectlyResult:
+    """Client reply to CONSUME_MESSAGE_DIRECTLY; ``consume_result`` is a CMResult name such as CR_SUCCESS."""
+
+    order: bool = False
+    auto_commit: bool = True
+    consume_result: str | None = None
+    remark: str | None = None
+    spent_time_mills: int = 0
