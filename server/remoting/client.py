@@ -12,6 +12,7 @@ from typing import Any
 
 from twisted.internet import defer, endpoints
 from twisted.internet.protocol import Factory
+from twisted.python.failure import Failure
 
 from wire.codes import Flag
 from wire.command import RemotingCommand
@@ -147,7 +148,14 @@ class RemotingClient:
                 raise RemotingTimeoutError(addr, cmd.code, cmd.opaque, timeout)
             return channel.invoke(cmd, remaining)
 
-        return self.channel(addr).addCallback(send)
+        connecting = self.channel(addr)
+        if not connecting.called:  # a connect that hangs (e.g. SYN to a dead host) counts against timeout
+            connecting.addTimeout(
+                timeout,
+                self.reactor,
+                onTimeoutCancel=lambda _result, _t: Failure(RemotingTimeoutError(addr, cmd.code, cmd.opaque, timeout)),
+            )
+        return connecting.addCallback(send)
 
     def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> defer.Deferred:
         """Send ``cmd`` with the ONEWAY flag; fires (with None) once written."""

@@ -19,8 +19,8 @@ def rt():
 def raw_client():
     made: list[RawClient] = []
 
-    def connect(addr: tuple[str, int]) -> RawClient:
-        client = RawClient(addr)
+    def connect(addr: tuple[str, int], **kw) -> RawClient:
+        client = RawClient(addr, **kw)
         made.append(client)
         return client
 

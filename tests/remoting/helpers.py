@@ -12,8 +12,12 @@ from wire.frame import FrameDecoder, encode
 class RawClient:
     """A plain blocking socket speaking frames, for tests that must control bytes exactly."""
 
-    def __init__(self, addr: tuple[str, int], timeout: float = 5.0):
-        self.sock = socket.create_connection(addr, timeout=timeout)
+    def __init__(self, addr: tuple[str, int], timeout: float = 5.0, rcvbuf: int | None = None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf is not None:  # before connect, or the kernel's autotuned window already applies
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect(addr)
         self.decoder = FrameDecoder()
         self.ready: list[RemotingCommand] = []
 

@@ -205,8 +205,7 @@ def test_bad_frame_closes_only_that_connection(rt, server, raw_client, garbage, 
 
 def test_back_pressure_pauses_reading_until_drained(rt, server, raw_client):
     srv = server(TransportOptions(write_high_water=16 * 1024))
-    raw = raw_client(("127.0.0.1", srv.port))
-    raw.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    raw = raw_client(("127.0.0.1", srv.port), rcvbuf=16 * 1024)
     n = 40  # 40 x 256 KiB = 10 MiB of responses, far beyond the socket buffers
     for i in range(n):
         raw.send(request(BIG, opaque=100 + i))
