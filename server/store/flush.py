@@ -1,0 +1,108 @@
+"""Background work of the store, off the writer (reactor) thread: fsync, group commit, periodic tasks.
+
+* :class:`GroupCommitService` (SYNC_FLUSH): puts that must wait for the disk register the commit-log
+  offset their record ends at; the service fsyncs once for everything pending when it starts and
+  completes every request that fsync covered. Callbacks run on the service thread.
+* :class:`PeriodicService`: one thread running the store's timed tasks (ASYNC_FLUSH of the commit
+  log, consume-queue and index flush + checkpoint, retention, disk check), each at its own period.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+
+class GroupCommitService:
+    def __init__(self, flush: Callable[[], int], name: str = "store-group-commit"):
+        """``flush()`` fsyncs the commit log and returns the offset it is now flushed up to."""
+        self._flush = flush
+        self._cond = threading.Condition()
+        self._requests: list[tuple[int, Callable[[bool], None]]] = []
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, end_offset: int, callback: Callable[[bool], None]) -> None:
+        """Call ``callback(True)`` once the commit log is fsynced past ``end_offset`` (False on I/O error
+        or shutdown)."""
+        with self._cond:
+            if self._stopping:
+                callback(False)
+                return
+            self._requests.append((end_offset, callback))
+            if len(self._requests) == 1:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._requests and not self._stopping:
+                    self._cond.wait()
+                batch, self._requests = self._requests, []
+                stopping = self._stopping
+            if batch:
+                try:
+                    flushed = self._flush()
+                except OSError as exc:
+                    log.error("commit log fsync failed: %s", exc)
+                    flushed = -1
+                for end, cb in batch:
+                    try:
+                        cb(flushed >= end)
+                    except Exception:  # a bad callback must not kill the flush thread
+                        log.exception("group commit callback failed")
+            elif stopping:
+                return
+
+    def stop(self) -> None:
+        """Flush what is pending, complete it, then stop."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+
+class PeriodicService:
+    """Runs ``(period_ms, task)`` pairs on one background thread until stopped."""
+
+    def __init__(self, name: str = "store-periodic"):
+        self._tasks: list[list] = []  # [period_s, next_due, fn]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def add(self, period_ms: int, fn: Callable[[], None]) -> None:
+        period = max(period_ms, 1) / 1000
+        self._tasks.append([period, time.monotonic() + period, fn])
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            for task in self._tasks:
+                if now >= task[1]:
+                    try:
+                        task[2]()
+                    except Exception:
+                        log.exception("store task %s failed", getattr(task[2], "__name__", task[2]))
+                    task[1] = time.monotonic() + task[0]
+            if not self._tasks:
+                self._stop.wait(1)
+                continue
+            wait = min(t[1] for t in self._tasks) - time.monotonic()
+            if wait > 0:
+                self._stop.wait(wait)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)

@@ -1,0 +1,252 @@
+"""Index files: message keys and UNIQ_KEYs -> commit-log offsets, in Apache's IndexFile layout.
+
+File = header (40 B) | hash slots (hashSlotNum x int32) | items (indexNum x 20 B)::
+
+    header: int64 beginTimestamp | int64 endTimestamp | int64 beginPhyOffset | int64 endPhyOffset |
+            int32 hashSlotCount | int32 indexCount (starts at 1: item 0 is unused)
+    slot:   int32 number of the newest item in this slot's chain (0 = empty)
+    item:   int32 keyHash | int64 commitLogOffset | int32 seconds since beginTimestamp | int32 previous item
+
+The indexed string is ``topic#key``. One deliberate difference from Apache: keyHash is
+``crc32(utf8) & 0x7FFFFFFF`` instead of Java's ``|String.hashCode|`` — it is computed in C (0.3 µs
+against 4 µs for the Python Java-hash over a 45-char key, on the append hot path) and never leaves the
+store. Only hashes are compared here; :meth:`MessageStore.query_message` re-checks the real key.
+Files are named by their creation time ``yyyyMMddHHmmssSSS``.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+import threading
+import time
+import zlib
+
+from .mapped_file import AllocationError, _create_file
+
+log = logging.getLogger(__name__)
+
+HEADER = struct.Struct(">qqqqii")
+HEADER_SIZE = 40
+SLOT = struct.Struct(">i")
+ITEM = struct.Struct(">iqii")
+ITEM_SIZE = 20
+KEY_SEPARATOR = "#"
+
+
+def key_hash(key: str) -> int:
+    return zlib.crc32(key.encode()) & 0x7FFFFFFF
+
+
+def _file_name(ms: int) -> str:
+    t = time.localtime(ms / 1000)
+    return time.strftime("%Y%m%d%H%M%S", t) + f"{ms % 1000:03d}"
+
+
+class IndexFile:
+    def __init__(self, path: str, slot_num: int, index_num: int, *, create: bool = False,
+                 begin_phy: int = 0, begin_ts: int = 0):
+        size = HEADER_SIZE + slot_num * 4 + index_num * ITEM_SIZE
+        if create:
+            _create_file(path, size)
+        elif os.path.getsize(path) != size:
+            raise ValueError(
+                f"index file {path} is {os.path.getsize(path)} bytes, expected {size} for "
+                f"maxHashSlotNum={slot_num} maxIndexNum={index_num}; set those to what created it"
+            )
+        self.path = path
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.items_base = HEADER_SIZE + slot_num * 4
+        self.fd = os.open(path, os.O_RDWR)
+        self.mm = mmap.mmap(self.fd, size)
+        if create:
+            self.begin_ts, self.end_ts, self.begin_phy, self.end_phy = begin_ts, begin_ts, begin_phy, begin_phy
+            self.slot_count, self.index_count = 0, 1
+            self._write_header()
+        else:
+            (self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
+             self.slot_count, self.index_count) = HEADER.unpack_from(self.mm, 0)
+            if self.index_count < 1:
+                self.index_count = 1
+        self.dirty = create
+
+    def _write_header(self) -> None:
+        HEADER.pack_into(self.mm, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
+                         self.slot_count, self.index_count)
+
+    @property
+    def full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put(self, h: int, phys: int, store_ts: int) -> bool:
+        """Add an item for key hash ``h``; False when the file is full."""
+        count = self.index_count
+        if count >= self.index_num:
+            return False
+        mm = self.mm
+        slot_pos = HEADER_SIZE + (h % self.slot_num) * 4
+        (prev,) = SLOT.unpack_from(mm, slot_pos)
+        if prev <= 0 or prev > count:
+            prev = 0
+        if count <= 1:
+            self.begin_ts, self.begin_phy = store_ts, phys
+        diff = (store_ts - self.begin_ts) // 1000
+        diff = 0 if diff < 0 else (0x7FFFFFFF if diff > 0x7FFFFFFF else diff)
+        # order matters for crash safety: item, then count, then slot (a torn put leaves an unreachable item)
+        ITEM.pack_into(mm, self.items_base + count * ITEM_SIZE, h, phys, diff, prev)
+        if prev == 0:
+            self.slot_count += 1
+        self.index_count = count + 1
+        if phys > self.end_phy or count <= 1:
+            self.end_phy = phys
+        if store_ts > self.end_ts:
+            self.end_ts = store_ts
+        self._write_header()
+        SLOT.pack_into(mm, slot_pos, count)
+        self.dirty = True
+        return True
+
+    def select(self, h: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
+        """Append to ``out`` the commit-log offsets of items with hash ``h`` stored in [begin, end]."""
+        mm = self.mm
+        count = self.index_count
+        (cur,) = SLOT.unpack_from(mm, HEADER_SIZE + (h % self.slot_num) * 4)
+        seen = 0
+        while 0 < cur < count and len(out) < max_num and seen < count:
+            ih, phys, diff, prev = ITEM.unpack_from(mm, self.items_base + cur * ITEM_SIZE)
+            ts = self.begin_ts + diff * 1000
+            if ih == h and begin <= ts <= end:
+                out.append(phys)
+            if prev <= 0 or prev >= cur:
+                break
+            cur = prev
+            seen += 1
+
+    def overlaps(self, begin: int, end: int) -> bool:
+        return self.begin_ts <= end and self.end_ts >= begin
+
+    def flush(self) -> None:
+        if self.dirty and self.fd >= 0:
+            self.dirty = False
+            os.fdatasync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        try:
+            self.mm.close()
+        except BufferError:
+            pass
+
+    def destroy(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class IndexService:
+    """The index files of a store: build entries at dispatch, answer key queries, trim old files."""
+
+    def __init__(self, directory: str, slot_num: int, index_num: int):
+        self.dir = directory
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.files: list[IndexFile] = []
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        if not os.path.isdir(self.dir):
+            return
+        files = []
+        for name in sorted(os.listdir(self.dir)):
+            path = os.path.join(self.dir, name)
+            if name.endswith(".alloc"):
+                os.unlink(path)
+                continue
+            try:
+                files.append(IndexFile(path, self.slot_num, self.index_num))
+            except ValueError as exc:
+                log.error("skipping index file: %s", exc)
+        self.files = files
+
+    @property
+    def end_phy(self) -> int:
+        files = self.files
+        return files[-1].end_phy if files else 0
+
+    def _writable(self, phys: int, store_ts: int) -> IndexFile:
+        files = self.files
+        if files and not files[-1].full:
+            return files[-1]
+        os.makedirs(self.dir, exist_ok=True)
+        ms = int(time.time() * 1000)
+        path = os.path.join(self.dir, _file_name(ms))
+        while os.path.exists(path):
+            ms += 1
+            path = os.path.join(self.dir, _file_name(ms))
+        prev = files[-1] if files else None
+        f = IndexFile(path, self.slot_num, self.index_num, create=True,
+                      begin_phy=prev.end_phy if prev else phys, begin_ts=prev.end_ts if prev else store_ts)
+        with self._lock:
+            self.files = self.files + [f]
+        return f
+
+    def build(self, topic: str, keys: str | None, uniq_key: str | None, phys: int, store_ts: int) -> None:
+        """Index a record's UNIQ_KEY and each space-separated token of its KEYS."""
+        if uniq_key:
+            self._put(f"{topic}#{uniq_key}", phys, store_ts)
+        if keys:
+            for k in keys.split(" "):
+                if k:
+                    self._put(f"{topic}#{k}", phys, store_ts)
+
+    def _put(self, key: str, phys: int, store_ts: int) -> None:
+        h = zlib.crc32(key.encode()) & 0x7FFFFFFF
+        files = self.files
+        f = files[-1] if files and not files[-1].full else None
+        if f is None:
+            try:
+                f = self._writable(phys, store_ts)
+            except (AllocationError, OSError) as exc:
+                log.error("index entry for %s dropped: cannot create an index file (%s)", key, exc)
+                return
+        f.put(h, phys, store_ts)
+
+    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
+        """(commit-log offsets newest first, last index update timestamp, last index update offset)."""
+        h = key_hash(f"{topic}#{key}")
+        out: list[int] = []
+        files = self.files
+        for f in reversed(files):
+            if len(out) >= max_num:
+                break
+            if f.overlaps(begin, end):
+                f.select(h, max_num, begin, end, out)
+        last = files[-1] if files else None
+        return out, (last.end_ts if last else 0), (last.end_phy if last else 0)
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+    def delete_expired(self, min_phys: int) -> int:
+        """Delete files (never the newest) whose every entry points before ``min_phys``."""
+        with self._lock:
+            files = self.files
+            gone = [f for f in files[:-1] if f.end_phy < min_phys]
+            if not gone:
+                return 0
+            self.files = [f for f in files if f not in gone]
+        for f in gone:
+            f.destroy()
+        return len(gone)
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()

@@ -1,0 +1,341 @@
+"""Fixed-size memory-mapped segment files and the ordered queue of them (Apache MappedFile/MappedFileQueue).
+
+A segment is named by the 20-digit absolute offset of its first byte. Files are preallocated with
+``posix_fallocate`` so that a full disk shows up as an error when a segment is created (off the hot
+path, by :class:`Allocator`) rather than as SIGBUS on a write into a sparse mapping.
+
+Threads: one writer (the reactor) appends; the flush thread fsyncs and releases pages; the cleaner
+deletes old segments. The list of segments is replaced, never mutated in place (copy on write), so a
+reader holding ``queue.files`` sees a consistent snapshot without a lock. Deleted segments are
+unlinked but their mapping stays valid until the last reader's memoryview is gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+
+log = logging.getLogger(__name__)
+
+PAGE = mmap.PAGESIZE
+
+
+def segment_name(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+class AllocationError(OSError):
+    """A segment file could not be created (usually: the disk is full)."""
+
+
+def _create_file(path: str, size: int, warm: bool = False) -> None:
+    tmp = path + ".alloc"
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as exc:
+            raise AllocationError(exc.errno, f"cannot preallocate {size} bytes for {path}: {exc.strerror}") from None
+        if warm:
+            mm = mmap.mmap(fd, size)
+            try:
+                for p in range(0, size, PAGE):
+                    mm[p] = 0
+            finally:
+                mm.close()
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    os.close(fd)
+    os.rename(tmp, path)  # a crash never leaves a half-allocated file under a segment name
+
+
+class MappedFile:
+    """One segment: ``[start, start + size)`` of the log, mapped read-write."""
+
+    __slots__ = ("path", "start", "size", "fd", "mm", "view", "wrote", "flushed", "released",
+                 "last_write_ms", "deleted")
+
+    def __init__(self, path: str, start: int, size: int, *, create: bool = False):
+        if create and not os.path.exists(path):
+            _create_file(path, size)
+        actual = os.path.getsize(path)
+        if actual != size:
+            raise ValueError(
+                f"segment {path} is {actual} bytes but the configured segment size is {size}; "
+                f"set the matching mappedFileSize* option or move the file away"
+            )
+        self.path = path
+        self.start = start
+        self.size = size
+        self.fd = os.open(path, os.O_RDWR)
+        self.mm = mmap.mmap(self.fd, size)
+        self.view = memoryview(self.mm).toreadonly()
+        self.wrote = 0
+        self.flushed = 0
+        self.released = 0  # bytes from 0 already madvise(DONTNEED)ed
+        self.last_write_ms = int(os.path.getmtime(path) * 1000)
+        self.deleted = False
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+    @property
+    def remaining(self) -> int:
+        return self.size - self.wrote
+
+    @property
+    def full(self) -> bool:
+        return self.wrote >= self.size
+
+    def flush(self) -> int:
+        """fdatasync what was written since the last flush; returns the flushed position."""
+        pos = self.wrote
+        if pos > self.flushed and not self.deleted:
+            os.fdatasync(self.fd)  # releases the GIL; on Linux this covers pages dirtied through the mapping
+            self.flushed = pos
+        return self.flushed
+
+    def release_pages(self, upto: int) -> None:
+        """Drop mapped pages below ``upto`` from this process (they stay in the page cache).
+
+        Keeps RSS independent of how much has been written; readers simply fault the pages back in.
+        """
+        upto = upto - upto % PAGE
+        if upto > self.released and not self.deleted:
+            try:
+                self.mm.madvise(mmap.MADV_DONTNEED, self.released, upto - self.released)
+            except (OSError, ValueError):
+                return
+            self.released = upto
+
+    def zero_from(self, pos: int) -> None:
+        """Zero ``[pos, size)`` cheaply: truncate then re-allocate (the kernel returns zeros)."""
+        if pos >= self.size:
+            return
+        os.ftruncate(self.fd, pos)
+        os.posix_fallocate(self.fd, 0, self.size)
+        self.released = min(self.released, pos - pos % PAGE)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        try:
+            self.view.release()
+            self.mm.close()
+        except BufferError:
+            pass  # a reader still holds a memoryview: the mapping goes when it does
+
+    def destroy(self) -> None:
+        self.deleted = True
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path}, wrote={self.wrote}, flushed={self.flushed})"
+
+
+class Allocator:
+    """Creates the next segment file ahead of time in a background thread (Apache AllocateMappedFileService)."""
+
+    def __init__(self, warm: bool = False):
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-alloc")
+        self._pending: dict[str, Future] = {}
+        self._lock = threading.Lock()
+        self.warm = warm
+
+    def request(self, path: str, size: int) -> None:
+        with self._lock:
+            if path in self._pending or os.path.exists(path):
+                return
+            self._pending[path] = self._pool.submit(_create_file, path, size, self.warm)
+
+    def take(self, path: str, size: int) -> None:
+        """Make sure ``path`` exists: wait for a pending allocation, or create it now."""
+        with self._lock:
+            fut = self._pending.pop(path, None)
+        if fut is not None:
+            try:
+                fut.result()
+                return
+            except AllocationError:
+                pass  # retry synchronously: space may have come back since
+        if not os.path.exists(path):
+            _create_file(path, size, self.warm)
+
+    def discard(self, path: str) -> None:
+        with self._lock:
+            fut = self._pending.pop(path, None)
+        if fut is not None:
+            try:
+                fut.result()
+            except OSError:
+                pass
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._pending.clear()
+
+
+class MappedFileQueue:
+    """The segments of one log (the commit log, or one consume queue) in offset order."""
+
+    def __init__(self, directory: str, file_size: int, allocator: Allocator | None = None, preallocate_next: bool = False):
+        self.dir = directory
+        self.file_size = file_size
+        self.files: list[MappedFile] = []
+        self.allocator = allocator
+        self.preallocate_next = preallocate_next and allocator is not None
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()  # the group-commit and periodic flushes must not interleave
+
+    # --- loading ---
+    def load(self) -> None:
+        """Map the existing segments (positions are set by recovery). Stray temp files are removed."""
+        if not os.path.isdir(self.dir):
+            return
+        names = []
+        for name in os.listdir(self.dir):
+            if name.endswith(".alloc"):
+                os.unlink(os.path.join(self.dir, name))
+            elif len(name) == 20 and name.isdigit():
+                names.append(name)
+        files = []
+        for name in sorted(names):
+            mf = MappedFile(os.path.join(self.dir, name), int(name), self.file_size)
+            mf.wrote = mf.flushed = mf.size
+            files.append(mf)
+        self.files = files
+
+    # --- positions ---
+    @property
+    def min_offset(self) -> int:
+        files = self.files
+        return files[0].start if files else 0
+
+    @property
+    def max_offset(self) -> int:
+        """Absolute offset just past the last written byte."""
+        files = self.files
+        return files[-1].start + files[-1].wrote if files else 0
+
+    @property
+    def flushed_offset(self) -> int:
+        """Absolute offset up to which everything is on disk."""
+        for mf in self.files:
+            if mf.flushed < mf.size:
+                return mf.start + mf.flushed
+        files = self.files
+        return files[-1].end if files else 0
+
+    def find(self, offset: int) -> MappedFile | None:
+        files = self.files
+        if not files:
+            return None
+        idx = (offset - files[0].start) // self.file_size
+        if 0 <= idx < len(files):
+            mf = files[idx]
+            if mf.start <= offset < mf.end:
+                return mf
+        for mf in files:  # gaps (should not happen): fall back to a scan
+            if mf.start <= offset < mf.end:
+                return mf
+        return None
+
+    # --- writing ---
+    def last_for_write(self, start_if_empty: int = 0) -> MappedFile:
+        """The segment to append to, creating (or taking the preallocated) next one when needed.
+
+        Raises :class:`AllocationError` when the file cannot be created.
+        """
+        files = self.files
+        if files and not files[-1].full:
+            return files[-1]
+        start = files[-1].end if files else start_if_empty - start_if_empty % self.file_size
+        return self._new_file(start)
+
+    def _new_file(self, start: int) -> MappedFile:
+        os.makedirs(self.dir, exist_ok=True)
+        path = os.path.join(self.dir, segment_name(start))
+        if self.allocator is not None:
+            self.allocator.take(path, self.file_size)
+        mf = MappedFile(path, start, self.file_size, create=True)
+        mf.last_write_ms = int(time.time() * 1000)
+        with self._lock:
+            self.files = self.files + [mf]
+        if self.preallocate_next:
+            self.allocator.request(os.path.join(self.dir, segment_name(start + self.file_size)), self.file_size)
+        return mf
+
+    # --- flushing ---
+    def flush(self) -> int:
+        """fsync every segment with unflushed bytes; returns :attr:`flushed_offset`."""
+        with self._flush_lock:
+            for mf in self.files:
+                if mf.flushed < mf.wrote:
+                    mf.flush()
+            return self.flushed_offset
+
+    def release_flushed_pages(self, keep_tail: int = 0) -> None:
+        """madvise away flushed pages of every segment, keeping ``keep_tail`` bytes behind the flush point."""
+        for mf in self.files:
+            upto = mf.flushed - keep_tail
+            if upto > mf.released:
+                mf.release_pages(upto)
+
+    # --- truncation and deletion ---
+    def truncate(self, offset: int) -> None:
+        """Drop everything at and after ``offset``: later segments are deleted, the one holding it is
+        zeroed from there (so stale bytes can never be mistaken for records)."""
+        keep = []
+        for mf in self.files:
+            if mf.start + mf.size <= offset:
+                keep.append(mf)
+            elif mf.start <= offset:
+                pos = offset - mf.start
+                mf.zero_from(pos)
+                mf.wrote = mf.flushed = pos
+                keep.append(mf)
+            else:
+                log.warning("truncate at %d: deleting segment %s", offset, mf.path)
+                mf.destroy()
+        with self._lock:
+            self.files = keep
+
+    def delete_first(self, count: int) -> list[MappedFile]:
+        """Remove the first ``count`` segments (never the last one); returns those removed."""
+        with self._lock:
+            n = min(count, len(self.files) - 1)
+            if n <= 0:
+                return []
+            gone, self.files = self.files[:n], self.files[n:]
+        for mf in gone:
+            mf.destroy()
+        return gone
+
+    def destroy(self) -> None:
+        with self._lock:
+            files, self.files = self.files, []
+        for mf in files:
+            mf.destroy()
+        try:
+            os.rmdir(self.dir)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for mf in self.files:
+            mf.close()

@@ -1,0 +1,760 @@
+"""MessageStore: the facade the broker uses (Apache ``DefaultMessageStore``).
+
+Threading contract: ``put_*``, ``get_message`` and the other calls are made from ONE thread (the
+reactor). Background threads fsync (group commit, periodic flush), preallocate segments, and clean
+old files; none of them blocks the caller. Everything works without a running reactor: results are
+plain objects, flush waits are callbacks (:meth:`wait_flush`) or futures (:meth:`put_message_future`);
+``server.store.twisted_adapter`` turns them into Deferreds.
+
+Dispatch is synchronous: when ``put_message`` returns, the record is in its consume queue and the
+index, and arriving listeners (long polling) have been called.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from concurrent.futures import Future
+from typing import Callable, Iterable
+
+from wire.message import (
+    MAX_PROPERTIES_LEN,
+    BatchEntry,
+    MessageConst,
+    MessageExt,
+    MessageSysFlag,
+    RecordInfo,
+    build_record,
+    decode_properties,
+    decode_record,
+    encode_properties,
+    peek_record,
+    tags_code as compute_tags_code,
+)
+from wire.msgid import create_offset_msg_id
+
+from .checkpoint import StoreCheckpoint
+from .commitlog import CommitLog
+from .config import MessageStoreConfig
+from .consume_queue import PAD_SIZE, UNIT, UNIT_SIZE, ConsumeQueue
+from .filter import MessageFilter
+from .flush import GroupCommitService, PeriodicService
+from .index import IndexService
+from .mapped_file import AllocationError
+from .retention import CleanService, disk_usage_ratio
+from .status import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, QueryMessageResult
+
+log = logging.getLogger(__name__)
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+_TX_PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+_TX_ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+#: Apache's MAX_PULL_MSG_SIZE: a pull never carries more than this
+MAX_PULL_MSG_SIZE = 128 * 1024 * 1024
+_G = GetMessageStatus
+_P = PutMessageStatus
+
+ArrivingListener = Callable[[str, int, int, int, int, dict], None]
+
+
+class StoreLockedError(RuntimeError):
+    pass
+
+
+def _total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 8 << 30
+
+
+class MessageStore:
+    def __init__(
+        self,
+        config: MessageStoreConfig,
+        *,
+        call_from_thread: Callable[..., None] | None = None,
+        disk_usage: Callable[[str], float] | None = None,
+    ):
+        """``call_from_thread(fn, *args)`` moves completions from store threads to the caller's thread
+        (Twisted: ``reactor.callFromThread``); by default they run on the store thread.
+        ``disk_usage(path) -> ratio 0..1`` is replaceable for tests."""
+        self.config = config
+        self.store_host = config.store_host
+        self.commitlog = CommitLog(config.storePathCommitLog, config.mappedFileSizeCommitLog, None)
+        self.cqs: dict[str, dict[int, ConsumeQueue]] = {}
+        self.index = IndexService(config.index_dir, config.maxHashSlotNum, config.maxIndexNum)
+        self.checkpoint: StoreCheckpoint | None = None
+        self.listeners: list[ArrivingListener] = []
+        self.running = False
+        self.disk_full = False
+        self.dispatched_offset = 0
+        self.last_exit_ok = True
+        self.recovery_report: dict = {}
+        self._call = call_from_thread
+        self.disk_usage = disk_usage or disk_usage_ratio
+        self._delay_ms = config.delay_level_millis()
+        self._group_commit: GroupCommitService | None = None
+        self._periodic: PeriodicService | None = None
+        self._lock_fd = -1
+        self._memory_limit = _total_memory() * config.accessMessageInMemoryMaxRatio // 100
+        self.cleaner = CleanService(self)
+        self._allocator = None
+
+    # ------------------------------------------------------------------------------------------
+    # lifecycle
+    # ------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Lock the store directory, load, recover, and start the background services."""
+        from .mapped_file import Allocator
+
+        cfg = self.config
+        os.makedirs(cfg.storePathRootDir, exist_ok=True)
+        self._lock_fd = os.open(cfg.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise StoreLockedError(
+                f"{cfg.lock_path} is locked: another broker uses storePathRootDir {cfg.storePathRootDir}"
+            ) from None
+        self._allocator = Allocator(cfg.warmMapedFileEnable)
+        self.commitlog = CommitLog(cfg.storePathCommitLog, cfg.mappedFileSizeCommitLog, self._allocator)
+        self.last_exit_ok = not os.path.exists(cfg.abort_path)
+        self.checkpoint = StoreCheckpoint.open(cfg.checkpoint_path)
+        self.commitlog.queue.load()
+        self._load_consume_queues()
+        self.index.load()
+        self._recover()
+        with open(cfg.abort_path, "wb") as f:
+            os.fsync(f.fileno())
+        self.checkpoint.clean_shutdown_offset = -1
+        self.checkpoint.flush()
+        if cfg.sync_flush:
+            self._group_commit = GroupCommitService(self.commitlog.queue.flush)
+            self._group_commit.start()
+        p = PeriodicService()
+        p.add(cfg.flushIntervalCommitLog, self._flush_commitlog_task)
+        p.add(cfg.flushIntervalConsumeQueue, self._flush_logics_task)
+        p.add(min(cfg.cleanResourceInterval, 1000), self.cleaner.check_disk)
+        p.add(cfg.cleanResourceInterval, self.cleaner.run)
+        p.start()
+        self._periodic = p
+        self.running = True
+
+    def shutdown(self) -> None:
+        """Orderly stop: flush everything, write the checkpoint, remove the abort file."""
+        if self._lock_fd < 0:
+            return
+        self.running = False
+        if self._group_commit is not None:
+            self._group_commit.stop()
+        if self._periodic is not None:
+            self._periodic.stop()
+        if self._allocator is not None:
+            self._allocator.shutdown()
+        cl_end = self.commitlog.max_offset
+        self.commitlog.queue.flush()
+        for cq in self._all_cqs():
+            cq.flush()
+        self.index.flush()
+        cp = self.checkpoint
+        cp.physic_flushed_offset = cp.logics_flushed_offset = cp.index_flushed_offset = cl_end
+        cp.physic_msg_timestamp = cp.logics_msg_timestamp = cp.index_msg_timestamp = int(time.time() * 1000)
+        cp.clean_shutdown_offset = cl_end
+        cp.flush()
+        self.commitlog.queue.close()
+        for cq in self._all_cqs():
+            cq.queue.close()
+        self.index.close()
+        try:
+            os.unlink(self.config.abort_path)
+        except FileNotFoundError:
+            pass
+        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        os.close(self._lock_fd)
+        self._lock_fd = -1
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in os.listdir(root):
+            tdir = os.path.join(root, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for qid in os.listdir(tdir):
+                try:
+                    queue_id = int(qid)
+                except ValueError:
+                    continue
+                cq = ConsumeQueue(root, topic, queue_id, self.config.mappedFileSizeConsumeQueue)
+                cq.load()
+                self.cqs.setdefault(topic, {})[queue_id] = cq
+
+    # ------------------------------------------------------------------------------------------
+    # recovery
+    # ------------------------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Find the valid end of the commit log and make consume queues and index agree with it.
+
+        After a clean shutdown the checkpoint says where the log ends; after a crash (abort file
+        present) records are re-validated (magic, size, position, CRC) from the last point where
+        everything was flushed and dispatched, each one is re-dispatched, the torn tail is cut off,
+        and consume-queue units that point past the end are dropped.
+        """
+        t0 = time.monotonic()
+        cfg = self.config
+        cl = self.commitlog
+        cp = self.checkpoint
+        for cq in self._all_cqs():
+            cq.recover()
+        files = cl.queue.files
+        redispatched = 0
+        index_from = self.index.end_phy if self.index.files else -1
+
+        def redispatch(info: RecordInfo, phys: int) -> None:
+            nonlocal redispatched
+            redispatched += 1
+            self._dispatch_recovered(info, phys, index_from)
+
+        if not files:
+            start, stop = 0, None
+            end = 0
+        else:
+            lo, hi = files[0].start, files[-1].end
+            if self.last_exit_ok and cp.existed and lo <= cp.clean_shutdown_offset <= hi:
+                start = cp.clean_shutdown_offset
+            elif cp.existed and lo <= cp.min_flushed_offset <= hi:
+                start = cp.min_flushed_offset
+            else:
+                start = lo
+            stop = cl.scan(start, cfg.checkCRCOnRecover, redispatch)
+            end = stop.offset
+            if not self.last_exit_ok or stop.reason not in ("end of data", "end of segments"):
+                log.warning("commit log recovery: valid data ends at %d (%s); scanned from %d, "
+                            "re-dispatched %d records", end, stop.reason, start, redispatched)
+            cl.set_end(end)
+        dropped = 0
+        for cq in self._all_cqs():
+            dropped += cq.truncate_beyond(end)
+            cq.correct_min_offset(cl.min_offset)
+        self.dispatched_offset = end
+        self.recovery_report = {
+            "clean": self.last_exit_ok,
+            "scan_from": start,
+            "end": end,
+            "stop_reason": stop.reason if stop else "empty",
+            "redispatched": redispatched,
+            "cq_units_dropped": dropped,
+            "seconds": time.monotonic() - t0,
+        }
+        if dropped:
+            log.warning("recovery dropped %d consume-queue units beyond the commit log end %d", dropped, end)
+
+    def _dispatch_recovered(self, info: RecordInfo, phys: int, index_from: int) -> None:
+        tx = info.sys_flag & MessageSysFlag.TRANSACTION_MASK
+        props = decode_properties(info.properties) if info.properties else {}
+        if tx != _TX_PREPARED and tx != _TX_ROLLBACK:
+            cq = self._cq_for_write(info.topic, info.queue_id)
+            tc = self._tags_code(info.topic, props, info.store_timestamp)
+            if info.queue_offset < cq.min_offset and cq.max_offset > 0:
+                pass  # older than what the queue still holds (deleted): nothing to restore
+            else:
+                cq.put(phys, info.size, tc, info.queue_offset)
+        if self.config.messageIndexEnable and tx != _TX_ROLLBACK and phys > index_from:
+            self.index.build(info.topic, props.get(MessageConst.KEYS), props.get(MessageConst.UNIQ_KEY),
+                             phys, info.store_timestamp)
+
+    # ------------------------------------------------------------------------------------------
+    # writing
+    # ------------------------------------------------------------------------------------------
+
+    def _refusal(self) -> PutMessageResult | None:
+        if not self.running:
+            return PutMessageResult(_P.SERVICE_NOT_AVAILABLE, remark="the message store is not running")
+        if self.disk_full:
+            return PutMessageResult(
+                _P.SERVICE_NOT_AVAILABLE,
+                remark=f"the disk holding {self.config.storePathCommitLog} is full (above "
+                       f"diskSpaceWarningLevelRatio={self.config.diskSpaceWarningLevelRatio}%); "
+                       f"writes resume when space is freed",
+            )
+        if self.config.brokerRole == "SLAVE":
+            return PutMessageResult(_P.SERVICE_NOT_AVAILABLE, remark="this broker is a slave; send to the master")
+        return None
+
+    def _cq_for_write(self, topic: str, queue_id: int) -> ConsumeQueue:
+        queues = self.cqs.get(topic)
+        if queues is None:
+            queues = self.cqs[topic] = {}
+        cq = queues.get(queue_id)
+        if cq is None:
+            cq = queues[queue_id] = ConsumeQueue(
+                self.config.consume_queue_dir, topic, queue_id, self.config.mappedFileSizeConsumeQueue
+            )
+        return cq
+
+    def _tags_code(self, topic: str, props: dict, store_ts: int) -> int:
+        if topic == SCHEDULE_TOPIC:
+            try:
+                level = int(props.get(MessageConst.DELAY_TIME_LEVEL, "0"))
+            except ValueError:
+                level = 0
+            if level > 0:
+                return store_ts + self._delay_ms[min(level, len(self._delay_ms)) - 1]
+            return store_ts
+        return compute_tags_code(props.get(MessageConst.TAGS))
+
+    def put_message(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        properties: dict[str, str] | str | None = None,
+        *,
+        flag: int = 0,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: tuple[str, int] = ("127.0.0.1", 0),
+        reconsume_times: int = 0,
+        prepared_transaction_offset: int = 0,
+        tags_code: int | None = None,
+    ) -> PutMessageResult:
+        """Append one message and dispatch it. Never waits for the disk: when ``result.needs_flush_wait``
+        (SYNC_FLUSH and WAIT not "false"), answer the producer from :meth:`wait_flush`.
+
+        ``properties`` is the dict or the already-encoded string (the record keeps it verbatim).
+        """
+        refusal = self._refusal()
+        if refusal is not None:
+            return refusal
+        if properties is None:
+            props, pstr = {}, ""
+        elif isinstance(properties, str):
+            pstr = properties
+            props = decode_properties(pstr) if pstr else {}
+        else:
+            props = properties
+            pstr = encode_properties(props)
+        if len(pstr) > MAX_PROPERTIES_LEN:
+            return PutMessageResult(_P.PROPERTIES_SIZE_EXCEEDED, remark=f"properties are {len(pstr)} chars; max {MAX_PROPERTIES_LEN}")
+        try:
+            record = build_record(
+                topic, body, pstr, queue_id=queue_id, flag=flag, sys_flag=sys_flag, born_timestamp=born_timestamp,
+                born_host=born_host, store_host=self.store_host, reconsume_times=reconsume_times,
+                prepared_transaction_offset=prepared_transaction_offset,
+            )
+        except ValueError as exc:
+            status = _P.PROPERTIES_SIZE_EXCEEDED if "properties" in str(exc) else _P.MESSAGE_ILLEGAL
+            return PutMessageResult(status, remark=str(exc))
+        size = len(record)
+        if size > self.config.maxMessageSize or not self.commitlog.fits(size):
+            return PutMessageResult(
+                _P.MESSAGE_ILLEGAL,
+                remark=f"message record of {size} bytes exceeds maxMessageSize {self.config.maxMessageSize} "
+                       f"or the commit log segment size",
+            )
+        now = int(time.time() * 1000)
+        tx = sys_flag & MessageSysFlag.TRANSACTION_MASK
+        if tx == _TX_PREPARED or tx == _TX_ROLLBACK:
+            cq = None
+            qoff = 0
+        else:
+            cq = self._cq_for_write(topic, queue_id)
+            qoff = cq.max_offset
+        try:
+            phys = self.commitlog.append(record, qoff, now)
+        except (AllocationError, OSError) as exc:
+            self._allocation_failed(exc)
+            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
+        if cq is not None:
+            tc = tags_code if tags_code is not None else self._tags_code(topic, props, now)
+            cq.put(phys, size, tc, qoff)
+        if self.config.messageIndexEnable and tx != _TX_ROLLBACK:
+            keys = props.get("KEYS")
+            uniq = props.get("UNIQ_KEY")
+            if keys or uniq:
+                self.index.build(topic, keys, uniq, phys, now)
+        self.dispatched_offset = phys + size
+        if cq is not None and self.listeners:
+            for listener in self.listeners:
+                listener(topic, queue_id, qoff + 1, tc, now, props)
+        result = PutMessageResult(_P.PUT_OK, phys, size, qoff, create_offset_msg_id(self.store_host, phys), now, 1)
+        result.needs_flush_wait = self._group_commit is not None and props.get("WAIT") != "false"
+        return result
+
+    def put_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        entries: Iterable[BatchEntry | tuple],
+        *,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: tuple[str, int] = ("127.0.0.1", 0),
+        reconsume_times: int = 0,
+        wait_store_msg_ok: bool = True,
+    ) -> PutMessageResult:
+        """Append a batch (SEND_BATCH_MESSAGE): each (flag, body, properties) entry becomes its own record,
+        with consecutive queue offsets, written contiguously in one segment."""
+        refusal = self._refusal()
+        if refusal is not None:
+            return refusal
+        records, metas = [], []
+        total = 0
+        for flag, body, properties in entries:
+            if isinstance(properties, str):
+                pstr = properties
+                props = decode_properties(pstr) if pstr else {}
+            else:
+                props = properties or {}
+                pstr = encode_properties(props)
+            try:
+                rec = build_record(
+                    topic, body, pstr, queue_id=queue_id, flag=flag, sys_flag=sys_flag, born_timestamp=born_timestamp,
+                    born_host=born_host, store_host=self.store_host, reconsume_times=reconsume_times,
+                )
+            except ValueError as exc:
+                status = _P.PROPERTIES_SIZE_EXCEEDED if "properties" in str(exc) else _P.MESSAGE_ILLEGAL
+                return PutMessageResult(status, remark=str(exc))
+            records.append(rec)
+            metas.append(props)
+            total += len(rec)
+        if not records:
+            return PutMessageResult(_P.MESSAGE_ILLEGAL, remark="the batch holds no messages")
+        if total > self.config.maxMessageSize or not self.commitlog.fits(total):
+            return PutMessageResult(
+                _P.MESSAGE_ILLEGAL,
+                remark=f"batch of {total} bytes exceeds maxMessageSize {self.config.maxMessageSize} or the segment size",
+            )
+        now = int(time.time() * 1000)
+        cq = self._cq_for_write(topic, queue_id)
+        first = cq.max_offset
+        qoffs = list(range(first, first + len(records)))
+        try:
+            physs = self.commitlog.append_batch(records, qoffs, now)
+        except (AllocationError, OSError) as exc:
+            self._allocation_failed(exc)
+            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
+        index = self.config.messageIndexEnable
+        ids = []
+        for rec, props, phys, qo in zip(records, metas, physs, qoffs):
+            tc = self._tags_code(topic, props, now)
+            cq.put(phys, len(rec), tc, qo)
+            if index:
+                keys, uniq = props.get("KEYS"), props.get("UNIQ_KEY")
+                if keys or uniq:
+                    self.index.build(topic, keys, uniq, phys, now)
+            ids.append(create_offset_msg_id(self.store_host, phys))
+            if self.listeners:
+                for listener in self.listeners:
+                    listener(topic, queue_id, qo + 1, tc, now, props)
+        self.dispatched_offset = physs[-1] + len(records[-1])
+        result = PutMessageResult(_P.PUT_OK, physs[0], total, first, ",".join(ids), now, len(records))
+        result.needs_flush_wait = self._group_commit is not None and wait_store_msg_ok
+        return result
+
+    def _allocation_failed(self, exc: Exception) -> None:
+        log.error("commit log segment allocation failed (%s); refusing writes until the disk check passes", exc)
+        self.disk_full = True
+
+    def wait_flush(self, result: PutMessageResult, callback: Callable[[PutMessageResult], None]) -> None:
+        """Call ``callback(result)`` once the record is on disk: status PUT_OK, or FLUSH_DISK_TIMEOUT
+        if the fsync failed or came later than ``syncFlushTimeout``. Runs via ``call_from_thread``."""
+        if not result.needs_flush_wait:
+            callback(result)
+            return
+        deadline = time.monotonic() + self.config.syncFlushTimeout / 1000
+        end = result.commitlog_offset + result.wrote_bytes
+        call = self._call
+
+        def done(ok: bool) -> None:
+            if not ok or time.monotonic() > deadline:
+                result.status = _P.FLUSH_DISK_TIMEOUT
+            result.needs_flush_wait = False
+            if call is not None:
+                call(callback, result)
+            else:
+                callback(result)
+
+        self._group_commit.submit(end, done)
+
+    def put_message_future(self, *args, **kwargs) -> "Future[PutMessageResult]":
+        """:meth:`put_message` whose future resolves when the put's promise is met (after the fsync
+        that covers it for SYNC_FLUSH)."""
+        fut: Future = Future()
+        result = self.put_message(*args, **kwargs)
+        self.wait_flush(result, fut.set_result)
+        return fut
+
+    def add_arriving_listener(self, listener: ArrivingListener) -> None:
+        """``listener(topic, queue_id, max_offset, tags_code, store_timestamp, properties)`` after each
+        dispatched message (Apache MessageArrivingListener); runs on the writer thread."""
+        self.listeners.append(listener)
+
+    # ------------------------------------------------------------------------------------------
+    # reading
+    # ------------------------------------------------------------------------------------------
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        queues = self.cqs.get(topic)
+        return queues.get(queue_id) if queues else None
+
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msg_nums: int,
+        max_total_bytes: int = MAX_PULL_MSG_SIZE,
+        message_filter: MessageFilter | None = None,
+    ) -> GetMessageResult:
+        """Read up to ``max_msg_nums`` records from ``offset`` (PULL_MESSAGE semantics, store.md §4)."""
+        cq = self.find_consume_queue(topic, queue_id)
+        if cq is None:
+            return GetMessageResult(_G.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        min_off, max_off = cq.min_offset, cq.max_offset
+        if max_off == 0:
+            return GetMessageResult(_G.NO_MESSAGE_IN_QUEUE, 0, min_off, max_off)
+        if offset < min_off:
+            return GetMessageResult(_G.OFFSET_TOO_SMALL, min_off, min_off, max_off)
+        if offset == max_off:
+            return GetMessageResult(_G.OFFSET_OVERFLOW_ONE, offset, min_off, max_off)
+        if offset > max_off:
+            return GetMessageResult(_G.OFFSET_OVERFLOW_BADLY, max_off, min_off, max_off)
+
+        cfg = self.config
+        result = GetMessageResult(_G.NO_MATCHED_MESSAGE, offset, min_off, max_off)
+        units, n = cq.units_from(offset)
+        if units is None:
+            result.status = _G.OFFSET_FOUND_NULL
+            result.next_begin_offset = cq.roll_next_file(offset)
+            return result
+        cl = self.commitlog
+        max_phy = cl.max_offset
+        min_phy = cl.min_offset
+        max_pull = min(max(max_total_bytes, 100), MAX_PULL_MSG_SIZE)
+        limit_units = max(cfg.maxFilterMessageCount, max_msg_nums * UNIT_SIZE) // UNIT_SIZE
+        mem_limit = self._memory_limit
+        messages = result.messages
+        qoffs = result.queue_offsets
+        total = 0
+        count = 0
+        next_begin = offset
+        max_phy_pulling = 0
+        skip_below = -1
+        unpack = UNIT.unpack_from
+        n = min(n, max_off - offset)
+        for i in range(n):
+            phys, size, tags = unpack(units, i * UNIT_SIZE)
+            if i >= limit_units:
+                break
+            if count:
+                if count >= max_msg_nums or total + size > max_pull:
+                    break
+                if max_phy - phys <= mem_limit:
+                    if total + size > cfg.maxTransferBytesOnMessageInMemory or count >= cfg.maxTransferCountOnMessageInMemory:
+                        break
+                elif total + size > cfg.maxTransferBytesOnMessageInDisk or count >= cfg.maxTransferCountOnMessageInDisk:
+                    break
+            max_phy_pulling = phys
+            next_begin = offset + i + 1
+            if size == PAD_SIZE or phys < min_phy or phys < skip_below:
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
+                continue
+            view = cl.read(phys, size)
+            if view is None:
+                if not count:
+                    result.status = _G.MESSAGE_WAS_REMOVING
+                skip_below = cl.roll_next_file(phys)
+                continue
+            if message_filter is not None and not message_filter.is_matched_by_commit_log(view):
+                continue
+            messages.append(view)
+            qoffs.append(offset + i)
+            total += size
+            count += 1
+        if count:
+            result.status = _G.FOUND
+        result.next_begin_offset = next_begin
+        result.buffer_total_size = total
+        result.suggest_pulling_from_slave = max_phy - max_phy_pulling > mem_limit
+        return result
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.find_consume_queue(topic, queue_id)
+        return cq.max_offset if cq else 0
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self.find_consume_queue(topic, queue_id)
+        return cq.min_offset if cq else 0
+
+    def get_commitlog_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
+        cq = self.find_consume_queue(topic, queue_id)
+        u = cq.get_unit(offset) if cq else None
+        return u[0] if u else 0
+
+    def get_store_time(self, topic: str, queue_id: int, offset: int) -> int:
+        """Store timestamp of the message at ``offset`` (Apache getMessageStoreTimeStamp), -1 if none."""
+        cq = self.find_consume_queue(topic, queue_id)
+        u = cq.get_unit(offset) if cq else None
+        if u is None or u[1] == PAD_SIZE:
+            return -1
+        return self.commitlog.store_timestamp(u[0], u[1])
+
+    def get_earliest_store_time(self, topic: str, queue_id: int) -> int:
+        """Store timestamp of the oldest message still in the queue (GET_EARLIEST_MSG_STORETIME), -1 if none."""
+        cq = self.find_consume_queue(topic, queue_id)
+        if cq is None or cq.max_offset <= cq.min_offset:
+            return -1
+        return self.get_store_time(topic, queue_id, cq.min_offset)
+
+    def get_earliest_message_time(self) -> int:
+        """Store timestamp of the first record in the commit log, -1 if empty."""
+        files = self.commitlog.queue.files
+        if not files or self.commitlog.max_offset <= files[0].start:
+            return -1
+        try:
+            return peek_record(files[0].mm, 0).store_timestamp
+        except Exception:
+            return -1
+
+    def search_offset_by_time(self, topic: str, queue_id: int, timestamp: int, boundary: str = "LOWER") -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP. LOWER: first offset stored at/after ``timestamp`` (max offset if
+        none); UPPER: last offset stored at/before it."""
+        cq = self.find_consume_queue(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.search_offset_by_time(timestamp, self.commitlog.store_timestamp, self.commitlog.min_offset,
+                                        lower=boundary.upper() != "UPPER")
+
+    def get_max_phy_offset(self) -> int:
+        return self.commitlog.max_offset
+
+    def get_min_phy_offset(self) -> int:
+        return self.commitlog.min_offset
+
+    def get_flushed_phy_offset(self) -> int:
+        return self.commitlog.flushed_offset
+
+    def select_one_message_by_offset(self, phys: int, size: int | None = None) -> memoryview | None:
+        """The raw record at commit-log offset ``phys`` (VIEW_MESSAGE_BY_ID), or None."""
+        if size is None:
+            return self.commitlog.read_record(phys)
+        return self.commitlog.read(phys, size)
+
+    def look_message_by_offset(self, phys: int) -> MessageExt | None:
+        """The decoded record at ``phys`` (for transaction checks, admin), or None."""
+        view = self.commitlog.read_record(phys)
+        if view is None:
+            return None
+        return decode_record(view)[0]
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
+        """Records of ``topic`` whose KEYS contain ``key`` or whose UNIQ_KEY is ``key``, stored in
+        [begin, end] ms, newest first, at most ``max_num`` (capped by defaultQueryMaxNum)."""
+        max_num = min(max_num, self.config.defaultQueryMaxNum) if max_num > 0 else self.config.defaultQueryMaxNum
+        # ask the index for more than max_num: hash collisions and duplicates are filtered below
+        offsets, last_ts, last_phy = self.index.query(topic, key, max_num * 4 + 16, begin, end)
+        result = QueryMessageResult(index_last_update_timestamp=last_ts, index_last_update_phyoffset=last_phy)
+        seen = set()
+        for phys in offsets:
+            if phys in seen:
+                continue
+            seen.add(phys)
+            view = self.commitlog.read_record(phys)
+            if view is None:
+                continue
+            try:
+                info = peek_record(view)
+            except Exception:
+                continue
+            if info.topic != topic or not (begin <= info.store_timestamp <= end):
+                continue
+            props = decode_properties(info.properties)
+            if props.get(MessageConst.UNIQ_KEY) != key and key not in props.get(MessageConst.KEYS, "").split(" "):
+                continue
+            result.messages.append(view)
+            result.commitlog_offsets.append(phys)
+            if len(result.messages) >= max_num:
+                break
+        return result
+
+    # ------------------------------------------------------------------------------------------
+    # topics and admin
+    # ------------------------------------------------------------------------------------------
+
+    def _all_cqs(self) -> list[ConsumeQueue]:
+        return [cq for queues in list(self.cqs.values()) for cq in list(queues.values())]
+
+    def topic_queue_table(self) -> dict[tuple[str, int], int]:
+        """(topic, queue id) -> max offset for every consume queue."""
+        return {(cq.topic, cq.queue_id): cq.max_offset for cq in self._all_cqs()}
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Remove the consume queues of ``topics`` (admin deleteTopic); commit-log data ages out normally."""
+        n = 0
+        for topic in topics:
+            queues = self.cqs.pop(topic, None)
+            if queues:
+                for cq in queues.values():
+                    cq.destroy()
+                n += 1
+        return n
+
+    def runtime_info(self) -> dict[str, str]:
+        """Store figures for GET_BROKER_RUNTIME_INFO (Apache key names)."""
+        cl = self.commitlog
+        try:
+            ratio = self.disk_usage(self.config.storePathCommitLog)
+        except OSError:
+            ratio = -1.0
+        return {
+            "commitLogMinOffset": str(cl.min_offset),
+            "commitLogMaxOffset": str(cl.max_offset),
+            "commitLogDiskRatio": str(ratio),
+            "dispatchBehindBytes": str(cl.max_offset - self.dispatched_offset),
+            "earliestMessageTimeStamp": str(self.get_earliest_message_time()),
+            "putMessageEntireTimeMax": "0",
+            "msgPutTotalTodayNow": "0",
+        }
+
+    def clean_expired_files_manually(self) -> None:
+        """TRIGGER_DELETE_FILES: run the retention check now, ignoring deleteWhen."""
+        self.cleaner.manual_requests += 1
+
+    # ------------------------------------------------------------------------------------------
+    # background tasks
+    # ------------------------------------------------------------------------------------------
+
+    def _flush_commitlog_task(self) -> None:
+        cl = self.commitlog
+        flushed = cl.queue.flush()
+        cl.queue.release_flushed_pages(keep_tail=8 << 20)
+        cp = self.checkpoint
+        if flushed != cp.physic_flushed_offset:
+            cp.physic_flushed_offset = flushed
+            cp.physic_msg_timestamp = int(time.time() * 1000)
+
+    def _flush_logics_task(self) -> None:
+        dispatched = self.dispatched_offset  # read before flushing: everything up to it is in the CQs
+        for cq in self._all_cqs():
+            try:
+                cq.flush()
+                cq.queue.release_flushed_pages()
+            except (OSError, ValueError):
+                pass  # a queue deleted meanwhile
+        self.index.flush()
+        cp = self.checkpoint
+        now = int(time.time() * 1000)
+        cp.logics_flushed_offset = cp.index_flushed_offset = dispatched
+        cp.logics_msg_timestamp = cp.index_msg_timestamp = now
+        cp.flush()

@@ -1,0 +1,278 @@
+"""MessageStore facade: put/get semantics, batches, filters, listeners, lookups, restart."""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+
+import pytest
+
+from server.store import GetMessageStatus as G
+from server.store import PutMessageStatus as P
+from server.store import StoreLockedError, TagsCodeFilter
+from server.store.consume_queue import UNIT_SIZE
+from wire.message import (
+    BLANK_MAGIC,
+    MessageConst,
+    MessageSysFlag,
+    decode_record,
+    decode_records,
+    java_string_hash,
+)
+from wire.msgid import parse_offset_msg_id
+
+from .conftest import simulate_crash
+
+
+def put(store, topic="T", qid=0, body=b"x" * 100, **props):
+    r = store.put_message(topic, qid, body, props or {}, born_timestamp=123, born_host=("10.0.0.9", 5555))
+    assert r.status is P.PUT_OK, r.remark
+    return r
+
+
+def test_put_and_get_round_trip(make_store):
+    s = make_store()
+    r1 = put(s, body=b"one", TAGS="TagA", KEYS="k1 k2")
+    r2 = put(s, body=b"two", TAGS="TagB")
+    assert (r1.queue_offset, r2.queue_offset) == (0, 1)
+    assert r1.commitlog_offset == 0 and r2.commitlog_offset == r1.wrote_bytes
+    assert parse_offset_msg_id(r2.msg_id) == (("127.0.0.1", 10911), r2.commitlog_offset)
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert g.status is G.FOUND and g.next_begin_offset == 2 and (g.min_offset, g.max_offset) == (0, 2)
+    msgs = decode_records(g.body())
+    assert [m.body for m in msgs] == [b"one", b"two"]
+    m = msgs[0]
+    assert m.queue_offset == 0 and m.commitlog_offset == 0 and m.store_host == ("127.0.0.1", 10911)
+    assert m.born_host == ("10.0.0.9", 5555) and m.born_timestamp == 123
+    assert abs(m.store_timestamp - time.time() * 1000) < 5000
+    assert m.properties == {"TAGS": "TagA", "KEYS": "k1 k2"}
+    assert isinstance(g.messages[0], memoryview) and g.messages[0].readonly
+    assert g.queue_offsets == [0, 1]
+
+
+def test_get_statuses(make_store):
+    s = make_store()
+    assert s.get_message("g", "none", 0, 0, 32).status is G.NO_MATCHED_LOGIC_QUEUE
+    for _ in range(3):
+        put(s)
+    g = s.get_message("g", "T", 0, 3, 32)
+    assert (g.status, g.next_begin_offset) == (G.OFFSET_OVERFLOW_ONE, 3)
+    g = s.get_message("g", "T", 0, 10, 32)
+    assert (g.status, g.next_begin_offset) == (G.OFFSET_OVERFLOW_BADLY, 3)
+    g = s.get_message("g", "T", 0, 1, 1)
+    assert (g.status, g.next_begin_offset, g.message_count) == (G.FOUND, 2, 1)
+    assert (s.get_min_offset("T", 0), s.get_max_offset("T", 0)) == (0, 3)
+    assert s.get_max_offset("none", 0) == 0
+
+
+def test_tag_filter_advances_past_unmatched(make_store):
+    s = make_store()
+    put(s, TAGS="a")
+    put(s, TAGS="b")
+    put(s, TAGS="a")
+    f = TagsCodeFilter([java_string_hash("b")])
+    g = s.get_message("g", "T", 0, 0, 32, message_filter=f)
+    assert g.status is G.FOUND and g.queue_offsets == [1] and g.next_begin_offset == 3
+    g = s.get_message("g", "T", 0, 2, 32, message_filter=f)
+    assert (g.status, g.next_begin_offset) == (G.NO_MATCHED_MESSAGE, 3)
+    neg = "Hello world"  # negative hash: compared as a signed int
+    put(s, TAGS=neg)
+    g = s.get_message("g", "T", 0, 3, 32, message_filter=TagsCodeFilter([-832992604]))
+    assert g.queue_offsets == [3]
+
+
+def test_pull_limits_in_memory(make_store):
+    s = make_store(maxTransferCountOnMessageInMemory=4, maxTransferBytesOnMessageInMemory=1000)
+    for _ in range(10):
+        put(s, body=b"y" * 100)
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert g.message_count == 4 and g.next_begin_offset == 4
+    g = s.get_message("g", "T", 0, 0, 32, max_total_bytes=250)  # raised to >= 100, then by size
+    assert g.message_count == 1
+    s2 = make_store(root=s.config.storePathRootDir + "2", maxTransferBytesOnMessageInMemory=10)
+    put(s2, body=b"z" * 500)
+    g = s2.get_message("g", "T", 0, 0, 32)
+    assert g.message_count == 1  # the first message always goes, even if larger than the limit
+
+
+def test_segment_rollover_blank_records_and_reads_across(make_store):
+    s = make_store()
+    seg = s.config.mappedFileSizeCommitLog
+    results = [put(s, body=bytes([i % 251]) * 3000) for i in range(60)]  # ~3.1 KB each, several segments
+    files = s.commitlog.queue.files
+    assert len(files) >= 3
+    for mf in files[:-1]:
+        # every full segment ends with a blank marker covering the rest exactly
+        pos = 0
+        while True:
+            total, magic = struct.unpack_from(">iI", mf.mm, pos)
+            if magic == BLANK_MAGIC:
+                assert pos + total == mf.size
+                break
+            pos += total
+        assert os.path.basename(mf.path) == f"{mf.start:020d}"
+    for r in results:  # no record spans a segment
+        assert r.commitlog_offset // seg == (r.commitlog_offset + r.wrote_bytes - 1) // seg
+    offset, got = 0, []
+    while True:
+        g = s.get_message("g", "T", 0, offset, 32)
+        if g.status is not G.FOUND:
+            break
+        got += decode_records(g.body())
+        offset = g.next_begin_offset
+    assert [m.body[0] for m in got] == [i % 251 for i in range(60)]
+    assert [m.commitlog_offset for m in got] == [r.commitlog_offset for r in results]
+    # consume queue crossed its own segments too (50 units per file)
+    assert len(s.find_consume_queue("T", 0).queue.files) == 2
+
+
+def test_message_too_large_and_bad_properties(make_store):
+    s = make_store()
+    r = s.put_message("T", 0, b"x" * 40000, {})
+    assert r.status is P.MESSAGE_ILLEGAL and "maxMessageSize" in r.remark
+    r = s.put_message("T", 0, b"x", {"k": "v" * 40000})
+    assert r.status is P.PROPERTIES_SIZE_EXCEEDED
+
+
+def test_batch_put(make_store):
+    s = make_store()
+    put(s)
+    r = s.put_messages("T", 0, [(1, b"a", {"KEYS": "bk"}), (2, b"b", "TAGS\x01x\x02")], born_host=("::1", 7))
+    assert r.status is P.PUT_OK and r.queue_offset == 1 and r.msg_num == 2
+    ids = r.msg_id.split(",")
+    assert len(ids) == 2 and parse_offset_msg_id(ids[1])[1] > parse_offset_msg_id(ids[0])[1]
+    msgs = decode_records(s.get_message("g", "T", 0, 1, 32).body())
+    assert [(m.flag, m.body, m.queue_offset) for m in msgs] == [(1, b"a", 1), (2, b"b", 2)]
+    assert msgs[1].properties == {"TAGS": "x"} and msgs[0].born_host == ("::1", 7)
+    assert msgs[0].sys_flag & MessageSysFlag.BORNHOST_V6_FLAG
+    assert s.query_message("T", "bk", 10, 0, 2**62).commitlog_offsets == [parse_offset_msg_id(ids[0])[1]]
+
+
+def test_transaction_types_not_dispatched(make_store):
+    s = make_store()
+    r = s.put_message("T", 0, b"half", {}, sys_flag=MessageSysFlag.TRANSACTION_PREPARED_TYPE)
+    assert r.ok and r.queue_offset == 0
+    assert s.get_max_offset("T", 0) == 0
+    put(s)
+    m = s.look_message_by_offset(r.commitlog_offset)
+    assert m.body == b"half" and m.sys_flag & 0xC == 4
+
+
+def test_listener_called_with_new_max_offset(make_store):
+    s = make_store()
+    seen = []
+    s.add_arriving_listener(lambda *a: seen.append(a[:4]))
+    put(s, TAGS="TagA")
+    put(s, qid=3)
+    assert seen == [("T", 0, 1, 2598919), ("T", 3, 1, 0)]
+
+
+def test_query_by_key_and_uniq_key(make_store):
+    s = make_store()
+    r1 = put(s, KEYS="order-1 order-2", UNIQ_KEY="U1")
+    put(s, topic="Other", KEYS="order-1")
+    r3 = put(s, KEYS="order-1")
+    q = s.query_message("T", "order-1", 10, 0, 2**62)
+    assert q.commitlog_offsets == [r3.commitlog_offset, r1.commitlog_offset]  # newest first, topic filtered
+    assert q.index_last_update_phyoffset == r3.commitlog_offset
+    assert s.query_message("T", "U1", 10, 0, 2**62).commitlog_offsets == [r1.commitlog_offset]
+    assert s.query_message("T", "order-2", 10, 0, 2**62).commitlog_offsets == [r1.commitlog_offset]
+    assert s.query_message("T", "order-1", 1, 0, 2**62).commitlog_offsets == [r3.commitlog_offset]
+    now = int(time.time() * 1000)
+    assert s.query_message("T", "order-1", 10, now + 10_000, now + 20_000).commitlog_offsets == []
+    assert decode_record(q.messages[0])[0].commitlog_offset == r3.commitlog_offset
+
+
+def test_search_offset_by_time(make_store):
+    s = make_store()
+    stamps = []
+    for _ in range(5):
+        stamps.append(put(s).store_timestamp)
+        time.sleep(0.003)
+    assert s.search_offset_by_time("T", 0, 0) == 0
+    assert s.search_offset_by_time("T", 0, stamps[2]) == 2
+    assert s.search_offset_by_time("T", 0, stamps[2] + 1) == 3
+    assert s.search_offset_by_time("T", 0, stamps[-1] + 1000) == 5  # after all: max offset
+    assert s.search_offset_by_time("T", 0, stamps[2], boundary="UPPER") == 2
+    assert s.get_earliest_store_time("T", 0) == stamps[0]
+    assert s.get_store_time("T", 0, 4) == stamps[4]
+    assert s.get_earliest_message_time() == stamps[0]
+
+
+def test_view_by_offset_and_store_lock(make_store, tmp_path):
+    s = make_store()
+    r = put(s, body=b"view me")
+    raw = s.select_one_message_by_offset(r.commitlog_offset)
+    assert decode_record(raw)[0].body == b"view me"
+    assert s.select_one_message_by_offset(r.commitlog_offset + 1) is None
+    from server.store import MessageStore
+
+    other = MessageStore(s.config)
+    with pytest.raises(StoreLockedError):
+        other.start()
+
+
+def test_clean_restart_keeps_everything(make_store, tmp_path):
+    root = tmp_path / "r"
+    s = make_store(root=root)
+    rs = [put(s, body=b"%d" % i * 700, KEYS=f"k{i}") for i in range(100)]
+    s.shutdown()
+    assert not os.path.exists(s.config.abort_path)
+    s2 = make_store(root=root)
+    assert s2.recovery_report["clean"] and s2.recovery_report["redispatched"] == 0
+    assert s2.get_max_offset("T", 0) == 100
+    assert s2.get_max_phy_offset() == rs[-1].commitlog_offset + rs[-1].wrote_bytes
+    r = put(s2, body=b"after")
+    assert r.queue_offset == 100 and r.commitlog_offset == rs[-1].commitlog_offset + rs[-1].wrote_bytes
+    assert s2.query_message("T", "k42", 5, 0, 2**62).commitlog_offsets == [rs[42].commitlog_offset]
+
+
+def test_recovery_truncates_torn_tail_and_rebuilds_queue(make_store, tmp_path):
+    root = tmp_path / "c"
+    s = make_store(root=root)
+    rs = [put(s, body=b"m%03d" % i * 50, KEYS=f"k{i}") for i in range(40)]
+    end = s.get_max_phy_offset()
+    mf = s.commitlog.queue.files[-1]
+    # a torn record: the first 150 bytes of a copy of the last one, written after the end
+    last = bytes(s.select_one_message_by_offset(rs[-1].commitlog_offset))
+    pos = end - mf.start
+    mf.mm[pos : pos + 150] = last[:150]
+    # consume queue claims it (as if the unit was written before the kill)
+    cq = s.find_consume_queue("T", 0)
+    cq.put(end, len(last), 0, 40)
+    assert cq.max_offset == 41
+    simulate_crash(s)
+    s2 = make_store(root=root)
+    rep = s2.recovery_report
+    assert not rep["clean"] and rep["end"] == end and rep["cq_units_dropped"] == 1
+    assert "invalid record" in rep["stop_reason"] or "CRC" in rep["stop_reason"]
+    assert s2.get_max_offset("T", 0) == 40 and s2.get_max_phy_offset() == end
+    # stale bytes are gone: a new, shorter record followed by garbage can never appear
+    mf2 = s2.commitlog.queue.files[-1]
+    assert bytes(mf2.mm[pos : pos + 150]) == bytes(150)
+    r = put(s2, body=b"new")
+    assert r.queue_offset == 40 and r.commitlog_offset == end
+    got = decode_records(s2.get_message("g", "T", 0, 38, 32).body())
+    assert [m.body for m in got] == [rs[38] and b"m038" * 50, b"m039" * 50, b"new"]
+
+
+def test_recovery_redispatches_units_missing_from_consume_queue(make_store, tmp_path):
+    root = tmp_path / "d"
+    s = make_store(root=root, flushIntervalConsumeQueue=600000, flushIntervalCommitLog=600000)
+    for i in range(30):
+        put(s, qid=i % 3, body=b"%d" % i, KEYS=f"key{i}")
+    # lose the tail of queue 1 (as if its unit writes never reached the file)
+    cq = s.find_consume_queue("T", 1)
+    keep = 4
+    f = cq.queue.files[0]
+    f.mm[keep * UNIT_SIZE : f.wrote] = bytes(f.wrote - keep * UNIT_SIZE)
+    simulate_crash(s)
+    s2 = make_store(root=root)
+    assert s2.recovery_report["redispatched"] == 30  # no flush ever happened: full scan
+    for q in range(3):
+        assert s2.get_max_offset("T", q) == 10
+        got = decode_records(s2.get_message("g", "T", q, 0, 32).body())
+        assert [int(m.body) for m in got] == list(range(q, 30, 3))
+        assert [m.queue_offset for m in got] == list(range(10))
+    assert len(s2.query_message("T", "key7", 10, 0, 2**62).messages) == 1  # no duplicates either
