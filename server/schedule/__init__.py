@@ -1,0 +1,1 @@
+"""Scheduled delivery: delay levels (SCHEDULE_TOPIC_XXXX) and, later, the timer wheel."""
