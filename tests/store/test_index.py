@@ -1,0 +1,56 @@
+"""Index files: Apache layout, chains per hash slot, time ranges, roll-over to a new file."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from server.store.index import HEADER, HEADER_SIZE, ITEM, ITEM_SIZE, IndexFile, IndexService, key_hash
+
+
+def test_index_file_layout(tmp_path):
+    f = IndexFile(str(tmp_path / "i"), 8, 16, create=True, begin_ts=1000)
+    assert os.path.getsize(f.path) == HEADER_SIZE + 8 * 4 + 16 * ITEM_SIZE
+    h = key_hash("T#k")
+    assert f.put(h, 500, 3000) and f.put(h, 900, 7000)
+    begin_ts, end_ts, begin_phy, end_phy, slots, count = HEADER.unpack_from(f.mm, 0)
+    assert (begin_ts, end_ts, begin_phy, end_phy, slots, count) == (3000, 7000, 500, 900, 1, 3)
+    (slot,) = struct.unpack_from(">i", f.mm, HEADER_SIZE + (h % 8) * 4)
+    assert slot == 2  # newest item
+    assert ITEM.unpack_from(f.mm, HEADER_SIZE + 32 + 2 * ITEM_SIZE) == (h, 900, 4, 1)  # 4 s later, prev = 1
+    out = []
+    f.select(h, 10, 0, 10**13, out)
+    assert out == [900, 500]
+    out = []
+    f.select(h, 10, 6000, 8000, out)
+    assert out == [900]
+    f.close()
+    again = IndexFile(f.path, 8, 16)
+    out = []
+    again.select(h, 10, 0, 10**13, out)
+    assert out == [900, 500] and again.index_count == 3
+    again.close()
+
+
+def test_index_file_full_and_service_rolls(tmp_path):
+    svc = IndexService(str(tmp_path / "index"), 4, 5)  # 4 usable items per file
+    for i in range(10):
+        svc.build("T", f"k{i}", None, i * 100, 1000 + i)
+    assert len(svc.files) == 3
+    for i in range(10):
+        offsets, _, last_phy = svc.query("T", f"k{i}", 10, 0, 10**13)
+        assert i * 100 in offsets
+    assert last_phy == 900
+    assert svc.query("Other", "k1", 10, 0, 10**13)[0] == []  # different topic, different key string
+    assert svc.delete_expired(500) == 1 and len(svc.files) == 2
+    svc.close()
+
+
+def test_collisions_return_only_equal_hashes(tmp_path):
+    svc = IndexService(str(tmp_path / "index"), 1, 100)  # one slot: every key collides
+    for i in range(20):
+        svc.build("T", f"k{i} shared", f"U{i}", i, 1000)
+    assert svc.query("T", "k7", 50, 0, 10**13)[0] == [7]
+    assert sorted(svc.query("T", "shared", 50, 0, 10**13)[0]) == list(range(20))
+    assert svc.query("T", "shared", 5, 0, 10**13)[0] == [19, 18, 17, 16, 15]
+    svc.close()
