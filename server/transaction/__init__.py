@@ -1,0 +1,1 @@
+"""Transactional messages: half messages, END_TRANSACTION, and the check-back service."""
