@@ -201,7 +201,8 @@ class NamesrvConfig:
     )
     configStorePath: str = key(
         os.path.join(_HOME, "namesrv", "namesrv.properties"),
-        "Where UPDATE_NAMESRV_CONFIG changes are written (set to the -c file when one is given).",
+        "Where UPDATE_NAMESRV_CONFIG writes the whole config; as in Apache it is the -c file when one is given, "
+        "so that file is rewritten (comments lost) by a config update.",
     )
     productEnvName: str = key("center", "Environment name (informational).")
     clusterTest: bool = key(False, "Apache's cluster-test mode (not supported; must stay false).")
