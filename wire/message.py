@@ -63,6 +63,7 @@ class RecordError(BodyError):
 
     def __init__(self, message: str, offset: int, decoded: list | None = None):
         super().__init__(f"{message} at byte offset {offset}")
+        self.reason = message  #: the message without the offset
         self.offset = offset
         #: records successfully decoded before the bad one (for :func:`decode_records`)
         self.decoded = decoded if decoded is not None else []

@@ -182,7 +182,7 @@ class CommitLog:
                 try:
                     info = peek_record(buf, pos)
                 except RecordError as exc:
-                    return ScanStop(mf.start + pos, f"invalid record: {exc}")
+                    return ScanStop(mf.start + pos, f"invalid record: {exc.reason}")
                 if info.commitlog_offset != mf.start + pos:
                     return ScanStop(mf.start + pos, f"PHYSICALOFFSET {info.commitlog_offset} does not match its position")
                 if check_crc:

@@ -310,7 +310,9 @@ class MappedFileQueue:
                 mf.wrote = mf.flushed = pos
                 keep.append(mf)
             else:
-                log.warning("truncate at %d: deleting segment %s", offset, mf.path)
+                empty = mf.mm[:8] == bytes(8)
+                log.log(logging.DEBUG if empty else logging.WARNING, "truncate at %d: deleting %s segment %s",
+                        offset, "empty" if empty else "non-empty", mf.path)
                 mf.destroy()
         with self._lock:
             self.files = keep
