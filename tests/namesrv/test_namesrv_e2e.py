@@ -217,3 +217,16 @@ def test_unit_topic_lists_and_system_topics(admin):
     register_a(admin)
     sys_topics = admin.get_system_topics()
     assert sys_topics.topic_list == ["DefaultCluster", "broker-a"]
+
+
+def test_broker_heartbeat_and_member_group(admin):
+    register_a(admin)
+    ext = {"clusterName": "DefaultCluster", "brokerAddr": "127.0.0.1:10911", "brokerName": "broker-a", "brokerId": "0"}
+    assert admin.call(request(RequestCode.BROKER_HEARTBEAT, ext)).code == ResponseCode.SUCCESS
+    resp = admin.call(request(RequestCode.GET_BROKER_MEMBER_GROUP, {"clusterName": "DefaultCluster", "brokerName": "broker-a"}))
+    assert json.loads(resp.body) == {
+        "brokerMemberGroup": {"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a", "cluster": "DefaultCluster"}
+    }
+    for code in (RequestCode.GET_UNIT_TOPIC_LIST, RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST,
+                 RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST):
+        assert json.loads(admin.call(request(code)).body) == {"topicList": []}

@@ -314,3 +314,12 @@ def test_close_listener_sees_channel(rt, server, client):
     while not closed and time.monotonic() < deadline:
         time.sleep(0.02)
     assert closed == [resp.ext("peer")]
+
+
+def test_client_oneway_is_delivered_without_answer(rt, server, client):
+    srv = server()
+    c = client()
+    rt.call(c.invoke_oneway, srv.address, request(COUNT, opaque=4242))
+    # The next normal call on the same connection is answered; the oneway was handled first, unanswered.
+    assert rt.call(c.invoke, srv.address, request(ECHO, {"v": "z"}), 2).ext("v") == "z"
+    assert srv.handlers.oneway_seen == [4242]
