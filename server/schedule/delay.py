@@ -4,8 +4,8 @@ A send with property ``DELAY=L`` is stored in queue L-1 of SCHEDULE_TOPIC_XXXX w
 and queue in REAL_TOPIC / REAL_QID; the consume-queue unit's tag field holds the delivery time, so
 this service reads only 20-byte units until a message is due. Each level advances in order (a level
 has one delay, so its queue is ordered by delivery time). Progress per level is kept in
-``config/delayOffset.json`` so a restart neither loses nor repeats deliveries beyond the last
-persisted offset (Apache makes the same at-least-once promise).
+``config/delayOffset.json``, rewritten after every tick that delivered something, so a restart
+neither loses a delivery nor repeats one (beyond the few of a tick a crash interrupts).
 
 As in Apache, the delivered copy keeps the parked message's properties string verbatim (REAL_TOPIC,
 REAL_QID and DELAY included), with the original body, flag, born time/host and reconsume count.
@@ -132,8 +132,11 @@ class ScheduleMessageService:
         return int(self.clock() * 1000)
 
     def _deliver(self, level: int) -> None:
+        before = self.offsets.get(level)
         try:
             next_delay = self.deliver_due(level)
+            if self.offsets.get(level) != before:
+                self.persist()  # a crash right after a delivery must not deliver it again
         except Exception:
             log.exception("delivering delay level %d failed; retrying in %d ms", level, DELAY_FOR_A_PERIOD_MS)
             next_delay = DELAY_FOR_A_PERIOD_MS
