@@ -70,6 +70,9 @@ class FrozenObject(Mapping):
     def __repr__(self) -> str:
         return f"FrozenObject({self._items!r})"
 
+    def __str__(self) -> str:  # as it appeared on the wire, for error messages
+        return dumps(self._items).decode()
+
     def to_json(self) -> dict:
         return self._items
 

@@ -492,3 +492,17 @@ def test_consumer_running_info_as_go_writes_it():
     assert info.mq_table == {MessageQueue("T", "b", 0): ProcessQueueInfo(commit_offset=5)}
     assert info.subscription_set == [SubscriptionData("T", "*", [], [], 1)]
     assert b'"pullRT":1.5' in info.encode() and b'{{"brokerName":"b","queueId":0,"topic":"T"}:{' in info.encode()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"offsetTable":{"":false}}', r"offsetTable"),
+        (b'{"offsetTable":{{"topic":"T"}:{"brokerOffset":"x"}}}', r'offsetTable\.\{"topic":"T"\}\.brokerOffset'),
+        (b'{"offsetTable":[[{"topic":"T"},5]]}', r"offsetTable\[0\]\[1\]"),
+        (b'{"offsetTable":[[{"topic":"T"}]]}', r"offsetTable\[0\]"),
+    ],
+)
+def test_message_queue_keyed_values_are_validated(data, message):
+    with pytest.raises(BodyError, match=message):
+        ConsumeStats.decode(data)

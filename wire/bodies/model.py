@@ -170,7 +170,12 @@ def _object_key_map(key_tp: type, val: Converter) -> Converter:
                 out[key_of(raw_key)] = vdec(raw_val) if vdec else raw_val
         return out
 
-    schema = {"type": ["object", "array"]}
+    value_schema = _nullable(val.schema)
+    schema = {
+        "type": ["object", "array"],
+        "additionalProperties": value_schema,
+        "items": {"type": "array", "minItems": 2, "maxItems": 2, "items": [{}, value_schema]},
+    }
     return Converter(dec, _map_enc(venc), schema)
 
 
@@ -226,7 +231,7 @@ def _from_json(cls: type, obj: Any) -> Any:
     _validate(cls, obj)
     try:
         return cls._convert(obj)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, AttributeError) as exc:  # safety net: the schema should have caught it
         raise BodyError(f"{cls.__name__} body: {exc}") from None
 
 
