@@ -389,6 +389,71 @@ class MessageExt:
         return self.uniq_key or self.offset_msg_id
 
 
+def record_parts(
+    topic: str,
+    body: bytes,
+    properties: str | dict[str, str] = "",
+    born_host: Host = ("127.0.0.1", 0),
+    store_host: Host = ("127.0.0.1", 0),
+    sys_flag: int = 0,
+    version: int | None = None,
+) -> tuple:
+    """Everything of a record that does not depend on where it is appended, for :func:`write_record`.
+
+    Returns ``(size, fixed_struct, magic, sys_flag, born_ip, born_port, store_ip, store_port, tail)``
+    (an opaque tuple: unpacking is cheaper than attributes on this path). The V6 bits of SYSFLAG are
+    set from the host families; the magic is V2 only when the topic is longer than 127 UTF-8 bytes
+    (unless ``version`` forces one). Raises ValueError when the topic or properties exceed their length
+    fields.
+    """
+    tb = topic.encode()
+    pb = (encode_properties(properties) if isinstance(properties, dict) else properties).encode()
+    if len(pb) > MAX_PROPERTIES_LEN:
+        raise ValueError(f"properties are {len(pb)} bytes; the record allows at most {MAX_PROPERTIES_LEN}")
+    magic = version if version is not None else (MAGIC_V2 if len(tb) > V1_MAX_TOPIC_LEN else MAGIC_V1)
+    if magic == MAGIC_V1:
+        if len(tb) > 255:
+            raise ValueError(f"topic is {len(tb)} bytes; a V1 record holds at most 255")
+        tail = b"".join((_U8.pack(len(tb)), tb, _I16.pack(len(pb)), pb))
+    elif magic == MAGIC_V2:
+        if len(tb) > 32767:
+            raise ValueError(f"topic is {len(tb)} bytes; a V2 record holds at most 32767")
+        tail = b"".join((_I16.pack(len(tb)), tb, _I16.pack(len(pb)), pb))
+    else:
+        raise ValueError(f"unknown record magic 0x{magic:08X}")
+    bh = pack_host(born_host)
+    sh = pack_host(store_host)
+    sys_flag &= ~0x30
+    if len(bh) == 20:
+        sys_flag |= MessageSysFlag.BORNHOST_V6_FLAG
+    if len(sh) == 20:
+        sys_flag |= MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+    fixed = _FIXED[(sys_flag >> 4) & 3]
+    size = fixed.size + len(body) + len(tail)
+    return size, fixed, magic, sys_flag, bh[:-4], born_host[1], sh[:-4], store_host[1], tail
+
+
+def write_record(
+    buf, pos: int, parts: tuple, body: bytes, queue_id: int, flag: int, queue_offset: int,
+    commitlog_offset: int, born_timestamp: int, store_timestamp: int, reconsume_times: int = 0,
+    prepared_transaction_offset: int = 0, crc: int | None = None,
+) -> int:
+    """Write the record described by ``parts`` (from :func:`record_parts`) at ``buf[pos:]`` — a
+    bytearray or a writable mmap, so the store encodes straight into the commit log. Returns its size."""
+    size, fixed, magic, sys_flag, bip, bport, sip, sport, tail = parts
+    blen = len(body)
+    fixed.pack_into(
+        buf, pos, size, magic, (zlib.crc32(body) & 0x7FFFFFFF) if crc is None else crc, queue_id, flag,
+        queue_offset, commitlog_offset, sys_flag, born_timestamp, bip, bport, store_timestamp, sip, sport,
+        reconsume_times, prepared_transaction_offset, blen,
+    )
+    p = pos + fixed.size
+    buf[p : p + blen] = body
+    p += blen
+    buf[p : pos + size] = tail
+    return size
+
+
 def build_record(
     topic: str,
     body: bytes,
@@ -407,47 +472,14 @@ def build_record(
     store_timestamp: int = 0,
     version: int | None = None,
 ) -> bytearray:
-    """Encode a record from send-header fields; the store then :func:`patch_record`\\ s it in place.
+    """Encode a record from send-header fields; :func:`patch_record` fills the append-time fields later.
 
-    BODYCRC is computed here; the V6 bits of SYSFLAG are set from the host families; the magic is V2
-    only when the topic is longer than 127 UTF-8 bytes (unless ``version`` forces one).
-    Raises ValueError when the topic or properties exceed their length fields.
+    BODYCRC is computed here; see :func:`record_parts` for SYSFLAG's V6 bits and the magic.
     """
-    tb = topic.encode()
-    pb = (encode_properties(properties) if isinstance(properties, dict) else properties).encode()
-    if len(pb) > MAX_PROPERTIES_LEN:
-        raise ValueError(f"properties are {len(pb)} bytes; the record allows at most {MAX_PROPERTIES_LEN}")
-    magic = version if version is not None else (MAGIC_V2 if len(tb) > V1_MAX_TOPIC_LEN else MAGIC_V1)
-    if magic == MAGIC_V1:
-        if len(tb) > 255:
-            raise ValueError(f"topic is {len(tb)} bytes; a V1 record holds at most 255")
-        tlen = _U8.pack(len(tb))
-    elif magic == MAGIC_V2:
-        if len(tb) > 32767:
-            raise ValueError(f"topic is {len(tb)} bytes; a V2 record holds at most 32767")
-        tlen = _I16.pack(len(tb))
-    else:
-        raise ValueError(f"unknown record magic 0x{magic:08X}")
-    bh = pack_host(born_host)
-    sh = pack_host(store_host)
-    sys_flag &= ~0x30
-    if len(bh) == 20:
-        sys_flag |= MessageSysFlag.BORNHOST_V6_FLAG
-    if len(sh) == 20:
-        sys_flag |= MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
-    fixed = _FIXED[(sys_flag >> 4) & 3]
-    total = fixed.size + len(body) + len(tlen) + len(tb) + 2 + len(pb)
-    out = bytearray(total)
-    fixed.pack_into(
-        out, 0, total, magic, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
-        commitlog_offset, sys_flag, born_timestamp, bh[:-4], born_host[1], store_timestamp,
-        sh[:-4], store_host[1], reconsume_times, prepared_transaction_offset, len(body),
-    )
-    pos = fixed.size
-    out[pos : pos + len(body)] = body
-    pos += len(body)
-    tail = b"".join((tlen, tb, _I16.pack(len(pb)), pb))
-    out[pos:] = tail
+    parts = record_parts(topic, body, properties, born_host, store_host, sys_flag, version)
+    out = bytearray(parts[0])
+    write_record(out, 0, parts, body, queue_id, flag, queue_offset, commitlog_offset, born_timestamp,
+                 store_timestamp, reconsume_times, prepared_transaction_offset)
     return out
 
 

@@ -29,6 +29,11 @@ def create_offset_msg_id(store_host: Host, commitlog_offset: int) -> str:
     return (pack_host(store_host) + _Q.pack(commitlog_offset)).hex().upper()
 
 
+def offset_msg_id_prefix(store_host: Host) -> str:
+    """The host part of every offset message id of ``store_host``: id = prefix + f"{offset:016X}"."""
+    return pack_host(store_host).hex().upper()
+
+
 def parse_offset_msg_id(msg_id: str) -> tuple[Host, int]:
     """(store host, commit-log offset) of an offset message id; ValueError if it is not one."""
     if len(msg_id) not in (32, 56):

@@ -76,6 +76,12 @@ class CommitLog:
             mf = self.queue.last_for_write()
         return mf
 
+    def reserve(self, size: int, now_ms: int) -> tuple[MappedFile, int]:
+        """(segment, position) where a record of ``size`` bytes goes; the caller writes it there and
+        then sets ``segment.wrote = position + size`` (writer thread only)."""
+        mf = self._segment_for(size, now_ms)
+        return mf, mf.wrote
+
     def append(self, record: bytes | bytearray, queue_offset: int, store_ts: int) -> int:
         """Write one record (from :func:`wire.message.build_record`), patch its append-time fields in
         place, and return its physical offset. Raises AllocationError if no segment can be created."""

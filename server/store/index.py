@@ -71,7 +71,26 @@ class IndexFile:
              self.slot_count, self.index_count) = HEADER.unpack_from(self.mm, 0)
             if self.index_count < 1:
                 self.index_count = 1
+            self._recount()
         self.dirty = create
+
+    def _recount(self) -> None:
+        """Items are appended in order and the header lags them (written at flush): after a crash,
+        count the items written past the header's indexCount and restore the end fields from them."""
+        count = self.index_count
+        mm = self.mm
+        while count < self.index_num:
+            h, phys, diff, prev = ITEM.unpack_from(mm, self.items_base + count * ITEM_SIZE)
+            if h == 0 and phys == 0 and diff == 0 and prev == 0:
+                break
+            if count <= 1:
+                self.begin_phy = phys
+            self.end_phy = max(self.end_phy, phys)
+            self.end_ts = max(self.end_ts, self.begin_ts + diff * 1000)
+            count += 1
+        if count != self.index_count:
+            self.index_count = count
+            self._write_header()
 
     def _write_header(self) -> None:
         HEADER.pack_into(self.mm, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
@@ -104,9 +123,8 @@ class IndexFile:
             self.end_phy = phys
         if store_ts > self.end_ts:
             self.end_ts = store_ts
-        self._write_header()
         SLOT.pack_into(mm, slot_pos, count)
-        self.dirty = True
+        self.dirty = True  # the header is written at flush/close; load() re-counts items past it
         return True
 
     def select(self, h: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
@@ -131,9 +149,12 @@ class IndexFile:
     def flush(self) -> None:
         if self.dirty and self.fd >= 0:
             self.dirty = False
+            self._write_header()
             os.fdatasync(self.fd)
 
     def close(self) -> None:
+        if self.fd >= 0 and self.dirty:
+            self._write_header()
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -199,12 +220,21 @@ class IndexService:
 
     def build(self, topic: str, keys: str | None, uniq_key: str | None, phys: int, store_ts: int) -> None:
         """Index a record's UNIQ_KEY and each space-separated token of its KEYS."""
+        files = self.files
+        f = files[-1] if files else None
+        crc = zlib.crc32
         if uniq_key:
-            self._put(f"{topic}#{uniq_key}", phys, store_ts)
+            if f is None or f.full or not f.put(crc(f"{topic}#{uniq_key}".encode()) & 0x7FFFFFFF, phys, store_ts):
+                self._put(f"{topic}#{uniq_key}", phys, store_ts)
+                files = self.files
+                f = files[-1] if files else None
         if keys:
             for k in keys.split(" "):
                 if k:
-                    self._put(f"{topic}#{k}", phys, store_ts)
+                    if f is None or f.full or not f.put(crc(f"{topic}#{k}".encode()) & 0x7FFFFFFF, phys, store_ts):
+                        self._put(f"{topic}#{k}", phys, store_ts)
+                        files = self.files
+                        f = files[-1] if files else None
 
     def _put(self, key: str, phys: int, store_ts: int) -> None:
         h = zlib.crc32(key.encode()) & 0x7FFFFFFF

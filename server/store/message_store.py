@@ -28,12 +28,14 @@ from wire.message import (
     RecordInfo,
     build_record,
     decode_properties,
+    record_parts,
+    write_record,
     decode_record,
     encode_properties,
     peek_record,
     tags_code as compute_tags_code,
 )
-from wire.msgid import create_offset_msg_id
+from wire.msgid import create_offset_msg_id, offset_msg_id_prefix
 
 from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
@@ -102,6 +104,10 @@ class MessageStore:
         self._memory_limit = _total_memory() * config.accessMessageInMemoryMaxRatio // 100
         self.cleaner = CleanService(self)
         self._allocator = None
+        self._id_prefix = offset_msg_id_prefix(self.store_host)
+        self._index_enabled = config.messageIndexEnable
+        #: largest record (or batch) accepted: maxMessageSize, and it must fit in a segment with a blank marker
+        self._max_record = min(config.maxMessageSize, config.mappedFileSizeCommitLog - 8)
 
     # ------------------------------------------------------------------------------------------
     # lifecycle
@@ -275,6 +281,11 @@ class MessageStore:
     # writing
     # ------------------------------------------------------------------------------------------
 
+    @property
+    def accepting(self) -> bool:
+        """Whether puts are accepted now (running, disk not full, not a slave)."""
+        return self.running and not self.disk_full and self.config.brokerRole != "SLAVE"
+
     def _refusal(self) -> PutMessageResult | None:
         if not self.running:
             return PutMessageResult(_P.SERVICE_NOT_AVAILABLE, remark="the message store is not running")
@@ -325,16 +336,22 @@ class MessageStore:
         reconsume_times: int = 0,
         prepared_transaction_offset: int = 0,
         tags_code: int | None = None,
+        properties_str: str | None = None,
     ) -> PutMessageResult:
         """Append one message and dispatch it. Never waits for the disk: when ``result.needs_flush_wait``
         (SYNC_FLUSH and WAIT not "false"), answer the producer from :meth:`wait_flush`.
 
-        ``properties`` is the dict or the already-encoded string (the record keeps it verbatim).
+        ``properties`` is a dict or the encoded string. A caller holding both (the broker has the
+        string from the request and parsed it for its checks) passes the dict as ``properties`` and the
+        string as ``properties_str``: the record keeps the string verbatim and nothing is re-encoded.
+        The record is encoded once, straight into the commit log's mapping.
         """
-        refusal = self._refusal()
-        if refusal is not None:
-            return refusal
-        if properties is None:
+        if not self.accepting:
+            return self._refusal()
+        if properties_str is not None:
+            pstr = properties_str
+            props = properties if isinstance(properties, dict) else (decode_properties(pstr) if pstr else {})
+        elif properties is None:
             props, pstr = {}, ""
         elif isinstance(properties, str):
             pstr = properties
@@ -342,41 +359,45 @@ class MessageStore:
         else:
             props = properties
             pstr = encode_properties(props)
-        if len(pstr) > MAX_PROPERTIES_LEN:
-            return PutMessageResult(_P.PROPERTIES_SIZE_EXCEEDED, remark=f"properties are {len(pstr)} chars; max {MAX_PROPERTIES_LEN}")
         try:
-            record = build_record(
-                topic, body, pstr, queue_id=queue_id, flag=flag, sys_flag=sys_flag, born_timestamp=born_timestamp,
-                born_host=born_host, store_host=self.store_host, reconsume_times=reconsume_times,
-                prepared_transaction_offset=prepared_transaction_offset,
-            )
+            parts = record_parts(topic, body, pstr, born_host, self.store_host, sys_flag)
         except ValueError as exc:
             status = _P.PROPERTIES_SIZE_EXCEEDED if "properties" in str(exc) else _P.MESSAGE_ILLEGAL
             return PutMessageResult(status, remark=str(exc))
-        size = len(record)
-        if size > self.config.maxMessageSize or not self.commitlog.fits(size):
+        size = parts[0]
+        if size > self._max_record:
             return PutMessageResult(
                 _P.MESSAGE_ILLEGAL,
                 remark=f"message record of {size} bytes exceeds maxMessageSize {self.config.maxMessageSize} "
                        f"or the commit log segment size",
             )
         now = int(time.time() * 1000)
-        tx = sys_flag & MessageSysFlag.TRANSACTION_MASK
+        tx = sys_flag & 0xC
         if tx == _TX_PREPARED or tx == _TX_ROLLBACK:
             cq = None
             qoff = 0
         else:
-            cq = self._cq_for_write(topic, queue_id)
+            queues = self.cqs.get(topic)
+            cq = queues.get(queue_id) if queues else None
+            if cq is None:
+                cq = self._cq_for_write(topic, queue_id)
             qoff = cq.max_offset
         try:
-            phys = self.commitlog.append(record, qoff, now)
+            mf, pos = self.commitlog.reserve(size, now)
         except (AllocationError, OSError) as exc:
             self._allocation_failed(exc)
             return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
+        phys = mf.start + pos
+        write_record(mf.mm, pos, parts, body, queue_id, flag, qoff, phys, born_timestamp, now,
+                     reconsume_times, prepared_transaction_offset)
+        mf.wrote = pos + size
+        mf.last_write_ms = now
         if cq is not None:
-            tc = tags_code if tags_code is not None else self._tags_code(topic, props, now)
+            tc = tags_code if tags_code is not None else (
+                self._tags_code(topic, props, now) if topic == SCHEDULE_TOPIC else compute_tags_code(props.get("TAGS"))
+            )
             cq.put(phys, size, tc, qoff)
-        if self.config.messageIndexEnable and tx != _TX_ROLLBACK:
+        if self._index_enabled and tx != _TX_ROLLBACK:
             keys = props.get("KEYS")
             uniq = props.get("UNIQ_KEY")
             if keys or uniq:
@@ -385,8 +406,9 @@ class MessageStore:
         if cq is not None and self.listeners:
             for listener in self.listeners:
                 listener(topic, queue_id, qoff + 1, tc, now, props)
-        result = PutMessageResult(_P.PUT_OK, phys, size, qoff, create_offset_msg_id(self.store_host, phys), now, 1)
-        result.needs_flush_wait = self._group_commit is not None and props.get("WAIT") != "false"
+        result = PutMessageResult(_P.PUT_OK, phys, size, qoff, f"{self._id_prefix}{phys:016X}", now, 1)
+        if self._group_commit is not None and props.get("WAIT") != "false":
+            result.needs_flush_wait = True
         return result
 
     def put_messages(

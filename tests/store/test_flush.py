@@ -40,7 +40,9 @@ def test_group_commit_covers_all_pending_with_one_fsync():
     results = []
     flushed[0] = 100
     svc.submit(10, results.append)  # first fsync starts and blocks
-    time.sleep(0.05)
+    deadline = time.monotonic() + 5
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.001)
     for end in (20, 30, 40):  # these arrive while it runs: one more fsync covers all three
         svc.submit(end, results.append)
     release.set()

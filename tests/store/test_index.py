@@ -13,6 +13,7 @@ def test_index_file_layout(tmp_path):
     assert os.path.getsize(f.path) == HEADER_SIZE + 8 * 4 + 16 * ITEM_SIZE
     h = key_hash("T#k")
     assert f.put(h, 500, 3000) and f.put(h, 900, 7000)
+    f.flush()  # the header is written at flush
     begin_ts, end_ts, begin_phy, end_phy, slots, count = HEADER.unpack_from(f.mm, 0)
     assert (begin_ts, end_ts, begin_phy, end_phy, slots, count) == (3000, 7000, 500, 900, 1, 3)
     (slot,) = struct.unpack_from(">i", f.mm, HEADER_SIZE + (h % 8) * 4)
@@ -54,3 +55,22 @@ def test_collisions_return_only_equal_hashes(tmp_path):
     assert sorted(svc.query("T", "shared", 50, 0, 10**13)[0]) == list(range(20))
     assert svc.query("T", "shared", 5, 0, 10**13)[0] == [19, 18, 17, 16, 15]
     svc.close()
+
+
+def test_header_lagging_items_is_recounted(tmp_path):
+    """After a crash the header may predate the last items; loading counts them back in."""
+    f = IndexFile(str(tmp_path / "i"), 8, 16, create=True)
+    h = key_hash("T#a")
+    f.put(h, 10, 5000)
+    f.flush()
+    f.put(h, 20, 9000)
+    f.put(key_hash("T#b"), 30, 9000)
+    os.close(f.fd)  # "killed": no header write
+    f.fd = -1
+    f.mm.close()
+    again = IndexFile(f.path, 8, 16)
+    assert again.index_count == 4 and again.end_phy == 30 and again.end_ts == 9000
+    out = []
+    again.select(h, 10, 0, 10**13, out)
+    assert out == [20, 10]
+    again.close()
