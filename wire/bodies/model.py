@@ -109,7 +109,7 @@ def converter(tp: Any) -> Converter:
         val = converter(val_tp)
         vdec, venc = val.decode, val.encode
         if key_tp is str:
-            schema = {"type": "object", "additionalProperties": _nullable(val.schema)}
+            schema = {"type": "object", "propertyNames": {"type": "string"}, "additionalProperties": _nullable(val.schema)}
             return Converter(
                 (lambda v: {k: vdec(x) for k, x in v.items() if x is not None}) if vdec else _drop_nulls,
                 (lambda v: {k: venc(x) for k, x in v.items()}) if venc else None,
