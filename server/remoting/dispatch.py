@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .channel import Channel
 
 log = logging.getLogger("ferrymq.remoting")
+_RESPONSE = int(Flag.RESPONSE)
 
 Handler = Callable[[RemotingCommand, "Channel"], Any]
 #: A table code -> handler, or one callable that handles every code itself.
@@ -61,30 +62,36 @@ def _finish(cmd: RemotingCommand, result: object) -> RemotingCommand | None:
     if not isinstance(result, RemotingCommand):
         raise TypeError(f"handler for code {cmd.code} returned {type(result).__name__}, not a RemotingCommand")
     result.opaque = cmd.opaque
-    result.flag |= Flag.RESPONSE
+    result.flag |= _RESPONSE
     result.serialize_type = cmd.serialize_type
     return result
 
 
-def dispatch(processor: Processor | None, cmd: RemotingCommand, channel: "Channel") -> defer.Deferred:
-    """Run the handler for ``cmd``; the Deferred fires with the response to write, or None.
+def dispatch(
+    processor: Processor | None, cmd: RemotingCommand, channel: "Channel"
+) -> RemotingCommand | None | defer.Deferred:
+    """Run the handler for ``cmd``: the response to write (None: nothing to write), or a Deferred of it.
 
-    It never fails: every error becomes a SYSTEM_ERROR response (dropped later for oneway requests).
+    Synchronous answers stay synchronous (no Deferred per request on the hot path). Nothing raises and
+    no Deferred fails: every error becomes a SYSTEM_ERROR response (dropped later for oneway requests).
     """
     handler = resolve_handler(processor, cmd.code)
     if handler is None:
-        return defer.succeed(not_supported(cmd))
+        return not_supported(cmd)
     try:
         result = handler(cmd, channel)
     except Exception as exc:  # noqa: BLE001 - every handler failure becomes a response
-        return defer.succeed(error_response(cmd, exc, channel.remote_address))
+        return error_response(cmd, exc, channel.remote_address)
+    if isinstance(result, RemotingCommand) or result is None:
+        return _finish(cmd, result)
     if inspect.isawaitable(result) and not isinstance(result, defer.Deferred):
         result = defer.ensureDeferred(result)
     if isinstance(result, defer.Deferred):
         d = result.addCallback(lambda r: _finish(cmd, r))
         d.addErrback(lambda f: error_response(cmd, f.value, channel.remote_address))
         return d
-    try:
-        return defer.succeed(_finish(cmd, result))
-    except TypeError as exc:
-        return defer.succeed(error_response(cmd, exc, channel.remote_address))
+    return error_response(
+        cmd,
+        TypeError(f"handler for code {cmd.code} returned {type(result).__name__}, not a RemotingCommand"),
+        channel.remote_address,
+    )
