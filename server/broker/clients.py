@@ -83,8 +83,13 @@ class ConsumerManager:
         message_model: str,
         consume_from_where: str,
         subscriptions: list[Any],
+        notify: bool = True,
     ) -> bool:
-        """Record a consumer heartbeat; True (and members notified) when the group's members changed."""
+        """Record a consumer heartbeat; True when the group's members or subscribed topics changed.
+
+        Members are notified (when ``notify``, the group config's notifyConsumerIdsChangedEnable) on
+        either change, as Apache does, so they rebalance at once.
+        """
         now = self._now()
         group_info = self.groups.get(group)
         if group_info is None:
@@ -97,18 +102,18 @@ class ConsumerManager:
         old = group_info.channels.get(info.channel)
         group_info.channels[info.channel] = info
         members_changed = old is None or old.client_id != info.client_id
-        group_info.update_subscriptions(subscriptions)
-        if members_changed:
+        subs_changed = group_info.update_subscriptions(subscriptions)
+        if (members_changed or subs_changed) and notify:
             self._notify(group_info)
-        return members_changed
+        return members_changed or subs_changed
 
-    def unregister(self, group: str, channel: Hashable) -> None:
+    def unregister(self, group: str, channel: Hashable, notify: bool = True) -> None:
         group_info = self.groups.get(group)
         if group_info is None or group_info.channels.pop(channel, None) is None:
             return
         if not group_info.channels:
             del self.groups[group]
-        else:
+        elif notify:
             self._notify(group_info)
 
     def channel_closed(self, channel: Hashable) -> None:

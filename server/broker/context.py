@@ -1,0 +1,62 @@
+"""The broker's shared state, handed to every processor (one object instead of a dozen arguments)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from server.config import BrokerConfig
+from wire.codes import Perm
+from wire.message import Host
+
+from .clients import ConsumerManager, ProducerManager
+from .locks import QueueLockManager
+from .longpoll import PullRequestHoldService
+from .offsets import ConsumerOffsetManager
+from .stats import BrokerStats
+from .store_port import BrokerStore
+from .subscriptions import SubscriptionGroupManager
+from .topics import TopicConfigManager
+
+#: Apache's FAQ links appended to some remarks (clients print them).
+FAQ_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+
+
+def suggest_todo(url: str = FAQ_URL) -> str:
+    return f"\nSee {url} for further details."
+
+
+@dataclass
+class BrokerContext:
+    config: BrokerConfig
+    store: BrokerStore
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    offsets: ConsumerOffsetManager
+    locks: QueueLockManager
+    stats: BrokerStats
+    #: ``(ip, port)`` written into STOREHOST and offset message ids.
+    store_host: Host
+    reactor: Any
+    holder: PullRequestHoldService | None = None
+    #: Called after a broker config change through UPDATE_BROKER_CONFIG (persist, re-register).
+    on_config_change: Callable[[], None] | None = None
+    #: Delayed-message scheduler (SCHEDULE_TOPIC_XXXX delivery); None until one exists.
+    scheduler: Any = None
+    rng: random.Random = field(default_factory=random.Random)
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.store_host[0]}:{self.store_host[1]}"
+
+    def broker_writable(self) -> bool:
+        return bool(self.config.brokerPermission & Perm.WRITE)
+
+    def broker_readable(self) -> bool:
+        return bool(self.config.brokerPermission & Perm.READ)
+
+    def now_ms(self) -> int:
+        return int(self.reactor.seconds() * 1000)

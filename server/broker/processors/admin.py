@@ -1,0 +1,398 @@
+"""Admin codes behind mqadmin: topics, subscription groups, stats, connections, broker config and runtime info.
+
+Bodies and remarks follow Apache's AdminBrokerProcessor: mqadmin prints the remarks and parses
+some KVTable values with ``Long.parseLong`` outside any try block, so every number here is a number.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from wire import topics as names
+from wire.bodies import (
+    Connection,
+    ConsumeStats,
+    ConsumerConnection,
+    DataVersion,
+    GroupList,
+    KVTable,
+    MessageQueue,
+    OffsetWrapper,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicList,
+    TopicOffset,
+    TopicStatsTable,
+)
+from wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
+from wire.command import RemotingCommand, request
+from wire.fastjson import dumps
+from wire.headers import (
+    CloneGroupOffsetRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
+    GetTopicConfigRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    QueryTopicsByConsumerRequestHeader,
+    ResetOffsetRequestHeader,
+    decode_request_header,
+)
+
+from server.config import ConfigError, from_properties, parse_properties, to_properties
+
+from ..context import BrokerContext
+from .common import fail, ok
+
+log = logging.getLogger("ferrymq.broker.admin")
+
+#: Keys UPDATE_BROKER_CONFIG never changes (Apache's default configBlackList plus paths and identity).
+CONFIG_BLACKLIST = frozenset(
+    {"configBlackList", "brokerConfigPath", "rocketmqHome", "storePathRootDir", "storePathCommitLog",
+     "listenPort", "brokerName", "brokerClusterName", "brokerId"}
+)
+
+
+def parse_attributes(text: str | None) -> dict[str, str]:
+    """``+key=value,-key`` (mqadmin adds the +/- signs) into the attributes to keep."""
+    out: dict[str, str] = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item or item.startswith("-"):
+            continue
+        key, _, value = item.lstrip("+").partition("=")
+        if key:
+            out[key] = value
+    return out
+
+
+def format_runtime(boot_ms: int, now_ms: int) -> str:
+    secs = max(0, (now_ms - boot_ms) // 1000)
+    days, secs = divmod(secs, 86400)
+    hours, secs = divmod(secs, 3600)
+    minutes, secs = divmod(secs, 60)
+    return f"[ {days} days, {hours} hours, {minutes} minutes, {secs} seconds ]"
+
+
+class AdminProcessor:
+    def __init__(self, ctx: BrokerContext):
+        self.ctx = ctx
+        self.config_version = DataVersion()
+
+    def table(self) -> dict[int, Any]:
+        C = RequestCode
+        return {
+            C.UPDATE_AND_CREATE_TOPIC: self.update_topic,
+            C.DELETE_TOPIC_IN_BROKER: self.delete_topic,
+            C.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
+            C.GET_TOPIC_CONFIG: self.topic_config,
+            C.GET_TOPIC_STATS_INFO: self.topic_stats,
+            C.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.system_topics,
+            C.GET_BROKER_RUNTIME_INFO: self.runtime_info,
+            C.GET_BROKER_CONFIG: self.get_broker_config,
+            C.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_group,
+            C.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
+            C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_groups,
+            C.GET_SUBSCRIPTIONGROUP_CONFIG: self.group_config,
+            C.GET_CONSUME_STATS: self.consume_stats,
+            C.GET_CONSUMER_CONNECTION_LIST: self.consumer_connections,
+            C.GET_PRODUCER_CONNECTION_LIST: self.producer_connections,
+            C.QUERY_TOPIC_CONSUME_BY_WHO: self.consume_by_who,
+            C.QUERY_TOPICS_BY_CONSUMER: self.topics_by_consumer,
+            C.CLONE_GROUP_OFFSET: self.clone_group_offset,
+            C.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+        }
+
+    # ------------------------------------------------------------------ topics
+
+    def update_topic(self, cmd: RemotingCommand, channel: Any):
+        h: CreateTopicRequestHeader = decode_request_header(cmd)
+        if (remark := names.validate_topic(h.topic)) is not None:
+            return fail(cmd, ResponseCode.INVALID_PARAMETER, remark)
+        if names.is_system_topic(h.topic):
+            return fail(cmd, ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic.")
+        config = TopicConfig(
+            topic_name=h.topic, read_queue_nums=h.read_queue_nums, write_queue_nums=h.write_queue_nums,
+            perm=h.perm, topic_filter_type=h.topic_filter_type or "SINGLE_TAG", topic_sys_flag=h.topic_sys_flag or 0,
+            order=h.order, attributes=parse_attributes(h.attributes),
+        )
+        if config != self.ctx.topics.get(h.topic):
+            self.ctx.topics.update(config)
+        return ok(cmd)
+
+    def delete_topic(self, cmd: RemotingCommand, channel: Any):
+        h: DeleteTopicRequestHeader = decode_request_header(cmd)
+        if not h.topic or not h.topic.strip():
+            return fail(cmd, ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
+        if names.is_system_topic(h.topic):
+            return fail(cmd, ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic.")
+        self.ctx.topics.delete(h.topic)
+        self.ctx.offsets.remove_topics([h.topic])
+        self.ctx.store.delete_topics({h.topic})
+        return ok(cmd)
+
+    def all_topic_config(self, cmd: RemotingCommand, channel: Any):
+        return ok(cmd, body=self.ctx.topics.wrapper().encode())
+
+    def topic_config(self, cmd: RemotingCommand, channel: Any):
+        h: GetTopicConfigRequestHeader = decode_request_header(cmd)
+        config = self.ctx.topics.get(h.topic)
+        if config is None:
+            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
+        return ok(cmd, body=config.encode())
+
+    def topic_stats(self, cmd: RemotingCommand, channel: Any):
+        h: GetTopicStatsInfoRequestHeader = decode_request_header(cmd)
+        config = self.ctx.topics.get(h.topic)
+        if config is None:
+            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        store = self.ctx.store
+        table = TopicStatsTable()
+        for qid in range(config.write_queue_nums):
+            max_offset = store.get_max_offset(h.topic, qid)
+            last = store.get_store_time(h.topic, qid, max_offset - 1) if max_offset > 0 else 0
+            table.offset_table[self._mq(h.topic, qid)] = TopicOffset(
+                min_offset=max(0, store.get_min_offset(h.topic, qid)), max_offset=max(0, max_offset),
+                last_update_timestamp=max(0, last),
+            )
+        return ok(cmd, body=table.encode())
+
+    def system_topics(self, cmd: RemotingCommand, channel: Any):
+        topics = [t for t in self.ctx.topics.table if names.is_system_topic(t)]
+        return ok(cmd, body=TopicList(topic_list=topics).encode())
+
+    def _mq(self, topic: str, qid: int) -> MessageQueue:
+        return MessageQueue(topic=topic, broker_name=self.ctx.config.brokerName, queue_id=qid)
+
+    # ------------------------------------------------------------------ broker
+
+    def runtime_info(self, cmd: RemotingCommand, channel: Any):
+        ctx, stats, store = self.ctx, self.ctx.stats, self.ctx.store
+        now = ctx.now_ms()
+        earliest = store.earliest_message_time()
+        table = {
+            "brokerVersionDesc": CURRENT_VERSION_DESC,
+            "brokerVersion": str(CURRENT_VERSION),
+            "brokerActive": "true",
+            "msgPutTotalYesterdayMorning": str(stats.put_yesterday_morning),
+            "msgPutTotalTodayMorning": str(stats.put_today_morning),
+            "msgPutTotalTodayNow": str(stats.put.total),
+            "msgGetTotalYesterdayMorning": str(stats.get_yesterday_morning),
+            "msgGetTotalTodayMorning": str(stats.get_today_morning),
+            "msgGetTotalTodayNow": str(stats.get_transferred.total),
+            "putTps": stats.put.tps_text(),
+            "getFoundTps": stats.get_found.tps_text(),
+            "getMissTps": stats.get_miss.tps_text(),
+            "getTransferredTps": stats.get_transferred.tps_text(),
+            "getTotalTps": " ".join(
+                f"{stats.get_found.tps(w) + stats.get_miss.tps(w):.2f}" for w in (10, 60, 600)
+            ),
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": "10000",
+            "pullThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueCapacity": "100000",
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "pageCacheLockTimeMills": "0",
+            "dispatchBehindBytes": "0",
+            "earliestMessageTimeStamp": str(earliest if earliest > 0 else now),
+            "startAcceptSendRequestTimeStamp": "0",
+            "commitLogDiskRatio": f"{self._disk_ratio():.6f}",
+            "consumeQueueDiskRatio": f"{self._disk_ratio():.6f}",
+            "commitLogMinOffset": str(store.commitlog_min_offset()),
+            "commitLogMaxOffset": str(store.commitlog_max_offset()),
+            "bootTimestamp": str(stats.boot_ms),
+            "runtime": format_runtime(stats.boot_ms, now),
+            "timerReadBehind": "0",
+            "timerOffsetBehind": "0",
+            "timerCongestNum": "0",
+            "timerEnqueueTps": "0.0",
+            "timerDequeueTps": "0.0",
+        }
+        return ok(cmd, body=KVTable(table=table).encode())
+
+    def _disk_ratio(self) -> float:
+        import shutil
+
+        try:
+            usage = shutil.disk_usage(self.ctx.config.storePathRootDir)
+        except OSError:
+            return 0.0
+        return usage.used / usage.total if usage.total else 0.0
+
+    def get_broker_config(self, cmd: RemotingCommand, channel: Any):
+        text = to_properties(self.ctx.config) + "\n"
+        return ok(cmd, {"version": dumps(self.config_version.to_json()).decode()}, text.encode())
+
+    def update_broker_config(self, cmd: RemotingCommand, channel: Any):
+        try:
+            props = parse_properties(cmd.body.decode("utf-8") if cmd.body else "", "UPDATE_BROKER_CONFIG body")
+        except (UnicodeDecodeError, ConfigError) as exc:
+            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+        refused = sorted(k for k in props if k in CONFIG_BLACKLIST)
+        if refused:
+            return fail(cmd, ResponseCode.NO_PERMISSION, f"Can not update config in black list: {', '.join(refused)}")
+        known = {f.name for f in dataclasses.fields(self.ctx.config)}
+        wanted = {k: v for k, v in props.items() if k in known}
+        try:
+            updated = from_properties(type(self.ctx.config), wanted)
+        except ConfigError as exc:
+            return fail(cmd, ResponseCode.SYSTEM_ERROR, str(exc))
+        for key in wanted:
+            setattr(self.ctx.config, key, getattr(updated, key))
+        if wanted:
+            log.info("broker config updated by %s: %s", getattr(channel, "remote_address", "?"), wanted)
+            self.config_version = DataVersion(self.config_version.counter + 1, self.config_version.state_version)
+            if self.ctx.on_config_change is not None:
+                self.ctx.on_config_change()
+        return ok(cmd)
+
+    # ------------------------------------------------------------------ subscription groups
+
+    def update_group(self, cmd: RemotingCommand, channel: Any):
+        config = SubscriptionGroupConfig.decode(cmd.body)
+        if (remark := names.validate_group(config.group_name)) is not None:
+            return fail(cmd, ResponseCode.INVALID_PARAMETER, remark)
+        self.ctx.groups.update(config)
+        return ok(cmd)
+
+    def delete_group(self, cmd: RemotingCommand, channel: Any):
+        h: DeleteSubscriptionGroupRequestHeader = decode_request_header(cmd)
+        self.ctx.groups.delete(h.group_name)
+        if h.clean_offset:
+            self.ctx.offsets.remove_group(h.group_name)
+        return ok(cmd)
+
+    def all_groups(self, cmd: RemotingCommand, channel: Any):
+        return ok(cmd, body=self.ctx.groups.wrapper().encode())
+
+    def group_config(self, cmd: RemotingCommand, channel: Any):
+        h: GetSubscriptionGroupConfigRequestHeader = decode_request_header(cmd)
+        config = self.ctx.groups.get(h.group)
+        if config is None:
+            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"No group in this broker. group: {h.group}")
+        return ok(cmd, body=config.encode())
+
+    # ------------------------------------------------------------------ consumers and producers
+
+    def consume_stats(self, cmd: RemotingCommand, channel: Any):
+        h: GetConsumeStatsRequestHeader = decode_request_header(cmd)
+        ctx, store = self.ctx, self.ctx.store
+        if h.topic_list:
+            topics = [t for t in h.topic_list.split(",") if t]
+        elif h.topic:
+            topics = [h.topic]
+        else:
+            topics = sorted(ctx.offsets.topics_of_group(h.consumer_group))
+        stats = ConsumeStats()
+        group_info = ctx.consumers.get(h.consumer_group)
+        for topic in topics:
+            config = ctx.topics.get(topic)
+            if config is None:
+                continue
+            if group_info is not None and group_info.subscriptions and topic not in group_info.subscriptions:
+                continue
+            for qid in range(config.read_queue_nums):
+                broker_offset = max(0, store.get_max_offset(topic, qid))
+                consumer_offset = max(0, ctx.offsets.query(h.consumer_group, topic, qid))
+                pull_offset = max(consumer_offset, ctx.offsets.query_pull_offset(h.consumer_group, topic, qid))
+                last = store.get_store_time(topic, qid, consumer_offset - 1) if consumer_offset > 0 else 0
+                stats.offset_table[self._mq(topic, qid)] = OffsetWrapper(
+                    broker_offset=broker_offset, consumer_offset=consumer_offset, pull_offset=pull_offset,
+                    last_timestamp=max(0, last),
+                )
+        return ok(cmd, body=stats.encode())
+
+    def consumer_connections(self, cmd: RemotingCommand, channel: Any):
+        h: GetConsumerConnectionListRequestHeader = decode_request_header(cmd)
+        info = self.ctx.consumers.get(h.consumer_group)
+        if info is None or not info.channels:
+            return fail(cmd, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{h.consumer_group}] not online")
+        body = ConsumerConnection(
+            connection_set=[_connection(c) for c in info.channels.values()],
+            subscription_table=dict(info.subscriptions),
+            consume_type=info.consume_type, message_model=info.message_model,
+            consume_from_where=info.consume_from_where,
+        )
+        return ok(cmd, body=body.encode())
+
+    def producer_connections(self, cmd: RemotingCommand, channel: Any):
+        h: GetProducerConnectionListRequestHeader = decode_request_header(cmd)
+        conns = self.ctx.producers.connections(h.producer_group)
+        if not conns:
+            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist")
+        return ok(cmd, body=ProducerConnection(connection_set=[_connection(c) for c in conns]).encode())
+
+    def consume_by_who(self, cmd: RemotingCommand, channel: Any):
+        h: QueryTopicConsumeByWhoRequestHeader = decode_request_header(cmd)
+        groups = set(self.ctx.consumers.groups_of_topic(h.topic)) | self.ctx.offsets.groups_of_topic(h.topic)
+        return ok(cmd, body=GroupList(group_list=sorted(groups)).encode())
+
+    def topics_by_consumer(self, cmd: RemotingCommand, channel: Any):
+        h: QueryTopicsByConsumerRequestHeader = decode_request_header(cmd)
+        topics = sorted(self.ctx.offsets.topics_of_group(h.group))
+        return ok(cmd, body=TopicList(topic_list=topics, broker_addr=self.ctx.broker_addr).encode())
+
+    def clone_group_offset(self, cmd: RemotingCommand, channel: Any):
+        h: CloneGroupOffsetRequestHeader = decode_request_header(cmd)
+        topics = [h.topic] if h.topic else sorted(self.ctx.offsets.topics_of_group(h.src_group))
+        for topic in topics:
+            if self.ctx.topics.get(topic) is not None:
+                self.ctx.offsets.clone(h.src_group, h.dest_group, topic)
+        return ok(cmd)
+
+    def reset_offset(self, cmd: RemotingCommand, channel: Any):
+        """INVOKE_BROKER_TO_RESET_OFFSET: compute offsets by time, commit them, tell the online consumers."""
+        h: ResetOffsetRequestHeader = decode_request_header(cmd)
+        ctx = self.ctx
+        config = ctx.topics.get(h.topic)
+        if config is None:
+            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"[reset offset] topic not exist: {h.topic}")
+        info = ctx.consumers.get(h.group)
+        if info is None or not info.channels:
+            return fail(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
+                        f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
+                        f"Timestamp: {h.timestamp}")
+        reset = ResetOffsetBody()
+        for qid in range(config.write_queue_nums):
+            if h.queue_id >= 0 and qid != h.queue_id:
+                continue
+            if h.offset is not None and h.offset >= 0 and h.queue_id >= 0:
+                target = h.offset
+            elif h.timestamp == -1:
+                target = ctx.store.get_max_offset(h.topic, qid)
+            else:
+                target = ctx.store.search_offset_by_time(h.topic, qid, h.timestamp, False)
+            current = ctx.offsets.query(h.group, h.topic, qid)
+            if h.is_force or current < 0 or target < current:
+                ctx.offsets.commit(h.group, h.topic, qid, target)
+                reset.offset_table[self._mq(h.topic, qid)] = target
+            else:
+                reset.offset_table[self._mq(h.topic, qid)] = current
+        notice = ResetOffsetRequestHeader(topic=h.topic, group=h.group, timestamp=h.timestamp, is_force=h.is_force)
+        for client in info.channels.values():
+            body = reset.encode()
+            if client.language == LanguageCode.CPP:
+                from wire.bodies import ResetOffsetBodyForC
+
+                body = ResetOffsetBodyForC.from_reset(reset).encode()
+            try:
+                client.channel.invoke_oneway(request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, notice.to_ext(), body))
+            except Exception as exc:  # noqa: BLE001 - a vanished client must not fail the reset
+                log.warning("could not send RESET_CONSUMER_CLIENT_OFFSET to %s: %s", client.client_addr, exc)
+        return ok(cmd, body=reset.encode())
+
+
+def _connection(info) -> Connection:
+    language = info.language.name if isinstance(info.language, LanguageCode) else str(info.language)
+    return Connection(client_id=info.client_id, client_addr=info.client_addr, language=language, version=info.version)

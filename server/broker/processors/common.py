@@ -1,0 +1,39 @@
+"""Small helpers every processor uses: answers, peer addresses, running store calls that may be async."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from twisted.internet import defer
+
+from server.remoting.client import split_address
+from wire.command import RemotingCommand
+from wire.message import Host
+
+
+def fail(cmd: RemotingCommand, code: int, remark: str, ext: dict[str, str] | None = None) -> RemotingCommand:
+    return cmd.response(code, remark, ext)
+
+
+def ok(cmd: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
+    return cmd.response(0, None, ext, body)
+
+
+def peer_host(channel: Any) -> Host:
+    """The client's ``(ip, port)`` as BORNHOST (Apache uses the socket's remote address, not a header)."""
+    addr = getattr(channel, "remote_address", "") or ""
+    try:
+        return split_address(addr)
+    except ValueError:
+        return ("127.0.0.1", 0)
+
+
+def peer_addr(channel: Any) -> str:
+    return getattr(channel, "remote_address", "") or "?"
+
+
+def then(result: Any, fn: Callable[[Any], Any]) -> Any:
+    """Apply ``fn`` to a plain result now, or to a Deferred's result when it fires."""
+    if isinstance(result, defer.Deferred):
+        return result.addCallback(fn)
+    return fn(result)

@@ -1,0 +1,156 @@
+"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling.
+
+Every answer on 0/19/20/21 carries nextBeginOffset, minOffset, maxOffset and suggestWhichBrokerId:
+Java unboxes all four. Push consumers send no subscription (sysFlag bit 2 clear), so the broker
+filters with what the group's HEART_BEAT registered; a pull that finds nothing and may suspend is
+held (see :mod:`server.broker.longpoll`) instead of answered.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from wire.codes import PullSysFlag, RequestCode, ResponseCode
+from wire.command import RemotingCommand
+from wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
+
+from server.store.status import GetMessageResult, GetMessageStatus
+
+from ..context import BrokerContext, suggest_todo
+from ..filter import TagFilter, build_subscription, is_tag_type
+from .common import fail, peer_addr, then
+from .send import topic_not_exist_remark
+
+log = logging.getLogger("ferrymq.broker.pull")
+
+#: Largest maxMsgBytes honoured (Apache caps one pull at 128 MiB as well).
+MAX_PULL_BYTES = 128 * 1024 * 1024
+SAME_GROUP_DIFFERENT_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+
+_CODES = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+def pull_code(status: GetMessageStatus, requested_offset: int) -> int:
+    """Apache's status -> response code mapping (an empty or unknown queue is 19 only at offset 0)."""
+    if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+        return ResponseCode.PULL_OFFSET_MOVED if requested_offset != 0 else ResponseCode.PULL_NOT_FOUND
+    return _CODES[status]
+
+
+class PullProcessor:
+    def __init__(self, ctx: BrokerContext):
+        self.ctx = ctx
+
+    def table(self) -> dict[int, Any]:
+        return {RequestCode.PULL_MESSAGE: self.pull, RequestCode.LITE_PULL_MESSAGE: self.pull}
+
+    def pull(self, cmd: RemotingCommand, channel: Any):
+        return self.process(cmd, channel, allow_suspend=True)
+
+    def repull(self, cmd: RemotingCommand, channel: Any):
+        """What the hold service runs on wake-up: the same pull, never suspended again."""
+        return self.process(cmd, channel, allow_suspend=False)
+
+    def process(self, cmd: RemotingCommand, channel: Any, allow_suspend: bool):
+        ctx = self.ctx
+        h: PullMessageRequestHeader = decode_request_header(cmd)
+        broker_ip = ctx.config.brokerIP1 or ctx.store_host[0]
+        if not ctx.broker_readable():
+            return fail(cmd, ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] pulling message is forbidden",
+                        {"forbiddenType": "1"})
+        group_config = ctx.groups.find(h.consumer_group)
+        if group_config is None:
+            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                        f"subscription group [{h.consumer_group}] does not exist, {suggest_todo()}")
+        if not group_config.consume_enable:
+            return fail(cmd, ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}",
+                        {"forbiddenType": "2"})
+        topic_config = ctx.topics.get(h.topic)
+        if topic_config is None:
+            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(h.topic))
+        if not topic_config.perm & 4:
+            return fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden",
+                        {"forbiddenType": "3"})
+        if h.queue_id < 0 or h.queue_id >= topic_config.read_queue_nums:
+            return fail(cmd, ResponseCode.INVALID_PARAMETER,
+                        f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
+                        f"[{topic_config.read_queue_nums}] consumer:[{peer_addr(channel)}]")
+
+        if h.sys_flag & PullSysFlag.SUBSCRIPTION:
+            sub = build_subscription(h.topic, h.subscription, h.expression_type, h.sub_version)
+        else:
+            group_info = ctx.consumers.get(h.consumer_group)
+            if group_info is None:
+                return fail(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                            "the consumer's group info not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL))
+            if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
+                return fail(cmd, ResponseCode.NO_PERMISSION,
+                            f"the consumer group[{h.consumer_group}] can not consume by broadcast way",
+                            {"forbiddenType": "5"})
+            sub = group_info.subscriptions.get(h.topic)
+            if sub is None:
+                return fail(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                            "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL))
+            if sub.sub_version < h.sub_version:
+                log.warning("subscription of %s to %s is not the latest (%d < %d)", h.consumer_group, h.topic,
+                            sub.sub_version, h.sub_version)
+                return fail(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+            if not is_tag_type(sub.expression_type) and ctx.config.enablePropertyFilter:
+                # SQL92 filter data is registered by a later issue's filter manager.
+                return fail(cmd, ResponseCode.FILTER_DATA_NOT_EXIST,
+                            "The broker's consumer filter data is not exist!Your expression may be wrong!")
+        if not is_tag_type(sub.expression_type) and not ctx.config.enablePropertyFilter:
+            return fail(cmd, ResponseCode.SYSTEM_ERROR,
+                        f"The broker does not support consumer to filter message by {sub.expression_type}")
+
+        tag_filter = TagFilter(sub)
+        max_bytes = min(h.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
+        result = ctx.store.get_message(
+            h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), max_bytes,
+            None if tag_filter.matches_all else tag_filter,
+        )
+        return then(result, lambda r: self._answer(cmd, channel, h, r, topic_config, group_config, tag_filter,
+                                                   allow_suspend))
+
+    def _answer(self, cmd, channel, h: PullMessageRequestHeader, result: GetMessageResult, topic_config,
+                group_config, tag_filter: TagFilter, allow_suspend: bool):
+        ctx = self.ctx
+        code = pull_code(result.status, h.queue_offset)
+        header = PullMessageResponseHeader(
+            suggest_which_broker_id=0,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+            topic_sys_flag=topic_config.topic_sys_flag,
+            group_sys_flag=group_config.group_sys_flag,
+        )
+        if code == ResponseCode.PULL_OFFSET_MOVED:
+            log.info("pull offset moved: group %s topic %s queue %d requested %d, next %d (min %d max %d) from %s",
+                     h.consumer_group, h.topic, h.queue_id, h.queue_offset, result.next_begin_offset,
+                     result.min_offset, result.max_offset, peer_addr(channel))
+        # Apache's tryCommitOffset: remember how far the group pulled; commit the piggy-backed offset
+        # only on a first arrival that may suspend.
+        ctx.offsets.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
+        if allow_suspend and h.sys_flag & PullSysFlag.COMMIT_OFFSET:
+            ctx.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+
+        if code == ResponseCode.SUCCESS:
+            ctx.stats.get_found.add(result.message_count)
+            ctx.stats.get_transferred.add(result.message_count)
+            return cmd.response(code, result.status.name, header.to_ext(), result.body())
+        ctx.stats.get_miss.add(1)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sys_flag & PullSysFlag.SUSPEND \
+                and ctx.holder is not None:
+            timeout = h.suspend_timeout_millis if ctx.config.longPollingEnable else ctx.config.shortPollingTimeMills
+            return ctx.holder.hold(cmd, channel, h.topic, h.queue_id, h.queue_offset, timeout,
+                                   None if tag_filter.matches_all else tag_filter)
+        return cmd.response(code, result.status.name, header.to_ext())

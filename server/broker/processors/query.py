@@ -1,0 +1,46 @@
+"""VIEW_MESSAGE_BY_ID (33) and QUERY_MESSAGE (12): what ``mqadmin queryMsgById / queryMsgByKey`` use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wire import topics as names
+from wire.codes import RequestCode, ResponseCode
+from wire.command import RemotingCommand
+from wire.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader, decode_request_header
+
+from ..context import BrokerContext
+from .common import fail, ok
+
+#: Apache's ``defaultQueryMaxNum``: the cap for unique-key lookups.
+DEFAULT_QUERY_MAX_NUM = 32
+
+
+class QueryProcessor:
+    def __init__(self, ctx: BrokerContext):
+        self.ctx = ctx
+
+    def table(self) -> dict[int, Any]:
+        return {RequestCode.VIEW_MESSAGE_BY_ID: self.view_by_id, RequestCode.QUERY_MESSAGE: self.query}
+
+    def view_by_id(self, cmd: RemotingCommand, channel: Any):
+        h: ViewMessageRequestHeader = decode_request_header(cmd)
+        raw = self.ctx.store.look_message_by_offset(h.offset)
+        if raw is None:
+            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
+        return ok(cmd, body=bytes(raw))
+
+    def query(self, cmd: RemotingCommand, channel: Any):
+        h: QueryMessageRequestHeader = decode_request_header(cmd)
+        max_num = h.max_num
+        if cmd.ext(names.UNIQUE_MSG_QUERY_FLAG) == "true":
+            max_num = DEFAULT_QUERY_MAX_NUM
+        result = self.ctx.store.query_message(h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
+        header = QueryMessageResponseHeader(
+            index_last_update_timestamp=result.index_last_update_timestamp,
+            index_last_update_phyoffset=result.index_last_update_phyoffset,
+        ).to_ext()
+        body = result.body()
+        if not body:
+            return fail(cmd, ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", header)
+        return ok(cmd, header, body)

@@ -1,0 +1,281 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320); oneway sends are the same requests.
+
+Validation runs in Apache's order with Apache's codes (codes.md §3) because the clients decide
+from the code whether to retry on another queue (17/14/1/2/16) or give up (13/29/26).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from wire import topics as names
+from wire.codes import Perm, RequestCode, ResponseCode
+from wire.command import RemotingCommand
+from wire.errors import BodyError
+from wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header
+from wire.message import (
+    MAX_PROPERTIES_LEN,
+    MessageConst,
+    MessageExt,
+    MessageSysFlag,
+    decode_batch,
+    decode_properties,
+    encode_properties,
+)
+from wire.msgid import UniqKeyGenerator
+
+from server.store.status import PutMessageResult, PutMessageStatus
+
+from ..context import BrokerContext, suggest_todo
+from .common import fail, peer_addr, peer_host, then
+
+log = logging.getLogger("ferrymq.broker.send")
+
+APPLY_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
+#: %DLQ% topics have one queue (Apache's DLQ_NUMS_PER_GROUP).
+DLQ_NUMS_PER_GROUP = 1
+
+_uniq = UniqKeyGenerator()
+
+
+def topic_not_exist_remark(topic: str) -> str:
+    return f"topic[{topic}] not exist, apply first please!{suggest_todo(APPLY_TOPIC_URL)}"
+
+
+def put_result_response(ctx: BrokerContext, cmd: RemotingCommand, result: PutMessageResult, queue_id: int,
+                        uniq_key: str | None, base_ext: dict[str, str]) -> RemotingCommand:
+    """Map a store outcome to Apache's send answer; stored outcomes carry the send response header."""
+    status = result.status
+    code = _STORED.get(status)
+    if code is None:
+        code, remark = _failure(ctx, status)
+        if result.remark and status is PutMessageStatus.UNKNOWN_ERROR:
+            remark = result.remark
+        return fail(cmd, code, remark, dict(base_ext))
+    ctx.stats.put.add(max(1, result.msg_num))
+    header = SendMessageResponseHeader(
+        msg_id=result.msg_id, queue_id=queue_id, queue_offset=result.queue_offset, transaction_id=uniq_key
+    )
+    ext = header.to_ext()
+    ext.update(base_ext)
+    return cmd.response(code, None, ext)
+
+
+_STORED = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+
+def _failure(ctx: BrokerContext, status: PutMessageStatus) -> tuple[int, str]:
+    if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+        return ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx)
+    if status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
+        return ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+    if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+        return ResponseCode.SERVICE_NOT_AVAILABLE, (
+            "service not available now. It may be caused by one of the following reasons: the broker's disk is "
+            "full, messages are put to the slave, message store has been shut down, etc."
+        )
+    if status is PutMessageStatus.OS_PAGECACHE_BUSY:
+        return ResponseCode.SYSTEM_BUSY, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"
+    return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"
+
+
+def illegal_remark(ctx: BrokerContext) -> str:
+    return (
+        "the message is illegal, maybe msg body or properties length not matched. "
+        f"msg body length limit {ctx.config.maxMessageSize}B, msg properties length limit 32KB."
+    )
+
+
+class SendProcessor:
+    def __init__(self, ctx: BrokerContext):
+        self.ctx = ctx
+
+    def table(self) -> dict[int, Any]:
+        return {
+            RequestCode.SEND_MESSAGE: self.send,
+            RequestCode.SEND_MESSAGE_V2: self.send,
+            RequestCode.SEND_BATCH_MESSAGE: self.send_batch,
+        }
+
+    def _base_ext(self) -> dict[str, str]:
+        return {
+            MessageConst.MSG_REGION: self.ctx.config.regionId,
+            MessageConst.TRACE_SWITCH: "true" if self.ctx.config.traceOn else "false",
+        }
+
+    # ------------------------------------------------------------------ checks shared by both paths
+
+    def _check(self, cmd: RemotingCommand, h: SendMessageRequestHeader, channel: Any):
+        """Apache's msgCheck: returns (topic config, None) or (None, error response)."""
+        ctx = self.ctx
+        base = self._base_ext()
+        topic = h.topic
+        if not ctx.broker_writable() and (cfg := ctx.topics.get(topic)) is not None and cfg.order:
+            return None, fail(cmd, ResponseCode.NO_PERMISSION,
+                              f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
+        if (remark := names.validate_topic(topic)) is not None:
+            return None, fail(cmd, ResponseCode.INVALID_PARAMETER, remark, base)
+        if topic in names.NOT_ALLOWED_SEND_TOPICS:
+            return None, fail(cmd, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.", base)
+        config = ctx.topics.get(topic)
+        if config is None:
+            log.warning("the topic %s does not exist, producer: %s", topic, peer_addr(channel))
+            config = ctx.topics.create_in_send(topic, h.default_topic, h.default_topic_queue_nums, 0, peer_addr(channel))
+            if config is None and topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
+                config = ctx.topics.create_if_absent(topic, 1, Perm.READ | Perm.WRITE)
+            if config is None:
+                return None, fail(cmd, ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic), base)
+        if h.queue_id >= max(config.write_queue_nums, config.read_queue_nums):
+            return None, fail(
+                cmd, ResponseCode.INVALID_PARAMETER,
+                f"request queueId[{h.queue_id}] is illegal, {config} Producer: {peer_addr(channel)}", base,
+            )
+        # Apache leaves these to the route (clients stop choosing the queue); an explicit refusal is safer.
+        if not ctx.broker_writable():
+            return None, fail(cmd, ResponseCode.NO_PERMISSION,
+                              f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
+        if not config.perm & Perm.WRITE:
+            return None, fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden", base)
+        return config, None
+
+    def _queue_id(self, h: SendMessageRequestHeader, write_queue_nums: int) -> int:
+        if h.queue_id < 0:
+            return self.ctx.rng.randrange(max(1, write_queue_nums))
+        return h.queue_id
+
+    # ------------------------------------------------------------------ single message
+
+    def send(self, cmd: RemotingCommand, channel: Any):
+        ctx = self.ctx
+        h: SendMessageRequestHeader = decode_request_header(cmd)
+        base = self._base_ext()
+        config, error = self._check(cmd, h, channel)
+        if error is not None:
+            return error
+        queue_id = self._queue_id(h, config.write_queue_nums)
+        props = decode_properties(h.properties or "")
+        topic = h.topic
+        sys_flag = h.sys_flag
+        if config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        reconsume_times = h.reconsume_times or 0
+
+        if topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
+            group = topic[len(names.RETRY_GROUP_TOPIC_PREFIX):]
+            group_config = ctx.groups.find(group)
+            if group_config is None:
+                return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                            f"subscription group not exist, {group} {suggest_todo()}", base)
+            max_reconsume = group_config.retry_max_times
+            if h.max_reconsume_times is not None:
+                max_reconsume = h.max_reconsume_times
+            if reconsume_times > max_reconsume:
+                props[MessageConst.DELAY_TIME_LEVEL] = "-1"
+                topic = names.dlq_topic(group)
+                queue_id = 0
+                ctx.topics.create_if_absent(topic, DLQ_NUMS_PER_GROUP, Perm.READ | Perm.WRITE)
+
+        if len(cmd.body) > ctx.config.maxMessageSize:
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+        uniq_key = props.get(MessageConst.UNIQ_KEY)
+        if not uniq_key:
+            uniq_key = props[MessageConst.UNIQ_KEY] = _uniq.next()
+        props[MessageConst.CLUSTER] = ctx.config.brokerClusterName
+
+        if props.get(MessageConst.TRANSACTION_PREPARED, "").lower() == "true" and not (
+            reconsume_times > 0 and _delay_level(props) > 0
+        ):
+            transactions = getattr(ctx, "transactions", None)
+            if ctx.config.rejectTransactionMessage or transactions is None:
+                return fail(cmd, ResponseCode.NO_PERMISSION,
+                            f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending transaction message is forbidden",
+                            base)
+
+        msg = MessageExt(
+            topic=topic, body=cmd.body, flag=h.flag, properties=props, queue_id=queue_id, sys_flag=sys_flag,
+            born_timestamp=h.born_timestamp, born_host=peer_host(channel), store_host=ctx.store_host,
+            reconsume_times=reconsume_times,
+        )
+        if len(encode_properties(props).encode()) > MAX_PROPERTIES_LEN:
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+        msg = apply_delay(ctx, msg)
+        result = ctx.store.put_message(msg)
+        return then(result, lambda r: put_result_response(ctx, cmd, r, msg.queue_id, uniq_key, base))
+
+    # ------------------------------------------------------------------ batch
+
+    def send_batch(self, cmd: RemotingCommand, channel: Any):
+        ctx = self.ctx
+        h: SendMessageRequestHeader = decode_request_header(cmd)
+        base = self._base_ext()
+        config, error = self._check(cmd, h, channel)
+        if error is not None:
+            return error
+        if len(h.topic.encode()) > names.TOPIC_MAX_LENGTH:
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(h.topic)}", base)
+        if h.topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic, base)
+        if len(cmd.body) > ctx.config.maxMessageSize:
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+        try:
+            entries = decode_batch(cmd.body)
+        except BodyError as exc:
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the batch body cannot be decoded: {exc}", base)
+        if not entries:
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, "the batch body holds no message", base)
+        queue_id = self._queue_id(h, config.write_queue_nums)
+        container = decode_properties(h.properties or "")
+        container.pop(MessageConst.UNIQ_KEY, None)
+        container[MessageConst.CLUSTER] = ctx.config.brokerClusterName
+        sys_flag = h.sys_flag
+        if config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        born_host = peer_host(channel)
+        msgs = []
+        for entry in entries:
+            props = decode_properties(entry.properties)
+            for k, v in container.items():
+                props.setdefault(k, v)
+            if len(encode_properties(props).encode()) > MAX_PROPERTIES_LEN:
+                return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+            msgs.append(MessageExt(
+                topic=h.topic, body=entry.body, flag=entry.flag, properties=props, queue_id=queue_id,
+                sys_flag=sys_flag, born_timestamp=h.born_timestamp, born_host=born_host,
+                store_host=ctx.store_host, reconsume_times=h.reconsume_times or 0,
+            ))
+        uniq = ",".join(k for m in msgs if (k := m.properties.get(MessageConst.UNIQ_KEY))) or None
+        result = ctx.store.put_messages(msgs)
+        return then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
+
+
+def _delay_level(props: dict[str, str]) -> int:
+    try:
+        return int(props.get(MessageConst.DELAY_TIME_LEVEL, "0"))
+    except ValueError:
+        return 0
+
+
+def apply_delay(ctx: BrokerContext, msg: MessageExt) -> MessageExt:
+    """Park a DELAY>0 message in SCHEDULE_TOPIC_XXXX (queue level-1) when a scheduler will deliver it.
+
+    Without a scheduler the message goes straight to its topic: delivered at once rather than lost.
+    """
+    level = _delay_level(msg.properties)
+    tx = MessageSysFlag.transaction_type(msg.sys_flag)
+    if level <= 0 or ctx.scheduler is None or tx in (
+        MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+    ):
+        return msg
+    level = min(level, ctx.scheduler.max_level)
+    msg.properties[MessageConst.DELAY_TIME_LEVEL] = str(level)
+    msg.properties[MessageConst.REAL_TOPIC] = msg.topic
+    msg.properties[MessageConst.REAL_QUEUE_ID] = str(msg.queue_id)
+    msg.topic = names.SCHEDULE_TOPIC
+    msg.queue_id = level - 1
+    return msg

@@ -1,0 +1,87 @@
+"""Broker -> name server: REGISTER_BROKER at start, on topic changes and every registerNameServerPeriod;
+UNREGISTER_BROKER on shutdown. One failing name server never stops registration with the others."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from twisted.internet import defer
+
+from sdk_py.admin import NamesrvAdmin
+from server.remoting import RemotingClient
+from wire.bodies import TopicConfig, TopicConfigSerializeWrapper
+
+log = logging.getLogger("ferrymq.broker.registration")
+
+#: Apache clamps registerNameServerPeriod into [10 s, 60 s].
+MIN_PERIOD_MS, MAX_PERIOD_MS = 10_000, 60_000
+
+
+def split_namesrv_addr(addr: str) -> list[str]:
+    return [a.strip() for a in (addr or "").split(";") if a.strip()]
+
+
+class NameServerRegistration:
+    """``wrapper()`` gives the topic table to send; ``identity`` is (cluster, addr, name, id, ha addr)."""
+
+    def __init__(self, namesrv_addr: str, identity: tuple[str, str, str, int, str],
+                 wrapper: Callable[[], TopicConfigSerializeWrapper], reactor: Any,
+                 timeout_ms: int = 6000, compressed: bool = False):
+        self.identity = identity
+        self.wrapper = wrapper
+        self.reactor = reactor
+        self.compressed = compressed
+        self.client = RemotingClient(reactor=reactor)
+        self.admins = [NamesrvAdmin(addr, self.client, timeout_ms / 1000.0) for addr in split_namesrv_addr(namesrv_addr)]
+        self._pending: Any = None
+        self.registrations = 0
+
+    def set_namesrv_addr(self, namesrv_addr: str) -> None:
+        timeout = self.admins[0].timeout if self.admins else 6.0
+        self.admins = [NamesrvAdmin(addr, self.client, timeout) for addr in split_namesrv_addr(namesrv_addr)]
+
+    def register_all(self) -> defer.Deferred:
+        """Register with every name server at once; fires when all answered (failures are logged)."""
+        cluster, addr, name, broker_id, ha_addr = self.identity
+        wrapper = self.wrapper()
+        calls = []
+        for admin in self.admins:
+            d = admin.register_broker(cluster, addr, name, broker_id, ha_addr, wrapper, compressed=self.compressed)
+            d.addCallback(lambda _r: setattr(self, "registrations", self.registrations + 1))
+            d.addErrback(lambda f, a=admin.addr: log.warning("register broker to name server %s failed: %s", a,
+                                                              f.getErrorMessage()))
+            calls.append(d)
+        return defer.DeferredList(calls, consumeErrors=True)
+
+    def register_soon(self) -> None:
+        """Coalesce bursts of topic changes (auto-created topics) into one registration."""
+        if self._pending is None or not self._pending.active():
+            self._pending = self.reactor.callLater(0.05, self.register_all)
+
+    def unregister_all(self) -> defer.Deferred:
+        cluster, addr, name, broker_id, _ = self.identity
+        calls = []
+        for admin in self.admins:
+            d = admin.unregister_broker(cluster, addr, name, broker_id)
+            d.addErrback(lambda f, a=admin.addr: log.warning("unregister broker from name server %s failed: %s", a,
+                                                              f.getErrorMessage()))
+            calls.append(d)
+        return defer.DeferredList(calls, consumeErrors=True)
+
+    def close(self) -> defer.Deferred:
+        if self._pending is not None and self._pending.active():
+            self._pending.cancel()
+        return self.client.close()
+
+
+def perm_limited(wrapper: TopicConfigSerializeWrapper, broker_perm: int) -> TopicConfigSerializeWrapper:
+    """Apache registers each topic's perm ANDed with the broker's when the broker lost read or write."""
+    if broker_perm & 6 == 6:
+        return wrapper
+    table = {
+        name: TopicConfig(c.topic_name, c.read_queue_nums, c.write_queue_nums, c.perm & broker_perm,
+                          c.topic_filter_type, c.topic_sys_flag, c.order, c.attributes)
+        for name, c in wrapper.topic_config_table.items()
+    }
+    return TopicConfigSerializeWrapper(topic_config_table=table, data_version=wrapper.data_version)

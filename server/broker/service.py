@@ -1,0 +1,256 @@
+"""The running broker: store + tables + processors behind two RemotingServers (listenPort and the VIP
+channel listenPort-2), name-server registration and the periodic tasks.
+
+``Broker(config).start()`` then ``stop()`` (a Deferred): stop answers held pulls, unregisters from the
+name servers, drains the servers, persists offsets and configs, and shuts the store down cleanly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import socket
+from typing import Any
+
+from twisted.internet import defer, task, threads
+
+from server.config import BrokerConfig, NettyServerConfig
+from server.remoting import Channel, RemotingServer
+from server.store.config import MessageStoreConfig
+from server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
+from server.store.message_store import MessageStore
+from wire.codes import RequestCode
+from wire.command import request
+from wire.headers import NotifyConsumerIdsChangedRequestHeader
+
+from .clients import ConsumerManager, ProducerManager
+from .context import BrokerContext
+from .locks import QueueLockManager
+from .longpoll import PullRequestHoldService
+from .offsets import ConsumerOffsetManager
+from .processors import build_table
+from .processors.pull import PullProcessor
+from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, perm_limited
+from .stats import BrokerStats
+from .store_adapter import StoreAdapter
+from .subscriptions import SubscriptionGroupManager
+from .topics import TopicConfigManager, TopicDefaults
+
+log = logging.getLogger("ferrymq.broker")
+
+#: Apache's client housekeeping period (ClientHousekeepingService), ms.
+CLIENT_SCAN_INTERVAL_MS = 10_000
+
+
+def local_ip() -> str:
+    """The address advertised when brokerIP1 is unset: a non-loopback IPv4 of this host, else 127.0.0.1."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("10.255.255.255", 1))  # no packet is sent; this only picks the outbound interface
+            ip = s.getsockname()[0]
+            if ip and not ip.startswith("127."):
+                return ip
+    except OSError:
+        pass
+    return "127.0.0.1"
+
+
+def store_config_for(config: BrokerConfig, store_props: dict[str, str] | None = None, host: str = "") -> MessageStoreConfig:
+    """MessageStoreConfig from the broker's keys of the same name, plus store-only keys of the file."""
+    props = dict(store_props or {})
+    store_fields = {f.name for f in dataclasses.fields(MessageStoreConfig)}
+    for f in dataclasses.fields(config):
+        if f.name in store_fields and f.name not in props:
+            props[f.name] = str(getattr(config, f.name)).lower() if isinstance(getattr(config, f.name), bool) \
+                else str(getattr(config, f.name))
+    props["storeHost"] = f"{host}:{config.listenPort}"
+    if not config.storePathCommitLog:
+        props.pop("storePathCommitLog", None)  # derived from storePathRootDir
+    return MessageStoreConfig.from_properties(props)
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, netty: NettyServerConfig | None = None,
+                 store_props: dict[str, str] | None = None, reactor: Any = None):
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self.config = config
+        self.netty = netty or NettyServerConfig(listenPort=config.listenPort)
+        self.reactor = reactor
+        self.ip = config.brokerIP1 or local_ip()
+        self._store_props = store_props
+        self._writes: defer.Deferred = defer.succeed(None)
+        self._loops: list[task.LoopingCall] = []
+        self.server: RemotingServer | None = None
+        self.vip_server: RemotingServer | None = None
+        self.registration: NameServerRegistration | None = None
+        self.store: MessageStore | None = None
+        self.ctx: BrokerContext | None = None
+        self.started = False
+
+    # ------------------------------------------------------------------ wiring
+
+    def _build(self, port: int) -> None:
+        c = self.config
+        store_config = store_config_for(c, self._store_props, self.ip)
+        store_config.storeHost = f"{self.ip}:{port}"
+        self.store = MessageStore(store_config)
+        self.store.start()
+        self._files = {name: config_file(store_config.config_dir, name) for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS)}
+        topics = TopicConfigManager(
+            TopicDefaults(
+                brokerName=c.brokerName, brokerClusterName=c.brokerClusterName,
+                autoCreateTopicEnable=c.autoCreateTopicEnable, defaultTopicQueueNums=c.defaultTopicQueueNums,
+                clusterTopicEnable=c.clusterTopicEnable, brokerTopicEnable=c.brokerTopicEnable,
+                traceTopicEnable=c.traceTopicEnable, msgTraceTopicName=c.msgTraceTopicName,
+            )
+        )
+        groups = SubscriptionGroupManager(auto_create=c.autoCreateSubscriptionGroup)
+        offsets = ConsumerOffsetManager()
+        for name, target in ((TOPICS, topics), (SUBSCRIPTION_GROUPS, groups), (CONSUMER_OFFSETS, offsets)):
+            obj = self._files[name].load()
+            if obj:
+                target.load_json_obj(obj)
+        self.ctx = ctx = BrokerContext(
+            config=c, store=StoreAdapter(self.store, self.reactor), topics=topics, groups=groups,
+            consumers=ConsumerManager(on_ids_changed=self._notify_ids_changed, clock=self.reactor.seconds),
+            producers=ProducerManager(clock=self.reactor.seconds), offsets=offsets,
+            locks=QueueLockManager(clock=self.reactor.seconds), stats=BrokerStats(clock=self.reactor.seconds),
+            store_host=(self.ip, port), reactor=self.reactor, on_config_change=self._config_changed,
+        )
+        pull = PullProcessor(ctx)
+        ctx.holder = PullRequestHoldService(self.reactor, pull.repull)
+        self.table = build_table(ctx, pull)
+        ctx.store.add_arrival_listener(ctx.holder.notify)
+        topics.on_change = self._topics_changed
+        groups.on_change = lambda: self._persist(SUBSCRIPTION_GROUPS, groups)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        c = self.config
+        options = self.netty.transport_options()
+        self.server = RemotingServer(None, options, self.reactor, name="broker")
+        self.server.listen(c.listenPort, self.netty.bindAddress, backlog=self.netty.serverSocketBacklog)
+        port = self.server.port
+        self._build(port)
+        self.server.processor = self.table
+        vip_port = port - 2
+        if c.listenPort > 0 and vip_port > 0:
+            self.vip_server = RemotingServer(self.table, options, self.reactor, name="broker-vip")
+            try:
+                self.vip_server.listen(vip_port, self.netty.bindAddress, backlog=self.netty.serverSocketBacklog)
+            except Exception as exc:  # noqa: BLE001 - the VIP channel is optional for modern clients
+                log.warning("VIP channel port %d unavailable (%s); clients with vipChannelEnabled will fail",
+                            vip_port, exc)
+                self.vip_server = None
+        for srv in (self.server, self.vip_server):
+            if srv is not None:
+                srv.add_close_listener(self._channel_closed)
+        broker_addr = f"{self.ip}:{port}"
+        self.registration = NameServerRegistration(
+            c.namesrvAddr, (c.brokerClusterName, broker_addr, c.brokerName, c.brokerId, f"{self.ip}:{c.haListenPort}"),
+            lambda: perm_limited(self.ctx.topics.wrapper(), c.brokerPermission), self.reactor,
+            timeout_ms=c.registerBrokerTimeoutMills, compressed=c.compressedRegister,
+        )
+        period = min(max(c.registerNameServerPeriod, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000.0
+        self._every(period, self.registration.register_all, "name server registration")
+        self._every(c.flushConsumerOffsetInterval / 1000.0, self.persist_offsets, "consumer offset persistence", now=False)
+        self._every(CLIENT_SCAN_INTERVAL_MS / 1000.0, self.scan_clients, "client channel expiry", now=False)
+        self._every(1.0, self.ctx.stats.sample, "stats sampling")
+        self.started = True
+        log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
+                 self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip_server else "",
+                 c.namesrvAddr or "(none)")
+
+    def _every(self, seconds: float, fn, what: str, now: bool = True) -> None:
+        loop = task.LoopingCall(fn)
+        loop.clock = self.reactor
+        loop.start(seconds, now=now).addErrback(lambda f: log.error("%s stopped: %s", what, f.getTraceback()))
+        self._loops.append(loop)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def addr(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+    @defer.inlineCallbacks
+    def stop(self, grace: float | None = None):
+        if not self.started:
+            return
+        self.started = False
+        log.info("broker %s shutting down", self.config.brokerName)
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops.clear()
+        if self.ctx.holder is not None:
+            self.ctx.holder.wake_all()
+        if self.registration is not None:
+            yield self.registration.unregister_all()
+            yield self.registration.close()
+        for srv in (self.vip_server, self.server):
+            if srv is not None:
+                yield srv.stop(grace)
+        self.persist_offsets(force=True)
+        self._persist(TOPICS, self.ctx.topics)
+        self._persist(SUBSCRIPTION_GROUPS, self.ctx.groups)
+        yield self._writes
+        self.store.shutdown()
+        log.info("broker %s stopped", self.config.brokerName)
+
+    # ------------------------------------------------------------------ periodic work and hooks
+
+    def _persist(self, name: str, manager: Any) -> defer.Deferred:
+        """Snapshot now (on the reactor), write on a worker thread; writes keep their order."""
+        data = manager.to_json_obj()
+        target = self._files[name]
+
+        def write(_: object) -> defer.Deferred:
+            return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), target.save, data)
+
+        self._writes = self._writes.addCallback(write).addErrback(
+            lambda f: log.error("could not write %s: %s", target.path, f.getErrorMessage())
+        )
+        return self._writes
+
+    def persist_offsets(self, force: bool = False) -> None:
+        offsets = self.ctx.offsets
+        if offsets.changed or force:
+            offsets.changed = False
+            self._persist(CONSUMER_OFFSETS, offsets)
+
+    def _topics_changed(self, _config: Any) -> None:
+        self._persist(TOPICS, self.ctx.topics)
+        if self.registration is not None:
+            self.registration.register_soon()
+
+    def _config_changed(self) -> None:
+        if self.registration is not None:
+            self.registration.set_namesrv_addr(self.config.namesrvAddr)
+            self.registration.register_soon()
+
+    def scan_clients(self) -> None:
+        for info in self.ctx.consumers.scan_expired() + self.ctx.producers.scan_expired():
+            log.info("client %s (%s) expired: no heartbeat for 120 s; closing its connection", info.client_id,
+                     info.client_addr)
+            if isinstance(info.channel, Channel):
+                info.channel.close()
+
+    def _channel_closed(self, channel: Channel) -> None:
+        self.ctx.consumers.channel_closed(channel)
+        self.ctx.producers.channel_closed(channel)
+
+    def _notify_ids_changed(self, group: str, channels: list) -> None:
+        ext = NotifyConsumerIdsChangedRequestHeader(consumer_group=group).to_ext()
+        for channel in channels:
+            if isinstance(channel, Channel) and channel.is_active:
+                try:
+                    channel.invoke_oneway(request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext)))
+                except Exception as exc:  # noqa: BLE001 - a closing channel must not stop the others
+                    log.debug("NOTIFY_CONSUMER_IDS_CHANGED to %s failed: %s", channel.remote_address, exc)

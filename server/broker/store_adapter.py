@@ -1,0 +1,108 @@
+"""The broker's view of ``server.store.MessageStore`` (the calls :mod:`.store_port` lists).
+
+Puts take a MessageExt whose topic, queue and properties are final; a SYNC_FLUSH put becomes a
+Deferred that fires after the fsync covering it. The young-queue rule of QUERY_CONSUMER_OFFSET needs
+"is this offset still in memory", which the store does not expose: it is computed here from the
+same ratio Apache uses (``accessMessageInMemoryMaxRatio`` of physical memory behind the head).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from server.store.message_store import MessageStore
+from server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
+from server.store.twisted_adapter import deferred_for
+from wire.message import MessageConst, MessageExt
+
+from .store_port import ArrivalListener
+
+
+def _total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 8 << 30
+
+
+class StoreAdapter:
+    def __init__(self, store: MessageStore, reactor: Any):
+        self.store = store
+        self.reactor = reactor
+        self._memory_limit = _total_memory() * store.config.accessMessageInMemoryMaxRatio // 100
+
+    def _promise(self, result: PutMessageResult) -> Any:
+        if result.needs_flush_wait:
+            return deferred_for(self.store, result, self.reactor)
+        return result
+
+    def put_message(self, msg: MessageExt) -> Any:
+        return self._promise(self.store.put_message(
+            msg.topic, msg.queue_id, msg.body, msg.properties, flag=msg.flag, sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp, born_host=msg.born_host, reconsume_times=msg.reconsume_times,
+            prepared_transaction_offset=msg.prepared_transaction_offset,
+        ))
+
+    def put_messages(self, msgs: list[MessageExt]) -> Any:
+        first = msgs[0]
+        return self._promise(self.store.put_messages(
+            first.topic, first.queue_id, [(m.flag, m.body, m.properties) for m in msgs],
+            sys_flag=first.sys_flag, born_timestamp=first.born_timestamp, born_host=first.born_host,
+            reconsume_times=first.reconsume_times,
+            wait_store_msg_ok=first.properties.get(MessageConst.WAIT_STORE_MSG_OK) != "false",
+        ))
+
+    def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int, max_bytes: int,
+                    tag_filter: Any) -> GetMessageResult:
+        return self.store.get_message("", topic, queue_id, offset, max_nums, max_bytes, tag_filter)
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        return self.store.get_max_offset(topic, queue_id)
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        return self.store.get_min_offset(topic, queue_id)
+
+    def get_store_time(self, topic: str, queue_id: int, offset: int) -> int:
+        return self.store.get_store_time(topic, queue_id, offset) if offset >= 0 else -1
+
+    def search_offset_by_time(self, topic: str, queue_id: int, timestamp: int, upper: bool = False) -> int:
+        return self.store.search_offset_by_time(topic, queue_id, timestamp, "UPPER" if upper else "LOWER")
+
+    def look_message_by_offset(self, phys_offset: int) -> bytes | None:
+        if phys_offset < 0:
+            return None
+        try:
+            view = self.store.select_one_message_by_offset(phys_offset)
+        except Exception:  # noqa: BLE001 - an offset that is no record start is "not found"
+            return None
+        return bytes(view) if view is not None else None
+
+    def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
+        return self.store.query_message(topic, key, max_num, begin, end)
+
+    def is_in_memory(self, topic: str, queue_id: int, offset: int) -> bool:
+        cq = self.store.find_consume_queue(topic, queue_id)
+        if cq is None or not (cq.min_offset <= offset < cq.max_offset):
+            return False
+        unit = cq.get_unit(offset)
+        if unit is None:
+            return False
+        return self.store.get_max_phy_offset() - unit[0] <= self._memory_limit
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        self.store.add_arriving_listener(
+            lambda topic, queue_id, max_offset, tags_code, _ts, _props: listener(topic, queue_id, max_offset, tags_code)
+        )
+
+    def delete_topics(self, topics: set[str]) -> None:
+        self.store.delete_topics(topics)
+
+    def commitlog_min_offset(self) -> int:
+        return self.store.get_min_phy_offset()
+
+    def commitlog_max_offset(self) -> int:
+        return self.store.get_max_phy_offset()
+
+    def earliest_message_time(self) -> int:
+        return self.store.get_earliest_message_time()
