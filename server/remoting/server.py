@@ -42,7 +42,7 @@ class RemotingServer(Factory):
         self.name = name
         self.connections: set[RemotingProtocol] = set()
         self._close_listeners: list[Callable[[Channel], Any]] = []
-        self._listening_port: Any = None
+        self._listening_ports: list[Any] = []  # the broker listens on listenPort and listenPort-2
         self._lost_waiters: list[defer.Deferred] = []
 
     # ------------------------------------------------------------------ Factory
@@ -78,21 +78,24 @@ class RemotingServer(Factory):
         return [p.channel for p in self.connections if p.channel is not None]
 
     def listen(self, port: int, interface: str = "0.0.0.0", backlog: int = 1024) -> Any:
-        self._listening_port = self.reactor.listenTCP(port, self, backlog=backlog, interface=interface)
-        return self._listening_port
+        """Start listening; may be called again for more ports served by the same processor."""
+        listening = self.reactor.listenTCP(port, self, backlog=backlog, interface=interface)
+        self._listening_ports.append(listening)
+        return listening
+
+    def _first_port(self) -> Any:
+        if not self._listening_ports:
+            raise RuntimeError(f"{self.name} is not listening")
+        return self._listening_ports[0]
 
     @property
     def address(self) -> str:
-        """``host:port`` actually bound (useful with port 0)."""
-        if self._listening_port is None:
-            raise RuntimeError(f"{self.name} is not listening")
-        return format_address(self._listening_port.getHost())
+        """``host:port`` of the first listening port, as bound (useful with port 0)."""
+        return format_address(self._first_port().getHost())
 
     @property
     def port(self) -> int:
-        if self._listening_port is None:
-            raise RuntimeError(f"{self.name} is not listening")
-        return self._listening_port.getHost().port
+        return self._first_port().getHost().port
 
     @defer.inlineCallbacks
     def stop(self, grace: float | None = None):
@@ -101,9 +104,9 @@ class RemotingServer(Factory):
         Requests still unanswered after ``grace`` seconds (default ``options.shutdown_grace``) are dropped.
         """
         grace = self.options.shutdown_grace if grace is None else grace
-        if self._listening_port is not None:
-            port, self._listening_port = self._listening_port, None
-            yield defer.maybeDeferred(port.stopListening)
+        ports, self._listening_ports = self._listening_ports, []
+        for listening in ports:
+            yield defer.maybeDeferred(listening.stopListening)
         conns = list(self.connections)
         if conns:
             drained = defer.DeferredList([p.drain() for p in conns], consumeErrors=True)

@@ -327,3 +327,13 @@ def test_client_oneway_is_delivered_without_answer(rt, server, client):
     # The next normal call on the same connection is answered; the oneway was handled first, unanswered.
     assert rt.call(c.invoke, srv.address, request(ECHO, {"v": "z"}), 2).ext("v") == "z"
     assert srv.handlers.oneway_seen == [4242]
+
+
+def test_one_server_on_two_ports(rt, server, client):
+    srv = server()
+    second = rt.call(srv.listen, 0, "127.0.0.1").getHost().port
+    c = client()
+    assert rt.call(c.invoke, f"127.0.0.1:{second}", request(ECHO, {"v": "2nd"}), 2).ext("v") == "2nd"
+    rt.call(srv.stop, 1.0)
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", second), timeout=1).close()
