@@ -47,6 +47,9 @@ class CommitLog:
     def __init__(self, directory: str, segment_size: int, allocator: Allocator | None = None):
         self.queue = MappedFileQueue(directory, segment_size, allocator, preallocate_next=allocator is not None)
         self.segment_size = segment_size
+        #: the segment being appended to (writer thread); callers may use it for a fast path:
+        #: ``if size + 8 <= tail.size - tail.wrote`` the record goes at ``tail.wrote``
+        self.tail: MappedFile | None = None
 
     # --- positions ---
     @property
@@ -74,6 +77,7 @@ class CommitLog:
             mf.wrote = mf.size
             mf.last_write_ms = now_ms
             mf = self.queue.last_for_write()
+        self.tail = mf
         return mf
 
     def reserve(self, size: int, now_ms: int) -> tuple[MappedFile, int]:
@@ -201,6 +205,7 @@ class CommitLog:
 
     def set_end(self, offset: int) -> None:
         """After recovery: everything before ``offset`` is valid, everything from it is dropped."""
+        self.tail = None
         files = self.queue.files
         for mf in files:
             if mf.end <= offset:

@@ -19,7 +19,7 @@ PAD_SIZE = 0x7FFFFFFF
 
 
 class ConsumeQueue:
-    __slots__ = ("topic", "queue_id", "queue", "min_logic_offset", "unit_bytes", "_last", "max_phys_end")
+    __slots__ = ("topic", "queue_id", "queue", "min_logic_offset", "unit_bytes", "tail", "max_phys_end")
 
     def __init__(self, root: str, topic: str, queue_id: int, file_size: int):
         if file_size % UNIT_SIZE:
@@ -29,7 +29,7 @@ class ConsumeQueue:
         self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size)
         self.min_logic_offset = 0  # in bytes, as Apache keeps it
         self.unit_bytes = file_size
-        self._last = None
+        self.tail = None
         #: commit-log offset just past the last dispatched record
         self.max_phys_end = 0
 
@@ -47,7 +47,7 @@ class ConsumeQueue:
         """Write the unit for ``queue_offset``. Appends normally; during recovery it may rewrite an
         existing unit; a gap before the first unit is filled with padding units."""
         pos = queue_offset * UNIT_SIZE
-        mf = self._last
+        mf = self.tail
         if mf is not None and mf.start + mf.wrote == pos and mf.wrote < mf.size:
             UNIT.pack_into(mf.mm, mf.wrote, phys, size, tags_code)
             mf.wrote += UNIT_SIZE
@@ -78,7 +78,7 @@ class ConsumeQueue:
         mf = q.last_for_write()
         UNIT.pack_into(mf.mm, mf.wrote, phys, size, tags_code)
         mf.wrote += UNIT_SIZE
-        self._last = mf
+        self.tail = mf
 
     # --- reading ---
     def get_unit(self, offset: int) -> tuple[int, int, int] | None:
@@ -170,7 +170,7 @@ class ConsumeQueue:
                 hi = mid
         last.wrote = last.flushed = lo * UNIT_SIZE
         self._fix_tail()
-        self._last = last
+        self.tail = last
         # first real unit: padding units are skipped for the minimum
         if self.min_logic_offset == 0:
             first = files[0]
@@ -205,7 +205,7 @@ class ConsumeQueue:
             return 0
         self.queue.truncate(lo * UNIT_SIZE)
         files = self.queue.files
-        self._last = files[-1] if files else None
+        self.tail = files[-1] if files else None
         u = self.get_unit(lo - 1) if lo > self.min_offset else None
         self.max_phys_end = u[0] + u[1] if u and u[1] != PAD_SIZE else 0
         return old_max - lo

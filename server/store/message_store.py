@@ -381,12 +381,17 @@ class MessageStore:
             cq = queues.get(queue_id) if queues else None
             if cq is None:
                 cq = self._cq_for_write(topic, queue_id)
-            qoff = cq.max_offset
-        try:
-            mf, pos = self.commitlog.reserve(size, now)
-        except (AllocationError, OSError) as exc:
-            self._allocation_failed(exc)
-            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
+            t = cq.tail
+            qoff = (t.start + t.wrote) // UNIT_SIZE if t is not None else cq.max_offset
+        mf = self.commitlog.tail
+        if mf is not None and size + 8 <= mf.size - mf.wrote:
+            pos = mf.wrote
+        else:
+            try:
+                mf, pos = self.commitlog.reserve(size, now)
+            except (AllocationError, OSError) as exc:
+                self._allocation_failed(exc)
+                return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
         phys = mf.start + pos
         write_record(mf.mm, pos, parts, body, queue_id, flag, qoff, phys, born_timestamp, now,
                      reconsume_times, prepared_transaction_offset)
