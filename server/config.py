@@ -236,10 +236,7 @@ class NamesrvConfig:
 
 @dataclass
 class BrokerConfig:
-    """Broker settings the command line documents (Apache's BrokerConfig and MessageStoreConfig keys).
-
-    The broker itself is not built yet; this fixes the key names and defaults it will read.
-    """
+    """Broker settings the command line documents (Apache's BrokerConfig and MessageStoreConfig keys)."""
 
     brokerClusterName: str = key("DefaultCluster", "Cluster this broker registers under.")
     brokerName: str = key(socket.gethostname(), "Broker group name (Apache default: the host name).")
@@ -273,6 +270,17 @@ class BrokerConfig:
     transactionCheckMax: int = key(15, "Check-backs before a half message is discarded.")
     transactionCheckInterval: int = key(30000, "Ms between transaction check rounds.")
     enablePropertyFilter: bool = key(False, "Allow SQL92 filtering on message properties.")
+    regionId: str = key("DefaultRegion", "Region id reported in send responses (MSG_REGION).")
+    traceOn: bool = key(True, "Reported in send responses (TRACE_ON).")
+    rejectTransactionMessage: bool = key(False, "Refuse transactional (half) messages with NO_PERMISSION.")
+    shortPollingTimeMills: int = key(1000, "Hold time (ms) of a suspended pull when longPollingEnable is false.")
+    flushConsumerOffsetInterval: int = key(5000, "How often (ms) consumer offsets are written to consumerOffset.json.")
+    registerBrokerTimeoutMills: int = key(24000, "Timeout (ms) of one REGISTER_BROKER call.")
+    compressedRegister: bool = key(False, "Send REGISTER_BROKER bodies zlib-compressed.")
+    clusterTopicEnable: bool = key(True, "Create a topic named after the cluster (perm RW).")
+    brokerTopicEnable: bool = key(True, "Create a topic named after the broker (perm RW).")
+    traceTopicEnable: bool = key(False, "Create the message trace topic (msgTraceTopicName).")
+    msgTraceTopicName: str = key("RMQ_SYS_TRACE_TOPIC", "Name of the message trace topic.")
 
 
 def namesrv_config(props: dict[str, str], source: str | None = None) -> tuple[NamesrvConfig, NettyServerConfig]:
