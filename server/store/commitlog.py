@@ -156,11 +156,47 @@ class CommitLog:
         pos = POS_STORETIMESTAMP_V6 if sys_flag & 0x10 else POS_STORETIMESTAMP_V4
         return _Q.unpack_from(view, pos)[0]
 
+    def read_data(self, offset: int, max_bytes: int) -> memoryview | None:
+        """Raw bytes from ``offset`` to at most ``max_bytes`` further, within one segment's written part
+        (for replication: records, blank markers and all)."""
+        mf = self.queue.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.start
+        end = min(mf.wrote, pos + max_bytes)
+        if end <= pos:
+            return None
+        try:
+            return mf.view[pos:end]
+        except ValueError:
+            return None
+
+    def append_data(self, offset: int, data) -> None:
+        """Append raw bytes replicated from a master at ``offset`` (= :attr:`max_offset`, or anything for
+        an empty log, which then starts at that offset's segment). Splits at segment ends."""
+        view = memoryview(data)
+        if self.queue.files and offset != self.max_offset:
+            raise ValueError(f"replicated data starts at {offset} but the commit log ends at {self.max_offset}")
+        if not self.queue.files:
+            mf = self.queue.last_for_write(offset)
+            mf.wrote = offset - mf.start  # a slave joining mid-segment: nothing before is readable
+        while view:
+            mf = self.queue.last_for_write(offset)
+            if not self.queue.files or mf.start + mf.wrote != offset:
+                raise ValueError(f"replicated data at {offset} does not continue segment {mf.path}")
+            n = min(len(view), mf.size - mf.wrote)
+            mf.mm[mf.wrote : mf.wrote + n] = view[:n]
+            mf.wrote += n
+            offset += n
+            view = view[n:]
+        self.tail = None
+
     def roll_next_file(self, phys: int) -> int:
         return phys + self.segment_size - phys % self.segment_size
 
     # --- recovery ---
-    def scan(self, start: int, check_crc: bool, on_record: Callable[[RecordInfo, int], None] | None = None) -> ScanStop:
+    def scan(self, start: int, check_crc: bool, on_record: Callable[[RecordInfo, int], None] | None = None,
+             limit: int | None = None) -> ScanStop:
         """Walk valid records from ``start`` (a record boundary) to the end of the valid data.
 
         Calls ``on_record(info, phys)`` for each. Stops at the first zero word (end of data), a bad
@@ -179,6 +215,8 @@ class CommitLog:
             pos = phys - mf.start
             size_limit = mf.size
             while True:
+                if limit is not None and mf.start + pos + 8 > limit:
+                    return ScanStop(mf.start + pos, "incomplete")
                 if pos + 8 > size_limit:
                     return ScanStop(mf.start + pos, "segment ended without a blank marker")
                 total, magic = _HEAD.unpack_from(buf, pos)
@@ -189,6 +227,8 @@ class CommitLog:
                         return ScanStop(mf.start + pos, f"blank marker says {total} bytes remain, {size_limit - pos} do")
                     phys = mf.end
                     break
+                if limit is not None and magic != BLANK_MAGIC and mf.start + pos + total > limit:
+                    return ScanStop(mf.start + pos, "incomplete")
                 try:
                     info = peek_record(buf, pos)
                 except RecordError as exc:

@@ -73,6 +73,7 @@ class IndexFile:
                 self.index_count = 1
             self._recount()
         self.dirty = create
+        self.released = 0
 
     def _recount(self) -> None:
         """Items are appended in order and the header lags them (written at flush): after a crash,
@@ -151,6 +152,20 @@ class IndexFile:
             self.dirty = False
             self._write_header()
             os.fdatasync(self.fd)
+            self._release_items()
+
+    def _release_items(self) -> None:
+        """Drop written item pages from this process (they are appended once and rarely read), so RSS
+        does not grow with the number of indexed messages; queries fault them back in."""
+        page = mmap.PAGESIZE
+        start = self.released or -(-self.items_base // page) * page
+        upto = (self.items_base + self.index_count * ITEM_SIZE) // page * page
+        if upto > start:
+            try:
+                self.mm.madvise(mmap.MADV_DONTNEED, start, upto - start)
+                self.released = upto
+            except (OSError, ValueError):
+                pass
 
     def close(self) -> None:
         if self.fd >= 0 and self.dirty:

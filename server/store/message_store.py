@@ -241,6 +241,14 @@ class MessageStore:
             else:
                 start = lo
             stop = cl.scan(start, cfg.checkCRCOnRecover, redispatch)
+            seg_start = start - start % cl.segment_size
+            if stop.offset == start and stop.reason.startswith("invalid") and start != seg_start and seg_start >= lo:
+                # the checkpoint does not point at a record boundary (restored or foreign files):
+                # records always start at a segment start, so re-validate from there instead
+                log.warning("checkpoint offset %d is not a record boundary (%s); re-scanning from %d",
+                            start, stop.reason, seg_start)
+                start = seg_start
+                stop = cl.scan(start, cfg.checkCRCOnRecover, redispatch)
             end = stop.offset
             if not self.last_exit_ok or stop.reason not in ("end of data", "end of segments"):
                 log.warning("commit log recovery: valid data ends at %d (%s); scanned from %d, "
@@ -520,6 +528,32 @@ class MessageStore:
         self.wait_flush(result, fut.set_result)
         return fut
 
+    # --- replication (server/ha) ---
+    def get_commitlog_data(self, offset: int, max_bytes: int = 32 * 1024) -> memoryview | None:
+        """Master side: raw commit-log bytes from ``offset`` (within one segment), None if none yet."""
+        return self.commitlog.read_data(offset, max_bytes)
+
+    def append_to_commitlog(self, offset: int, data) -> None:
+        """Slave side: append bytes received from the master at ``offset`` and dispatch every record they
+        complete (consume queues, index, arriving listeners). Raises ValueError on a gap."""
+        cl = self.commitlog
+        if not cl.queue.files:
+            self.dispatched_offset = offset
+        cl.append_data(offset, data)
+        stop = cl.scan(self.dispatched_offset, False, self._dispatch_replicated, limit=cl.max_offset)
+        self.dispatched_offset = stop.offset
+        if stop.reason not in ("incomplete", "end of data", "end of segments"):
+            log.error("replicated commit log has an invalid record at %d: %s", stop.offset, stop.reason)
+
+    def _dispatch_replicated(self, info: RecordInfo, phys: int) -> None:
+        self._dispatch_recovered(info, phys, -1)
+        tx = info.sys_flag & MessageSysFlag.TRANSACTION_MASK
+        if self.listeners and tx != _TX_PREPARED and tx != _TX_ROLLBACK:
+            props = decode_properties(info.properties) if info.properties else {}
+            tc = self._tags_code(info.topic, props, info.store_timestamp)
+            for listener in self.listeners:
+                listener(info.topic, info.queue_id, info.queue_offset + 1, tc, info.store_timestamp, props)
+
     def add_arriving_listener(self, listener: ArrivingListener) -> None:
         """``listener(topic, queue_id, max_offset, tags_code, store_timestamp, properties)`` after each
         dispatched message (Apache MessageArrivingListener); runs on the writer thread."""
@@ -593,7 +627,11 @@ class MessageStore:
                     break
             max_phy_pulling = phys
             next_begin = offset + i + 1
-            if size == PAD_SIZE or phys < min_phy or phys < skip_below:
+            if size == PAD_SIZE:
+                continue
+            if phys < min_phy or phys < skip_below:
+                if not count:
+                    result.status = _G.MESSAGE_WAS_REMOVING
                 continue
             if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
                 continue

@@ -276,3 +276,29 @@ def test_recovery_redispatches_units_missing_from_consume_queue(make_store, tmp_
         assert [int(m.body) for m in got] == list(range(q, 30, 3))
         assert [m.queue_offset for m in got] == list(range(10))
     assert len(s2.query_message("T", "key7", 10, 0, 2**62).messages) == 1  # no duplicates either
+
+
+def test_replication_primitives_master_to_slave(make_store, tmp_path):
+    master = make_store(root=tmp_path / "m")
+    slave = make_store(root=tmp_path / "s", brokerRole="SLAVE")
+    assert slave.put_message("T", 0, b"x", {}).status is P.SERVICE_NOT_AVAILABLE
+    woke = []
+    slave.add_arriving_listener(lambda *a: woke.append(a[:3]))
+    rs = [put(master, qid=i % 2, body=bytes([65 + i % 26]) * 2500, KEYS=f"k{i}") for i in range(40)]
+    offset = 0
+    rnd = __import__("random").Random(3)
+    while offset < master.get_max_phy_offset():
+        chunk = master.get_commitlog_data(offset, rnd.randint(1, 9000))  # arbitrary cuts, mid-record too
+        slave.append_to_commitlog(offset, bytes(chunk))
+        offset += len(chunk)
+    assert slave.get_max_phy_offset() == master.get_max_phy_offset()
+    assert slave.dispatched_offset == master.get_max_phy_offset()
+    for q in range(2):
+        assert slave.get_max_offset("T", q) == 20
+        a = master.get_message("g", "T", q, 0, 32).body()
+        b = slave.get_message("g", "T", q, 0, 32).body()
+        assert a == b and a
+    assert slave.query_message("T", "k7", 5, 0, 2**62).commitlog_offsets == [rs[7].commitlog_offset]
+    assert len(woke) == 40 and woke[-1] == ("T", 1, 20)
+    with pytest.raises(ValueError):
+        slave.append_to_commitlog(offset + 10, b"gap")
