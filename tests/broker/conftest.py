@@ -34,26 +34,6 @@ from wire.headers import SendMessageRequestHeader
 from wire.message import encode_properties, java_string_hash
 
 
-# TEMPORARY until server/config.py may be edited (00:15): the broker keys not yet in BrokerConfig.
-from dataclasses import dataclass as _dc
-from server.config import key
-
-
-@_dc
-class BrokerConfig(BrokerConfig):  # noqa: F811
-    regionId: str = key("DefaultRegion", "Region id reported in send responses (MSG_REGION).")
-    traceOn: bool = key(True, "Reported in send responses (TRACE_ON).")
-    rejectTransactionMessage: bool = key(False, "Refuse transactional (half) messages with NO_PERMISSION.")
-    shortPollingTimeMills: int = key(1000, "Hold time (ms) of a suspended pull when longPollingEnable is false.")
-    flushConsumerOffsetInterval: int = key(5000, "How often (ms) consumer offsets are written to consumerOffset.json.")
-    registerBrokerTimeoutMills: int = key(24000, "Timeout (ms) of one REGISTER_BROKER call.")
-    compressedRegister: bool = key(False, "Send REGISTER_BROKER bodies zlib-compressed.")
-    clusterTopicEnable: bool = key(True, "Create a topic named after the cluster (perm RW).")
-    brokerTopicEnable: bool = key(True, "Create a topic named after the broker (perm RW).")
-    traceTopicEnable: bool = key(False, "Create the message trace topic (msgTraceTopicName).")
-    msgTraceTopicName: str = key("RMQ_SYS_TRACE_TOPIC", "Name of the message trace topic.")
-
-
 @dataclass(eq=False)
 class FakeChannel:
     """What processors see of a connection: an address, oneway sends, close hooks."""

@@ -12,10 +12,9 @@ from sdk_py import reactor_thread
 from sdk_py.blocking import BlockingAdmin
 from sdk_py.errors import MQResponseError
 from server.broker.service import Broker
-from server.config import NamesrvConfig, NettyServerConfig
+from server.config import BrokerConfig, NamesrvConfig, NettyServerConfig
 from server.namesrv.service import NameServer
 from server.remoting import RemotingClient
-from tests.broker.conftest import BrokerConfig
 from tests.remoting.helpers import RawClient
 from wire.bodies import ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData, SubscriptionData
 from wire.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
