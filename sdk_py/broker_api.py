@@ -1,0 +1,290 @@
+"""The broker calls a client makes (Java ``MQClientAPIImpl``): one method per request code, Deferred-based.
+
+Each method builds its request from the typed header in :mod:`wire.headers`, and turns the answer into
+plain values or the types of :mod:`sdk_py.message`. Codes a caller must react to (pull 19/20/21, offset
+22, send 10/11/12) come back as values; any other unexpected code fails with :class:`MQResponseError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet import defer
+
+from wire.bodies import (
+    ConsumerRunningInfo,
+    GetConsumerListByGroupResponseBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    UnlockBatchRequestBody,
+)
+from wire.codes import RequestCode, ResponseCode
+from wire.command import RemotingCommand, request
+from wire.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    EndTransactionRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMinOffsetRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    encode_request_header,
+)
+from wire.message import MessageConst, decode_records, decompress_body
+
+from .errors import MQResponseError
+from .message import PullResult, PullStatus, SendResult, SendStatus
+from .remoting import RemotingClient
+
+_SEND_STATUS = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+#: what QUERY_CONSUMER_OFFSET answers when the group has no offset for the queue
+OFFSET_NOT_FOUND = -1
+
+
+class BrokerAPI:
+    """Requests to brokers by address, over one shared :class:`RemotingClient`."""
+
+    def __init__(self, client: RemotingClient, timeout: float = 3.0):
+        self.client = client
+        self.timeout = timeout
+
+    # ------------------------------------------------------------------ plumbing
+
+    def call(
+        self, addr: str, cmd: RemotingCommand, *accept: int, timeout: float | None = None
+    ) -> defer.Deferred:
+        accept = accept or (ResponseCode.SUCCESS,)
+        operation = RequestCode(cmd.code).name
+
+        def check(resp: RemotingCommand) -> RemotingCommand:
+            if resp.code not in accept:
+                raise MQResponseError(operation, addr, resp.code, resp.remark)
+            return resp
+
+        return self.client.invoke(addr, cmd, timeout or self.timeout).addCallback(check)
+
+    @staticmethod
+    def _req(code: int, header: Any = None, body: bytes = b"") -> RemotingCommand:
+        return request(code, encode_request_header(code, header) if header is not None else None, body)
+
+    # ------------------------------------------------------------------ send
+
+    def send_message(
+        self,
+        addr: str,
+        broker_name: str,
+        header: SendMessageRequestHeader,
+        body: bytes,
+        *,
+        batch: bool = False,
+        oneway: bool = False,
+        timeout: float | None = None,
+        uniq_key: str | None = None,
+    ) -> defer.Deferred:
+        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) with the one-letter header, as the Java client sends.
+
+        Fires with a SendResult (status from codes 0/10/11/12), or None for oneway.
+        """
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        cmd = self._req(code, header, body)
+        if oneway:
+            return self.client.invoke_oneway(addr, cmd).addCallback(lambda _: None)
+
+        def result(resp: RemotingCommand) -> SendResult:
+            h = SendMessageResponseHeader.from_ext(resp.ext_fields or {})
+            mq = MessageQueue(header.topic, broker_name, h.queue_id)
+            return SendResult(
+                status=_SEND_STATUS[resp.code],
+                msg_id=uniq_key,
+                offset_msg_id=h.msg_id,
+                message_queue=mq,
+                queue_offset=h.queue_offset,
+                transaction_id=h.transaction_id,
+                region_id=h.msg_region,
+                trace_on=h.trace_on is not False,
+            )
+
+        return self.call(addr, cmd, *_SEND_STATUS, timeout=timeout).addCallback(result)
+
+    def end_transaction(self, addr: str, header: EndTransactionRequestHeader, remark: str | None = None):
+        cmd = self._req(RequestCode.END_TRANSACTION, header)
+        cmd.remark = remark
+        return self.client.invoke_oneway(addr, cmd)
+
+    # ------------------------------------------------------------------ pull
+
+    def pull_message(
+        self, addr: str, header: PullMessageRequestHeader, timeout: float
+    ) -> defer.Deferred:
+        """Fires with a PullResult whose messages are decoded and their bodies inflated (not yet
+        tag-filtered: that is the consumer's business)."""
+
+        def result(resp: RemotingCommand) -> PullResult:
+            h = PullMessageResponseHeader.from_ext(resp.ext_fields or {})
+            msgs = decode_records(resp.body) if resp.code == ResponseCode.SUCCESS and resp.body else []
+            for m in msgs:
+                m.body = decompress_body(m.body, m.sys_flag)
+                m.properties[MessageConst.MIN_OFFSET] = str(h.min_offset)
+                m.properties[MessageConst.MAX_OFFSET] = str(h.max_offset)
+            return PullResult(
+                _PULL_STATUS[resp.code], h.next_begin_offset, h.min_offset, h.max_offset, msgs,
+                h.suggest_which_broker_id,
+            )
+
+        cmd = self._req(RequestCode.PULL_MESSAGE, header)
+        return self.call(addr, cmd, *_PULL_STATUS, timeout=timeout).addCallback(result)
+
+    # ------------------------------------------------------------------ offsets
+
+    def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> defer.Deferred:
+        """Fires with the group's committed offset, or OFFSET_NOT_FOUND (-1) on QUERY_NOT_FOUND."""
+        header = QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, broker_name=mq.broker_name)
+        d = self.call(addr, self._req(RequestCode.QUERY_CONSUMER_OFFSET, header),
+                      ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+        return d.addCallback(
+            lambda r: int(r.ext("offset")) if r.code == ResponseCode.SUCCESS else OFFSET_NOT_FOUND
+        )
+
+    def update_consumer_offset(
+        self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = True
+    ) -> defer.Deferred:
+        header = UpdateConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, offset, broker_name=mq.broker_name)
+        cmd = self._req(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+        if oneway:
+            return self.client.invoke_oneway(addr, cmd)
+        return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def get_max_offset(self, addr: str, mq: MessageQueue) -> defer.Deferred:
+        header = GetMaxOffsetRequestHeader(mq.topic, mq.queue_id, broker_name=mq.broker_name)
+        return self.call(addr, self._req(RequestCode.GET_MAX_OFFSET, header)).addCallback(
+            lambda r: int(r.ext("offset"))
+        )
+
+    def get_min_offset(self, addr: str, mq: MessageQueue) -> defer.Deferred:
+        header = GetMinOffsetRequestHeader(mq.topic, mq.queue_id, broker_name=mq.broker_name)
+        return self.call(addr, self._req(RequestCode.GET_MIN_OFFSET, header)).addCallback(
+            lambda r: int(r.ext("offset"))
+        )
+
+    def get_earliest_msg_store_time(self, addr: str, mq: MessageQueue) -> defer.Deferred:
+        header = GetEarliestMsgStoretimeRequestHeader(mq.topic, mq.queue_id, broker_name=mq.broker_name)
+        return self.call(addr, self._req(RequestCode.GET_EARLIEST_MSG_STORETIME, header)).addCallback(
+            lambda r: int(r.ext("timestamp"))
+        )
+
+    def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int, boundary: str | None = None):
+        """The offset of the first message stored at or after ``timestamp_ms`` (``boundary`` lower/upper)."""
+        header = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms, boundary, broker_name=mq.broker_name)
+        return self.call(addr, self._req(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)).addCallback(
+            lambda r: int(r.ext("offset"))
+        )
+
+    # ------------------------------------------------------------------ clients
+
+    def send_heartbeat(self, addr: str, data: HeartbeatData) -> defer.Deferred:
+        """Fires with the broker's response command (its ``version`` is the broker's version)."""
+        return self.call(addr, self._req(RequestCode.HEART_BEAT, None, data.encode()))
+
+    def unregister_client(
+        self, addr: str, client_id: str, producer_group: str | None = None, consumer_group: str | None = None
+    ) -> defer.Deferred:
+        header = UnregisterClientRequestHeader(client_id, producer_group, consumer_group)
+        return self.call(addr, self._req(RequestCode.UNREGISTER_CLIENT, header)).addCallback(lambda _: None)
+
+    def get_consumer_ids(self, addr: str, group: str) -> defer.Deferred:
+        """Client ids of the group's live consumers as that broker knows them."""
+        cmd = self._req(RequestCode.GET_CONSUMER_LIST_BY_GROUP, GetConsumerListByGroupRequestHeader(group))
+        return self.call(addr, cmd).addCallback(
+            lambda r: GetConsumerListByGroupResponseBody.decode(r.body).consumer_id_list if r.body else []
+        )
+
+    def consumer_send_msg_back(
+        self,
+        addr: str,
+        group: str,
+        commitlog_offset: int,
+        delay_level: int,
+        origin_msg_id: str | None,
+        origin_topic: str | None,
+        max_reconsume_times: int,
+        broker_name: str | None = None,
+    ) -> defer.Deferred:
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=commitlog_offset,
+            group=group,
+            delay_level=delay_level,
+            origin_msg_id=origin_msg_id,
+            origin_topic=origin_topic,
+            unit_mode=False,
+            max_reconsume_times=max_reconsume_times,
+            broker_name=broker_name,
+        )
+        return self.call(addr, self._req(RequestCode.CONSUMER_SEND_MSG_BACK, header)).addCallback(lambda _: None)
+
+    def lock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list[MessageQueue]) -> defer.Deferred:
+        """Fires with the set of queues the broker now holds locked for this client."""
+        body = LockBatchRequestBody(group, client_id, False, list(mqs)).encode()
+        d = self.call(addr, self._req(RequestCode.LOCK_BATCH_MQ, None, body))
+        return d.addCallback(lambda r: set(LockBatchResponseBody.decode(r.body).lock_ok_mq_set) if r.body else set())
+
+    def unlock_batch_mq(
+        self, addr: str, group: str, client_id: str, mqs: list[MessageQueue], *, oneway: bool = False
+    ) -> defer.Deferred:
+        body = UnlockBatchRequestBody(group, client_id, False, list(mqs)).encode()
+        cmd = self._req(RequestCode.UNLOCK_BATCH_MQ, None, body)
+        if oneway:
+            return self.client.invoke_oneway(addr, cmd)
+        return self.call(addr, cmd).addCallback(lambda _: None)
+
+    # ------------------------------------------------------------------ admin
+
+    def create_topic(
+        self,
+        addr: str,
+        topic: str,
+        read_queue_nums: int = 8,
+        write_queue_nums: int = 8,
+        perm: int = 6,
+        *,
+        order: bool = False,
+        default_topic: str = "TBW102",
+    ) -> defer.Deferred:
+        """UPDATE_AND_CREATE_TOPIC on one broker (it registers the topic with its name servers)."""
+        header = CreateTopicRequestHeader(
+            topic=topic,
+            default_topic=default_topic,
+            read_queue_nums=read_queue_nums,
+            write_queue_nums=write_queue_nums,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            order=order,
+            topic_sys_flag=0,
+        )
+        return self.call(addr, self._req(RequestCode.UPDATE_AND_CREATE_TOPIC, header)).addCallback(lambda _: None)
+
+
+def running_info_response(cmd: RemotingCommand, info: ConsumerRunningInfo) -> RemotingCommand:
+    return cmd.response(ResponseCode.SUCCESS, None, None, info.encode())

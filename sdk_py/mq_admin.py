@@ -1,0 +1,125 @@
+"""The admin calls an application needs next to its producers and consumers (Java ``MQAdminImpl`` and
+the topic part of ``DefaultMQAdminExt``): create a topic on brokers, list a topic's queues, and ask a
+queue for its min/max offset, earliest store time, or the offset of a point in time.
+"""
+
+from __future__ import annotations
+
+from twisted.internet import defer, task
+
+from wire.bodies import MessageQueue, TopicRouteData
+from wire.codes import ResponseCode
+
+from .admin import DEFAULT_TIMEOUT, NamesrvAdmin
+from .broker_api import BrokerAPI
+from .client_instance import MQClientError
+from .errors import MQResponseError
+from .remoting import RemotingClient
+from .route import master_addr, publish_info, subscribe_queues
+
+
+class MQAdmin:
+    def __init__(self, namesrv_addr: str, client: RemotingClient | None = None, timeout: float = DEFAULT_TIMEOUT):
+        self.client = client or RemotingClient()
+        self._owns_client = client is None
+        self.namesrv = NamesrvAdmin(namesrv_addr.split(";")[0].strip(), self.client, timeout)
+        self.api = BrokerAPI(self.client, timeout)
+
+    def close(self) -> defer.Deferred:
+        return self.client.close() if self._owns_client else defer.succeed(None)
+
+    # ------------------------------------------------------------------ topics
+
+    @defer.inlineCallbacks
+    def master_addrs(self, cluster: str | None = None):
+        """Master addresses of ``cluster`` (all clusters when None), sorted by broker name."""
+        info = yield self.namesrv.get_cluster_info()
+        names = set(info.broker_addr_table)
+        if cluster is not None:
+            if cluster not in info.cluster_addr_table:
+                raise MQClientError(f"cluster {cluster!r} is not known to the name server "
+                                    f"(known: {sorted(info.cluster_addr_table)})")
+            names = set(info.cluster_addr_table[cluster])
+        return [info.broker_addr_table[n].broker_addrs[0] for n in sorted(names)
+                if 0 in info.broker_addr_table[n].broker_addrs]
+
+    @defer.inlineCallbacks
+    def create_topic(self, topic: str, queue_nums: int = 4, *, cluster: str | None = None,
+                     broker_addr: str | None = None, perm: int = 6, order: bool = False):
+        """UPDATE_AND_CREATE_TOPIC with ``queue_nums`` read and write queues on one broker, or on every
+        master of ``cluster`` (of all clusters when neither is given). Fires with the addresses used."""
+        addrs = [broker_addr] if broker_addr else (yield self.master_addrs(cluster))
+        if not addrs:
+            raise MQClientError("no master broker is registered with the name server; start one first")
+        for addr in addrs:
+            yield self.api.create_topic(addr, topic, queue_nums, queue_nums, perm, order=order)
+        return addrs
+
+    @defer.inlineCallbacks
+    def wait_for_route(self, topic: str, timeout: float = 30.0, interval: float = 0.2):
+        """Poll the name server until it has a route for ``topic`` with readable queues."""
+        from twisted.internet import reactor
+
+        waited = 0.0
+        while True:
+            try:
+                route = yield self.namesrv.get_route_info(topic)
+                if subscribe_queues(route, topic):
+                    return route
+            except MQResponseError as exc:
+                if exc.code != ResponseCode.TOPIC_NOT_EXIST:
+                    raise
+            if waited >= timeout:
+                raise MQClientError(f"topic {topic} has no route in the name server after {timeout} s")
+            yield task.deferLater(reactor, interval, lambda: None)
+            waited += interval
+
+    def fetch_route(self, topic: str) -> defer.Deferred:
+        return self.namesrv.get_route_info(topic)
+
+    @defer.inlineCallbacks
+    def fetch_subscribe_queues(self, topic: str):
+        route = yield self.fetch_route(topic)
+        return sorted(subscribe_queues(route, topic), key=lambda q: (q.broker_name or "", q.queue_id))
+
+    @defer.inlineCallbacks
+    def fetch_publish_queues(self, topic: str):
+        route = yield self.fetch_route(topic)
+        return list(publish_info(route, topic).queues)
+
+    # ------------------------------------------------------------------ queue offsets
+
+    @defer.inlineCallbacks
+    def _addr(self, mq: MessageQueue):
+        route: TopicRouteData = yield self.fetch_route(mq.topic)
+        addr = master_addr(route, mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {mq.broker_name} of {mq} has no master in the route")
+        return addr
+
+    @defer.inlineCallbacks
+    def max_offset(self, mq: MessageQueue):
+        addr = yield self._addr(mq)
+        return (yield self.api.get_max_offset(addr, mq))
+
+    @defer.inlineCallbacks
+    def min_offset(self, mq: MessageQueue):
+        addr = yield self._addr(mq)
+        return (yield self.api.get_min_offset(addr, mq))
+
+    @defer.inlineCallbacks
+    def earliest_msg_store_time(self, mq: MessageQueue):
+        addr = yield self._addr(mq)
+        return (yield self.api.get_earliest_msg_store_time(addr, mq))
+
+    @defer.inlineCallbacks
+    def search_offset(self, mq: MessageQueue, timestamp_ms: int, boundary: str | None = None):
+        """Offset of the first message stored at or after ``timestamp_ms``."""
+        addr = yield self._addr(mq)
+        return (yield self.api.search_offset(addr, mq, timestamp_ms, boundary))
+
+    @defer.inlineCallbacks
+    def query_consumer_offset(self, group: str, mq: MessageQueue):
+        """The group's committed offset of ``mq``, -1 when it has none."""
+        addr = yield self._addr(mq)
+        return (yield self.api.query_consumer_offset(addr, group, mq))
