@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from .codes import CURRENT_VERSION, Flag, LanguageCode, SerializeType
 
 
+_RESPONSE = int(Flag.RESPONSE)  # plain ints: IntFlag arithmetic is slow on the per-frame path
+_ONEWAY = int(Flag.ONEWAY)
+
+
 @dataclass(slots=True)
 class RemotingCommand:
     """A decoded frame. ``ext_fields`` is the custom header: string keys to string values.
@@ -27,11 +31,11 @@ class RemotingCommand:
 
     @property
     def is_response(self) -> bool:
-        return bool(self.flag & Flag.RESPONSE)
+        return bool(self.flag & _RESPONSE)
 
     @property
     def is_oneway(self) -> bool:
-        return bool(self.flag & Flag.ONEWAY)
+        return bool(self.flag & _ONEWAY)
 
     def ext(self, key: str, default: str | None = None) -> str | None:
         fields = self.ext_fields
@@ -50,7 +54,7 @@ class RemotingCommand:
         return RemotingCommand(
             code=int(code),
             opaque=self.opaque,
-            flag=Flag.RESPONSE,
+            flag=_RESPONSE,
             language=LanguageCode.JAVA,
             version=CURRENT_VERSION,
             remark=remark,
@@ -82,7 +86,7 @@ def request(
     return RemotingCommand(
         code=int(code),
         opaque=next_opaque() if opaque is None else opaque,
-        flag=Flag.ONEWAY if oneway else 0,
+        flag=_ONEWAY if oneway else 0,
         language=language,
         ext_fields=ext_fields,
         body=body,
