@@ -46,6 +46,9 @@ class BrokerContext:
     on_config_change: Callable[[], None] | None = None
     #: Delayed-message scheduler (SCHEDULE_TOPIC_XXXX delivery); None until one exists.
     scheduler: Any = None
+    #: Transactional message service (half messages, END_TRANSACTION, check-back); None until one exists,
+    #: and then half messages are refused as with rejectTransactionMessage.
+    transactions: Any = None
     rng: random.Random = field(default_factory=random.Random)
 
     @property

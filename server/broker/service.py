@@ -254,3 +254,16 @@ class Broker:
                     channel.invoke_oneway(request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext)))
                 except Exception as exc:  # noqa: BLE001 - a closing channel must not stop the others
                     log.debug("NOTIFY_CONSUMER_IDS_CHANGED to %s failed: %s", channel.remote_address, exc)
+
+
+def start_broker(config: BrokerConfig, props: dict[str, str] | None = None, reactor: Any = None) -> Broker:
+    """What ``ferrymq broker`` / ``standalone`` run: network keys (bindAddress, idle time, frame size...)
+    and store-only keys (flush intervals, index sizes...) come from the same config file ``props``."""
+    from server.config import from_properties
+
+    props = dict(props or {})
+    netty_props = {k: v for k, v in props.items() if k != "listenPort"}
+    netty = from_properties(NettyServerConfig, netty_props, listenPort=config.listenPort)
+    broker = Broker(config, netty, store_props=props, reactor=reactor)
+    broker.start()
+    return broker

@@ -67,6 +67,8 @@ class Client:
 
     def _on_request(self, cmd, channel):
         self.pushed.append(cmd)
+        if cmd.code == C.GET_CONSUMER_RUNNING_INFO:
+            return cmd.response(0, None, None, b'{"properties":{"from":"client"}}')
         return None
 
     def close(self):
@@ -171,6 +173,11 @@ def test_group_membership_notices_and_vanishing_puller(rt, cluster):
     ids = GetConsumerListByGroupResponseBody.decode(
         call(rt, client, addr, C.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "gg"}).body).consumer_id_list
     assert sorted(ids) == ["client-1", "client-2"]
+    # mqadmin consumerStatus: the broker relays GET_CONSUMER_RUNNING_INFO to the consumer itself
+    info = call(rt, client, addr, C.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "gg", "clientId": "client-2"})
+    assert info.code == 0 and info.body == b'{"properties":{"from":"client"}}'
+    gone = call(rt, client, addr, C.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "gg", "clientId": "nobody"})
+    assert gone.code == ResponseCode.SYSTEM_ERROR and "not online" in gone.remark
 
     # a client holding a long poll vanishes: nothing breaks for the others
     host, port = addr.split(":")

@@ -34,6 +34,7 @@ from wire.fastjson import dumps
 from wire.headers import (
     CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     DeleteTopicRequestHeader,
     GetConsumeStatsRequestHeader,
@@ -111,6 +112,7 @@ class AdminProcessor:
             C.QUERY_TOPICS_BY_CONSUMER: self.topics_by_consumer,
             C.CLONE_GROUP_OFFSET: self.clone_group_offset,
             C.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
+            C.GET_CONSUMER_RUNNING_INFO: self.consumer_running_info,
         }
 
     # ------------------------------------------------------------------ topics
@@ -391,6 +393,26 @@ class AdminProcessor:
             except Exception as exc:  # noqa: BLE001 - a vanished client must not fail the reset
                 log.warning("could not send RESET_CONSUMER_CLIENT_OFFSET to %s: %s", client.client_addr, exc)
         return ok(cmd, body=reset.encode())
+
+
+    def consumer_running_info(self, cmd: RemotingCommand, channel: Any):
+        """mqadmin consumerStatus: ask the consumer itself over its own connection, relay its answer."""
+        h: GetConsumerRunningInfoRequestHeader = decode_request_header(cmd)
+        info = self.ctx.consumers.get(h.consumer_group)
+        client = next((c for c in (info.channels.values() if info else ()) if c.client_id == h.client_id), None)
+        if client is None or not getattr(client.channel, "is_active", False):
+            return fail(cmd, ResponseCode.SYSTEM_ERROR,
+                        f"The Consumer <{h.consumer_group}> <{h.client_id}> not online")
+        forward = request(RequestCode.GET_CONSUMER_RUNNING_INFO, dict(cmd.ext_fields or {}), cmd.body)
+
+        def relay(resp: RemotingCommand) -> RemotingCommand:
+            return cmd.response(resp.code, resp.remark, resp.ext_fields, resp.body)
+
+        def failed(f) -> RemotingCommand:
+            return fail(cmd, ResponseCode.SYSTEM_ERROR,
+                        f"invoke the consumer <{h.consumer_group}> <{h.client_id}> failed: {f.getErrorMessage()}")
+
+        return client.channel.invoke(forward, 5.0).addCallbacks(relay, failed)
 
 
 def _connection(info) -> Connection:

@@ -191,8 +191,7 @@ class SendProcessor:
         if props.get(MessageConst.TRANSACTION_PREPARED, "").lower() == "true" and not (
             reconsume_times > 0 and _delay_level(props) > 0
         ):
-            transactions = getattr(ctx, "transactions", None)
-            if ctx.config.rejectTransactionMessage or transactions is None:
+            if ctx.config.rejectTransactionMessage or ctx.transactions is None:
                 return fail(cmd, ResponseCode.NO_PERMISSION,
                             f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending transaction message is forbidden",
                             base)
