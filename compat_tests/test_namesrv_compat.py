@@ -124,3 +124,18 @@ def test_go_client_unknown_topic(namesrv, go_harness):
     result = go_harness("route", "-n", namesrv.addr, "-t", "NoSuchTopic_" + uuid.uuid4().hex[:8])
     assert result.returncode == 1, result.explain()
     assert "topic not exist" in result.one("error")["error"], result.explain()
+
+
+@pytest.mark.parametrize("namesrv", ["apache"], indirect=True)
+@pytest.mark.parametrize("java_clients", ["5.5.0"], indirect=True, ids=["java-5.5.0"])
+def test_quick_mqadmin_prints_what_mqadmin_prints(registered, mqadmin):
+    """The harness's QuickMqAdmin (which skips the client's idle shutdown wait) changes nothing visible."""
+    from dataclasses import replace
+
+    plain = replace(mqadmin, quick=False)
+    for args in (("topicRoute", "-t", registered.topic.name), ("clusterList",)):
+        quick_out, plain_out = mqadmin(registered.namesrv_addr, *args), plain(registered.namesrv_addr, *args)
+        if args[0] == "clusterList":  # the #Hour column is the broker's uptime: it moves
+            quick_out, plain_out = ([(r.cluster, r.broker_name, r.broker_id, r.addr, r.version)
+                                   for r in mqadmin_output.cluster_list(o)] for o in (quick_out, plain_out))
+        assert quick_out and quick_out == plain_out
