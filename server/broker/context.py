@@ -49,6 +49,8 @@ class BrokerContext:
     #: Transactional message service (half messages, END_TRANSACTION, check-back); None until one exists,
     #: and then half messages are refused as with rejectTransactionMessage.
     transactions: Any = None
+    #: ``(timeout s) -> Deferred`` firing once a pending name-server registration answered (None: no name server).
+    registration_pending: Callable[[float], Any] | None = None
     rng: random.Random = field(default_factory=random.Random)
 
     @property

@@ -35,6 +35,7 @@ class NameServerRegistration:
         self.client = RemotingClient(reactor=reactor)
         self.admins = [NamesrvAdmin(addr, self.client, timeout_ms / 1000.0) for addr in split_namesrv_addr(namesrv_addr)]
         self._pending: Any = None
+        self._waiters: list[defer.Deferred] = []
         self.registrations = 0
 
     def set_namesrv_addr(self, namesrv_addr: str) -> None:
@@ -55,9 +56,32 @@ class NameServerRegistration:
         return defer.DeferredList(calls, consumeErrors=True)
 
     def register_soon(self) -> None:
-        """Coalesce bursts of topic changes (auto-created topics) into one registration."""
+        """Register on the next reactor turn, coalescing a burst of topic changes into one round."""
         if self._pending is None or not self._pending.active():
-            self._pending = self.reactor.callLater(0.05, self.register_all)
+            self._pending = self.reactor.callLater(0, self._register_pending)
+
+    def _register_pending(self) -> None:
+        waiters, self._waiters = self._waiters, []
+
+        def release(_: object) -> None:
+            for d in waiters:
+                d.callback(None)
+
+        self.register_all().addBoth(release)
+
+    def pending(self, timeout: float) -> defer.Deferred:
+        """Fires when the registration round already scheduled has answered (at once if none is).
+
+        Apache answers a send that auto-created its topic only after the name servers know the topic,
+        so a consumer started right after the send finds a route; ``timeout`` bounds the wait.
+        """
+        if self._pending is None or not self._pending.active():
+            return defer.succeed(None)
+        d = defer.Deferred()
+        self._waiters.append(d)
+        timer = self.reactor.callLater(timeout, lambda: d.called or d.callback(None))
+        d.addBoth(lambda r: (timer.cancel() if timer.active() else None, r)[1])
+        return d
 
     def unregister_all(self) -> defer.Deferred:
         cluster, addr, name, broker_id, _ = self.identity

@@ -155,6 +155,8 @@ class Broker:
             lambda: perm_limited(self.ctx.topics.wrapper(), c.brokerPermission), self.reactor,
             timeout_ms=c.registerBrokerTimeoutMills, compressed=c.compressedRegister,
         )
+        if self.registration.admins:
+            self.ctx.registration_pending = self.registration.pending
         period = min(max(c.registerNameServerPeriod, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000.0
         self._every(period, self.registration.register_all, "name server registration")
         self._every(c.flushConsumerOffsetInterval / 1000.0, self.persist_offsets, "consumer offset persistence", now=False)

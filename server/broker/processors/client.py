@@ -23,7 +23,7 @@ from wire.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRe
 from ..clients import ClientChannelInfo
 from ..context import BrokerContext
 from ..filter import SUB_ALL, build_subscription, is_tag_type
-from .common import fail, ok, peer_addr
+from .common import after_registration, fail, ok, peer_addr
 
 log = logging.getLogger("ferrymq.broker.client")
 
@@ -66,6 +66,7 @@ class ClientProcessor:
         ctx = self.ctx
         data = HeartbeatData.decode(cmd.body)
         client_id = data.client_id or peer_addr(channel)
+        created = False
         for consumer in data.consumer_data_set:
             group = consumer.group_name
             if not group:
@@ -75,8 +76,9 @@ class ClientProcessor:
             if group_config is not None:
                 notify = group_config.notify_consumer_ids_changed_enable
                 # Consumers rebalance %RETRY%<group> too: it must exist (and reach the name server).
-                ctx.topics.create_if_absent(names.retry_topic(group), group_config.retry_queue_nums,
-                                            Perm.READ | Perm.WRITE)
+                retry = names.retry_topic(group)
+                created = created or retry not in ctx.topics
+                ctx.topics.create_if_absent(retry, group_config.retry_queue_nums, Perm.READ | Perm.WRITE)
             changed = ctx.consumers.register(
                 group, self._channel_info(cmd, channel, client_id),
                 consumer.consume_type or "CONSUME_PASSIVELY", consumer.message_model or "CLUSTERING",
@@ -88,7 +90,7 @@ class ClientProcessor:
         for producer in data.producer_data_set:
             if producer.group_name:
                 ctx.producers.register(producer.group_name, self._channel_info(cmd, channel, client_id))
-        return ok(cmd, dict(HEARTBEAT_EXT))
+        return after_registration(ctx, created, ok(cmd, dict(HEARTBEAT_EXT)))
 
     def unregister(self, cmd: RemotingCommand, channel: Any):
         h: UnregisterClientRequestHeader = decode_request_header(cmd)

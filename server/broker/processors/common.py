@@ -37,3 +37,15 @@ def then(result: Any, fn: Callable[[Any], Any]) -> Any:
     if isinstance(result, defer.Deferred):
         return result.addCallback(fn)
     return fn(result)
+
+
+def after_registration(ctx: Any, created: bool, result: Any) -> Any:
+    """Hold an answer until the name servers know a topic this request created (as Apache does)."""
+    if not created or ctx.registration_pending is None:
+        return result
+    waited = ctx.registration_pending(REGISTRATION_WAIT_S)
+    return waited.addCallback(lambda _: result)
+
+
+#: Longest an answer waits for the registration of a topic it created (the client times out at 3 s).
+REGISTRATION_WAIT_S = 2.0

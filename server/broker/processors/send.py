@@ -28,7 +28,7 @@ from wire.msgid import UniqKeyGenerator
 from server.store.status import PutMessageResult, PutMessageStatus
 
 from ..context import BrokerContext, suggest_todo
-from .common import fail, peer_addr, peer_host, then
+from .common import after_registration, fail, peer_addr, peer_host, then
 
 log = logging.getLogger("ferrymq.broker.send")
 
@@ -155,9 +155,11 @@ class SendProcessor:
         ctx = self.ctx
         h: SendMessageRequestHeader = decode_request_header(cmd)
         base = self._base_ext()
+        created = h.topic not in ctx.topics
         config, error = self._check(cmd, h, channel)
         if error is not None:
             return error
+        created = created and h.topic in ctx.topics
         queue_id = self._queue_id(h, config.write_queue_nums)
         props = decode_properties(h.properties or "")
         topic = h.topic
@@ -205,7 +207,8 @@ class SendProcessor:
             return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
         msg = apply_delay(ctx, msg)
         result = ctx.store.put_message(msg)
-        return then(result, lambda r: put_result_response(ctx, cmd, r, msg.queue_id, uniq_key, base))
+        response = then(result, lambda r: put_result_response(ctx, cmd, r, msg.queue_id, uniq_key, base))
+        return after_registration(ctx, created, response)
 
     # ------------------------------------------------------------------ batch
 
@@ -213,9 +216,11 @@ class SendProcessor:
         ctx = self.ctx
         h: SendMessageRequestHeader = decode_request_header(cmd)
         base = self._base_ext()
+        created = h.topic not in ctx.topics
         config, error = self._check(cmd, h, channel)
         if error is not None:
             return error
+        created = created and h.topic in ctx.topics
         if len(h.topic.encode()) > names.TOPIC_MAX_LENGTH:
             return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(h.topic)}", base)
         if h.topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
@@ -250,7 +255,8 @@ class SendProcessor:
             ))
         uniq = ",".join(k for m in msgs if (k := m.properties.get(MessageConst.UNIQ_KEY))) or None
         result = ctx.store.put_messages(msgs)
-        return then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
+        response = then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
+        return after_registration(ctx, created, response)
 
 
 def _delay_level(props: dict[str, str]) -> int:
