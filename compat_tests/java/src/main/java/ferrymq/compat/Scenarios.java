@@ -33,9 +33,15 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * The clients' own timers are shortened (route poll, heartbeat: 1 s) so that a scenario does not wait
  * 30 s for a change; the rebalance wait is the JVM property rocketmq.client.rebalance.waitInterval,
  * which the pytest side sets on the command line.
+ *
+ * A scenario calls {@link #finish} with its outcome before shutting its clients down. The clients'
+ * shutdown still runs (offsets persisted, UNREGISTER_CLIENT sent and answered), but once it reaches the
+ * remoting client's own shutdown, which idles up to 3 s for an event thread, the process leaves with the
+ * recorded status.
  */
 public final class Scenarios {
     private static final int FAST_INTERVAL_MS = 1000;
+    private static volatile Integer exitStatus;
 
     private Scenarios() {
     }
@@ -46,6 +52,7 @@ public final class Scenarios {
             System.exit(2);
         }
         Map<String, String> args = parse(argv);
+        leaveWhenIdleShutdownStarts(Thread.currentThread());
         boolean ok;
         switch (argv[0]) {
             case "route":
@@ -86,6 +93,41 @@ public final class Scenarios {
         return v;
     }
 
+    /** Record the outcome and print the final "done" event; call before shutting clients down. */
+    static void finish(boolean ok, Object... kv) {
+        Object[] all = new Object[kv.length + 2];
+        all[0] = "event";
+        all[1] = "done";
+        System.arraycopy(kv, 0, all, 2, kv.length);
+        emit(all);
+        exitStatus = ok ? 0 : 1;
+    }
+
+    private static void leaveWhenIdleShutdownStarts(Thread main) {
+        Thread watcher = new Thread(() -> {
+            while (true) {
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                Integer status = exitStatus;
+                if (status == null) {
+                    continue;
+                }
+                for (StackTraceElement frame : main.getStackTrace()) {
+                    if ("shutdown".equals(frame.getMethodName())
+                        && frame.getClassName().equals("org.apache.rocketmq.remoting.netty.NettyRemotingClient")) {
+                        System.out.flush();
+                        Runtime.getRuntime().halt(status);
+                    }
+                }
+            }
+        }, "scenario-exit-watcher");
+        watcher.setDaemon(true);
+        watcher.start();
+    }
+
     static synchronized void emit(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
         for (int i = 0; i + 1 < kv.length; i += 2) {
@@ -108,7 +150,7 @@ public final class Scenarios {
         try {
             Object route = admin.examineTopicRouteInfo(need(args, "t"));
             emit("event", "route", "topic", need(args, "t"), "route", JSON.parse(JSON.toJSONString(route)));
-            emit("event", "done");
+            finish(true);
             return true;
         } finally {
             admin.shutdown();
@@ -140,10 +182,10 @@ public final class Scenarios {
                     emit("event", "send_error", "index", i, "error", e.toString());
                 }
             }
+            finish(sent == count, "sent", sent, "requested", count);
         } finally {
             producer.shutdown();
         }
-        emit("event", "done", "sent", sent, "requested", count);
         return sent == count;
     }
 
@@ -173,8 +215,9 @@ public final class Scenarios {
         });
         consumer.start();
         enough.await(timeout, TimeUnit.MILLISECONDS);
+        int got = received.get();
+        finish(got >= count, "received", got, "expected", count);
         consumer.shutdown();
-        emit("event", "done", "received", received.get(), "expected", count);
-        return received.get() >= count;
+        return got >= count;
     }
 }
