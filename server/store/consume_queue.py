@@ -19,7 +19,7 @@ PAD_SIZE = 0x7FFFFFFF
 
 
 class ConsumeQueue:
-    __slots__ = ("topic", "queue_id", "queue", "min_logic_offset", "unit_bytes", "tail", "max_phys_end")
+    __slots__ = ("topic", "queue_id", "queue", "min_logic_offset", "unit_bytes", "tail")
 
     def __init__(self, root: str, topic: str, queue_id: int, file_size: int):
         if file_size % UNIT_SIZE:
@@ -29,9 +29,9 @@ class ConsumeQueue:
         self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size)
         self.min_logic_offset = 0  # in bytes, as Apache keeps it
         self.unit_bytes = file_size
+        #: the segment being appended to; callers may write the next unit at ``tail.wrote`` themselves
+        #: when ``tail.wrote < tail.size`` (the put fast path)
         self.tail = None
-        #: commit-log offset just past the last dispatched record
-        self.max_phys_end = 0
 
     # --- offsets (in units) ---
     @property
@@ -53,9 +53,6 @@ class ConsumeQueue:
             mf.wrote += UNIT_SIZE
         else:
             self._put_slow(phys, size, tags_code, pos)
-        end = phys + size
-        if end > self.max_phys_end:
-            self.max_phys_end = end
 
     def _put_slow(self, phys: int, size: int, tags_code: int, pos: int) -> None:
         q = self.queue
@@ -178,8 +175,6 @@ class ConsumeQueue:
             while pos < first.wrote and UNIT.unpack_from(first.mm, pos)[1] == PAD_SIZE:
                 pos += UNIT_SIZE
             self.min_logic_offset = first.start + pos
-        u = self.get_unit(self.max_offset - 1) if self.max_offset > 0 else None
-        self.max_phys_end = u[0] + u[1] if u is not None and u[1] != PAD_SIZE else 0
 
     def _fix_tail(self) -> None:
         """Zero whatever follows the written end in the last segment (e.g. a half-written unit)."""
@@ -206,8 +201,6 @@ class ConsumeQueue:
         self.queue.truncate(lo * UNIT_SIZE)
         files = self.queue.files
         self.tail = files[-1] if files else None
-        u = self.get_unit(lo - 1) if lo > self.min_offset else None
-        self.max_phys_end = u[0] + u[1] if u and u[1] != PAD_SIZE else 0
         return old_max - lo
 
     def correct_min_offset(self, min_phys: int) -> None:

@@ -290,9 +290,12 @@ class MappedFileQueue:
             return self.flushed_offset
 
     def release_flushed_pages(self, keep_tail: int = 0) -> None:
-        """madvise away flushed pages of every segment, keeping ``keep_tail`` bytes behind the flush point."""
-        for mf in self.files:
-            upto = mf.flushed - keep_tail
+        """madvise away flushed pages of every segment, keeping ``keep_tail`` bytes behind the flush point
+        of the last one (the hot region readers are most likely to want next)."""
+        files = self.files
+        last = files[-1] if files else None
+        for mf in files:
+            upto = mf.flushed - keep_tail if mf is last else mf.flushed
             if upto > mf.released:
                 mf.release_pages(upto)
 

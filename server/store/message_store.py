@@ -92,6 +92,8 @@ class MessageStore:
         self.listeners: list[ArrivingListener] = []
         self.running = False
         self.disk_full = False
+        #: a segment could not be created; cleared by the disk check once one fits again
+        self.allocation_failed = False
         self.dispatched_offset = 0
         self.last_exit_ok = True
         self.recovery_report: dict = {}
@@ -409,7 +411,11 @@ class MessageStore:
             tc = tags_code if tags_code is not None else (
                 self._tags_code(topic, props, now) if topic == SCHEDULE_TOPIC else compute_tags_code(props.get("TAGS"))
             )
-            cq.put(phys, size, tc, qoff)
+            if t is not None and t.wrote < t.size:  # fast path: next unit in the queue's tail segment
+                UNIT.pack_into(t.mm, t.wrote, phys, size, tc)
+                t.wrote += UNIT_SIZE
+            else:
+                cq.put(phys, size, tc, qoff)
         if self._index_enabled and tx != _TX_ROLLBACK:
             keys = props.get("KEYS")
             uniq = props.get("UNIQ_KEY")
@@ -496,7 +502,9 @@ class MessageStore:
         return result
 
     def _allocation_failed(self, exc: Exception) -> None:
-        log.error("commit log segment allocation failed (%s); refusing writes until the disk check passes", exc)
+        log.error("commit log segment allocation failed (%s); refusing writes until there is room for a "
+                  "segment of %d bytes", exc, self.config.mappedFileSizeCommitLog)
+        self.allocation_failed = True
         self.disk_full = True
 
     def wait_flush(self, result: PutMessageResult, callback: Callable[[PutMessageResult], None]) -> None:

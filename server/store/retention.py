@@ -22,14 +22,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def disk_usage_ratio(path: str) -> float:
-    """Used fraction of the partition holding ``path`` (Java's (total - free) / total)."""
+def _existing(path: str) -> str:
     while not os.path.exists(path):
         parent = os.path.dirname(path)
         if parent == path:
             break
         path = parent
-    st = os.statvfs(path)
+    return path
+
+
+def disk_usage_ratio(path: str) -> float:
+    """Used fraction of the partition holding ``path`` (Java's (total - free) / total)."""
+    st = os.statvfs(_existing(path))
     total = st.f_blocks * st.f_frsize
     if total <= 0:
         return -1.0
@@ -61,10 +65,20 @@ class CleanService:
             log.error("cannot read disk usage of %s: %s", cfg.storePathCommitLog, exc)
             return
         self.last_ratio = ratio
-        if ratio > cfg.diskSpaceWarningLevelRatio / 100:
+        if self.store.allocation_failed:
+            # a segment could not be created: stay refused until there is room for one again
+            try:
+                st = os.statvfs(_existing(cfg.storePathCommitLog))
+                free = st.f_bavail * st.f_frsize
+            except OSError:
+                free = 0
+            if free >= cfg.mappedFileSizeCommitLog:
+                self.store.allocation_failed = False
+        if ratio > cfg.diskSpaceWarningLevelRatio / 100 or self.store.allocation_failed:
             if not self.store.disk_full:
-                log.error("disk usage %.1f%% above diskSpaceWarningLevelRatio %d%%: refusing writes",
-                          ratio * 100, cfg.diskSpaceWarningLevelRatio)
+                log.error("disk usage %.1f%% (diskSpaceWarningLevelRatio %d%%%s): refusing writes",
+                          ratio * 100, cfg.diskSpaceWarningLevelRatio,
+                          ", no room for a new segment" if self.store.allocation_failed else "")
             self.store.disk_full = True
             self.clean_immediately = True
         else:
