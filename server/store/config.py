@@ -64,7 +64,8 @@ class MessageStoreConfig:
     maxTransferBytesOnMessageInDisk: int = 64 * 1024
     maxTransferCountOnMessageInDisk: int = 8
     accessMessageInMemoryMaxRatio: int = 40
-    maxFilterMessageCount: int = 16000
+    #: bytes of consume-queue units one pull may examine (Apache name; 16000 B = 800 units)
+    maxFilterMessageSize: int = 16000
     #: Apache's ``warmMapedFileEnable``: touch every page of a new segment when preallocating
     warmMapedFileEnable: bool = False
     #: ``brokerIP1:listenPort`` written into STOREHOST; the broker sets it from its own config
@@ -116,6 +117,11 @@ class MessageStoreConfig:
             except (KeyError, ValueError):
                 raise ValueError(f"messageDelayLevel entry {token!r} is not <number><s|m|h|d>") from None
         return out
+
+    @property
+    def mapedFileSizeCommitLog(self) -> int:
+        """Apache 4.x spelling of :attr:`mappedFileSizeCommitLog`."""
+        return self.mappedFileSizeCommitLog
 
     @property
     def sync_flush(self) -> bool:

@@ -313,6 +313,8 @@ class MessageStore:
     def _cq_for_write(self, topic: str, queue_id: int) -> ConsumeQueue:
         queues = self.cqs.get(topic)
         if queues is None:
+            if not topic or "/" in topic or "\0" in topic or topic in (".", ".."):
+                raise ValueError(f"topic {topic!r} cannot name a consume queue directory")
             queues = self.cqs[topic] = {}
         cq = queues.get(queue_id)
         if cq is None:
@@ -390,7 +392,10 @@ class MessageStore:
             queues = self.cqs.get(topic)
             cq = queues.get(queue_id) if queues else None
             if cq is None:
-                cq = self._cq_for_write(topic, queue_id)
+                try:
+                    cq = self._cq_for_write(topic, queue_id)
+                except ValueError as exc:
+                    return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
             t = cq.tail
             qoff = (t.start + t.wrote) // UNIT_SIZE if t is not None else cq.max_offset
         mf = self.commitlog.tail
@@ -475,7 +480,10 @@ class MessageStore:
                 remark=f"batch of {total} bytes exceeds maxMessageSize {self.config.maxMessageSize} or the segment size",
             )
         now = int(time.time() * 1000)
-        cq = self._cq_for_write(topic, queue_id)
+        try:
+            cq = self._cq_for_write(topic, queue_id)
+        except ValueError as exc:
+            return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
         first = cq.max_offset
         qoffs = list(range(first, first + len(records)))
         try:
@@ -610,7 +618,7 @@ class MessageStore:
         max_phy = cl.max_offset
         min_phy = cl.min_offset
         max_pull = min(max(max_total_bytes, 100), MAX_PULL_MSG_SIZE)
-        limit_units = max(cfg.maxFilterMessageCount, max_msg_nums * UNIT_SIZE) // UNIT_SIZE
+        limit_units = max(cfg.maxFilterMessageSize, max_msg_nums * UNIT_SIZE) // UNIT_SIZE
         mem_limit = self._memory_limit
         messages = result.messages
         qoffs = result.queue_offsets
@@ -669,6 +677,13 @@ class MessageStore:
     def get_min_offset(self, topic: str, queue_id: int) -> int:
         cq = self.find_consume_queue(topic, queue_id)
         return cq.min_offset if cq else 0
+
+    def get_queue_unit(self, topic: str, queue_id: int, offset: int) -> tuple[int, int, int] | None:
+        """(commit-log offset, size, tags code) of a consume-queue unit; for SCHEDULE_TOPIC_XXXX the tags
+        code is the delivery time (ms). None past the end or for padding."""
+        cq = self.find_consume_queue(topic, queue_id)
+        u = cq.get_unit(offset) if cq else None
+        return None if u is None or u[1] == PAD_SIZE else u
 
     def get_commitlog_offset_in_queue(self, topic: str, queue_id: int, offset: int) -> int:
         cq = self.find_consume_queue(topic, queue_id)

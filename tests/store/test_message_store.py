@@ -302,3 +302,18 @@ def test_replication_primitives_master_to_slave(make_store, tmp_path):
     assert len(woke) == 40 and woke[-1] == ("T", 1, 20)
     with pytest.raises(ValueError):
         slave.append_to_commitlog(offset + 10, b"gap")
+
+
+def test_schedule_topic_unit_holds_delivery_time(make_store):
+    s = make_store()
+    r = s.put_message("SCHEDULE_TOPIC_XXXX", 2, b"later", {"DELAY": "3", "REAL_TOPIC": "T", "REAL_QID": "0"})
+    phys, size, tags = s.get_queue_unit("SCHEDULE_TOPIC_XXXX", 2, 0)
+    assert (phys, size) == (r.commitlog_offset, r.wrote_bytes)
+    assert tags == r.store_timestamp + 10_000  # level 3 = 10 s
+    assert s.get_queue_unit("SCHEDULE_TOPIC_XXXX", 2, 1) is None
+
+
+def test_topic_that_is_not_a_directory_name_is_refused(make_store):
+    s = make_store()
+    assert s.put_message("../evil", 0, b"x", {}).status is P.MESSAGE_ILLEGAL
+    assert s.put_messages("a/b", 0, [(0, b"x", "")]).status is P.MESSAGE_ILLEGAL
