@@ -1,0 +1,188 @@
+"""Producer decisions against scripted servers: route fallback, retries, what goes on the wire."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from sdk_py.blocking_clients import BlockingProducer
+from sdk_py.client_config import ClientConfig
+from sdk_py.client_instance import MQClientError
+from sdk_py.errors import MQResponseError
+from sdk_py.message import Message, SendStatus
+from sdk_py.producer import RETRY_CODES, should_retry
+from sdk_py.remoting import RemotingConnectError, RemotingTimeoutError
+from wire.codes import RequestCode, ResponseCode
+from wire.headers import decode_request_header
+from wire.message import MessageSysFlag, decode_batch, decode_properties
+
+from .fake_cluster import FakeBroker, FakeNamesrv
+
+
+@pytest.fixture
+def cluster():
+    ns, a, b = FakeNamesrv(), FakeBroker("broker-a"), FakeBroker("broker-b")
+    yield ns, a, b
+    for s in (ns, a, b):
+        s.stop()
+
+
+@pytest.fixture
+def make_producer(cluster):
+    made = []
+
+    def make(group="pg", **kwargs):
+        p = BlockingProducer(group, config=ClientConfig(cluster[0].addr), **kwargs)
+        p.start()
+        made.append(p)
+        return p
+
+    yield make
+    for p in made:
+        p.shutdown()
+
+
+@pytest.mark.parametrize("code", sorted(RETRY_CODES))
+def test_retried_codes(code):
+    assert should_retry(MQResponseError("SEND_MESSAGE_V2", "x", code, "r"))
+
+
+@pytest.mark.parametrize("code", [ResponseCode.MESSAGE_ILLEGAL, ResponseCode.INVALID_PARAMETER,
+                                  ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, ResponseCode.REQUEST_CODE_NOT_SUPPORTED])
+def test_codes_that_fail_at_once(code):
+    assert not should_retry(MQResponseError("SEND_MESSAGE_V2", "x", code, "r"))
+
+
+def test_transport_failures_are_retried():
+    assert should_retry(RemotingTimeoutError("x", 310, 1, 3.0))
+    assert should_retry(RemotingConnectError("x", "refused"))
+    assert not should_retry(ValueError("bug"))
+
+
+def test_send_v2_header_uniq_key_and_unregister(cluster, make_producer):
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    p = make_producer()
+    r = p.send(Message("T", b"hello", tags="TagA", keys=["k1", "k2"]))
+    (req,) = a.of(RequestCode.SEND_MESSAGE_V2)
+    assert set(req.ext_fields) >= set("abcdefgh"), f"one-letter V2 keys: {req.ext_fields}"
+    header = decode_request_header(req)
+    props = decode_properties(header.properties)
+    assert props["TAGS"] == "TagA" and props["KEYS"] == "k1 k2" and props["WAIT"] == "true"
+    assert header.producer_group == "pg" and header.default_topic == "TBW102" and header.broker_name == "broker-a"
+    assert r.status == SendStatus.SEND_OK and r.msg_id == props["UNIQ_KEY"] and len(r.msg_id) == 32
+    assert r.offset_msg_id == "7F00000100002A9F0000000000000001"
+    assert r.message_queue.broker_name == "broker-a" and r.message_queue.queue_id == header.queue_id
+    p.shutdown()
+    (unreg,) = a.wait_for(RequestCode.UNREGISTER_CLIENT)
+    assert unreg.ext("producerGroup") == "pg" and "@" in unreg.ext("clientID")
+
+
+def test_unknown_topic_goes_through_the_tbw102_template(cluster, make_producer):
+    ns, a, _ = cluster
+    ns.set_route("TBW102", [a], queues=8, perm=7)
+    p = make_producer()
+    assert p.send(Message("Brand_New", b"x")).status == SendStatus.SEND_OK
+    queue_ids = set()
+    for _ in range(8):
+        p.send(Message("Brand_New", b"x"))
+    for req in a.of(RequestCode.SEND_MESSAGE_V2):
+        h = decode_request_header(req)
+        assert h.topic == "Brand_New" and h.default_topic_queue_nums == 4
+        queue_ids.add(h.queue_id)
+    assert queue_ids == {0, 1, 2, 3}, "at most defaultTopicQueueNums (4) queues of the template"
+
+
+def test_no_route_and_no_template_is_a_clear_error(cluster, make_producer):
+    p = make_producer()
+    with pytest.raises(MQClientError, match="No route info of this topic: Nowhere"):
+        p.send(Message("Nowhere", b"x"))
+
+
+def test_busy_broker_is_retried_on_the_other_broker(cluster, make_producer):
+    ns, a, b = cluster
+    ns.set_route("T", [a, b])
+    a.send_code = b.send_code = ResponseCode.SYSTEM_BUSY
+    p = make_producer()
+    with pytest.raises(MQResponseError) as info:
+        p.send(Message("T", b"x"))
+    assert info.value.code == ResponseCode.SYSTEM_BUSY
+    attempts = len(a.of(RequestCode.SEND_MESSAGE_V2)) + len(b.of(RequestCode.SEND_MESSAGE_V2))
+    assert attempts == 3, f"1 attempt + 2 retries, got {attempts}"
+    a.send_code = ResponseCode.SUCCESS
+    b.send_code = ResponseCode.SYSTEM_BUSY
+    for _ in range(4):
+        r = p.send(Message("T", b"x"))
+        assert r.message_queue.broker_name == "broker-a", "a retry leaves the broker that just failed"
+
+
+def test_message_illegal_is_not_retried(cluster, make_producer):
+    ns, a, b = cluster
+    ns.set_route("T", [a, b])
+    a.send_code = b.send_code = ResponseCode.MESSAGE_ILLEGAL
+    p = make_producer()
+    with pytest.raises(MQResponseError, match="MESSAGE_ILLEGAL"):
+        p.send(Message("T", b"x"))
+    assert len(a.of(RequestCode.SEND_MESSAGE_V2)) + len(b.of(RequestCode.SEND_MESSAGE_V2)) == 1
+
+
+def test_flush_timeout_is_a_result_not_an_error(cluster, make_producer):
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    a.send_code = ResponseCode.FLUSH_DISK_TIMEOUT
+    p = make_producer()
+    assert p.send(Message("T", b"x")).status == SendStatus.FLUSH_DISK_TIMEOUT
+    assert len(a.of(RequestCode.SEND_MESSAGE_V2)) == 1
+
+
+def test_big_bodies_are_zlib_compressed(cluster, make_producer):
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    p = make_producer()
+    body = b"0123456789" * 500
+    p.send(Message("T", body))
+    p.send(Message("T", b"small"))
+    big, small = a.of(RequestCode.SEND_MESSAGE_V2)
+    flag = decode_request_header(big).sys_flag
+    assert flag & MessageSysFlag.COMPRESSED_FLAG and flag & MessageSysFlag.COMPRESSION_TYPE_MASK == 0x300
+    assert zlib.decompress(big.body) == body
+    assert decode_request_header(small).sys_flag == 0 and small.body == b"small"
+
+
+def test_batch_body_and_ids(cluster, make_producer):
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    p = make_producer()
+    r = p.send_batch([Message("T", f"m{i}".encode(), tags="TagA") for i in range(3)])
+    (req,) = a.of(RequestCode.SEND_BATCH_MESSAGE)
+    assert decode_request_header(req).batch is True
+    entries = decode_batch(req.body)
+    assert [e.body for e in entries] == [b"m0", b"m1", b"m2"]
+    keys = [decode_properties(e.properties)["UNIQ_KEY"] for e in entries]
+    assert r.msg_id.split(",") == keys and len(set(keys)) == 3
+    with pytest.raises(MQClientError, match="one topic"):
+        p.send_batch([Message("T", b"x"), Message("U", b"y")])
+
+
+def test_oneway_sets_the_flag_and_needs_no_answer(cluster, make_producer):
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    p = make_producer()
+    assert p.send_oneway(Message("T", b"x")) is None
+    (req,) = a.wait_for(RequestCode.SEND_MESSAGE_V2)
+    assert req.is_oneway
+
+
+def test_unstarted_producer_and_bad_topic_are_refused(cluster):
+    p = BlockingProducer("pg", config=ClientConfig(cluster[0].addr))
+    with pytest.raises(MQClientError, match="not started"):
+        p.send(Message("T", b"x"))
+    p.start()
+    try:
+        with pytest.raises(MQClientError, match="illegal characters"):
+            p.send(Message("bad topic!", b"x"))
+        with pytest.raises(MQClientError, match="body is empty"):
+            p.send(Message("T", b""))
+    finally:
+        p.shutdown()
