@@ -100,6 +100,7 @@ def test_runtime_info_has_the_numbers_mqadmin_parses(bk):
     for key in ("msgPutTotalTodayNow", "msgGetTotalTodayNow", "msgPutTotalYesterdayMorning", "earliestMessageTimeStamp",
                 "timerReadBehind", "timerOffsetBehind", "timerCongestNum"):
         int(table[key])
+    assert table["getTransferedTps"] == table["getTransferredTps"]  # 4.9.x mqadmin reads the misspelt key
     for key in ("commitLogDiskRatio", "timerEnqueueTps", "timerDequeueTps"):
         float(table[key])
     assert len(table["putTps"].split(" ")) == 3 and table["brokerVersionDesc"] == "V5_3_3"

@@ -196,6 +196,8 @@ class AdminProcessor:
             "getFoundTps": stats.get_found.tps_text(),
             "getMissTps": stats.get_miss.tps_text(),
             "getTransferredTps": stats.get_transferred.tps_text(),
+            # mqadmin 4.9.x clusterList reads the old misspelt key (and fails without it)
+            "getTransferedTps": stats.get_transferred.tps_text(),
             "getTotalTps": " ".join(
                 f"{stats.get_found.tps(w) + stats.get_miss.tps(w):.2f}" for w in (10, 60, 600)
             ),
