@@ -1,0 +1,167 @@
+"""Push consumer decisions against scripted servers: start-up requests, reactions to broker requests,
+and the send-back fallback of RECONSUME_LATER."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sdk_py import reactor_thread
+from sdk_py.blocking_clients import BlockingPushConsumer
+from sdk_py.client_config import ClientConfig
+from sdk_py.consumer import ConsumeConcurrentlyStatus
+from wire.bodies import ConsumerRunningInfo, HeartbeatData, MessageQueue
+from wire.codes import PullSysFlag, RequestCode, ResponseCode
+from wire.command import request
+from wire.headers import decode_request_header
+from wire.message import build_record, decode_properties
+
+from .fake_cluster import FakeBroker, FakeNamesrv
+
+
+@pytest.fixture
+def cluster():
+    ns, a = FakeNamesrv(), FakeBroker("broker-a")
+    ns.set_route("T", [a], queues=2)
+    yield ns, a
+    ns.stop()
+    a.stop()
+
+
+def start_consumer(ns, listener=lambda msgs, ctx: None, **kwargs) -> BlockingPushConsumer:
+    config = ClientConfig(ns.addr, poll_name_server_interval=0.5, heartbeat_broker_interval=0.5,
+                          persist_consumer_offset_interval=0.3, rebalance_interval=60)
+    c = BlockingPushConsumer("cg", config=config, pull_time_delay_when_exception=0.2, **kwargs)
+    c.subscribe("T", "TagA || TagB")
+    c.register_listener(listener)
+    c.start()
+    return c
+
+
+def owned(c: BlockingPushConsumer) -> set:
+    return reactor_thread.call(lambda: set(c.wrapped.rebalancer.pq_table))
+
+
+def wait_until(pred, what: str, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_start_heartbeats_rebalances_and_long_polls(cluster):
+    ns, a = cluster
+    c = start_consumer(ns)
+    try:
+        (hb, *_) = a.wait_for(RequestCode.HEART_BEAT)
+        data = HeartbeatData.decode(hb.body)
+        (cd,) = data.consumer_data_set
+        subs = {s.topic: s for s in cd.subscription_data_set}
+        assert cd.group_name == "cg" and cd.consume_type == "CONSUME_PASSIVELY" and cd.message_model == "CLUSTERING"
+        assert set(subs) == {"T", "%RETRY%cg"} and subs["%RETRY%cg"].sub_string == "*"
+        assert subs["T"].tags_set == ["TagA", "TagB"]
+        pulls = a.wait_for(RequestCode.PULL_MESSAGE, 2)
+        headers = [decode_request_header(p) for p in pulls]
+        assert {h.queue_id for h in headers} == {0, 1}
+        for h in headers:
+            assert h.sys_flag & PullSysFlag.SUSPEND and not h.sys_flag & PullSysFlag.SUBSCRIPTION
+            assert h.subscription is None, "push consumers rely on the heartbeat's subscription"
+            assert h.sub_version == subs["T"].sub_version and h.suspend_timeout_millis == 15000
+            assert h.queue_offset == 0 and h.consumer_group == "cg"
+        assert len(a.of(RequestCode.QUERY_CONSUMER_OFFSET)) >= 2
+    finally:
+        c.shutdown()
+    (unreg,) = a.wait_for(RequestCode.UNREGISTER_CLIENT)
+    assert unreg.ext("consumerGroup") == "cg"
+
+
+def test_notify_consumer_ids_changed_rebalances_at_once(cluster):
+    ns, a = cluster
+    c = start_consumer(ns)
+    try:
+        wait_until(lambda: len(owned(c)) == 2, "both queues owned")
+        before = len(a.of(RequestCode.GET_CONSUMER_LIST_BY_GROUP))
+        a.consumer_ids.append("0.0.0.0@another")  # sorts first: it takes queue 0
+        channel = a.channels[-1]
+        reactor_thread.call(channel.invoke_oneway,
+                            request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "cg"}))
+        wait_until(lambda: owned(c) == {MessageQueue("T", "broker-a", 1)}, "queue 0 released")
+        assert len(a.of(RequestCode.GET_CONSUMER_LIST_BY_GROUP)) > before
+        released = [decode_request_header(r) for r in a.of(RequestCode.UPDATE_CONSUMER_OFFSET)]
+        assert any(h.queue_id == 0 for h in released), "the released queue's offset is persisted"
+    finally:
+        c.shutdown()
+
+
+def test_running_info_is_answered(cluster):
+    ns, a = cluster
+    c = start_consumer(ns)
+    try:
+        wait_until(lambda: len(owned(c)) == 2, "both queues owned")
+        channel = a.channels[-1]
+        cmd = request(RequestCode.GET_CONSUMER_RUNNING_INFO,
+                      {"consumerGroup": "cg", "clientId": "x", "jstackEnable": "false"})
+        resp = reactor_thread.call(channel.invoke, cmd, 3.0)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        info = ConsumerRunningInfo.decode(resp.body)
+        assert info.properties["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+        assert {s.topic for s in info.subscription_set} == {"T", "%RETRY%cg"}
+        assert set(info.mq_table) == {MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)}
+        other = request(RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "nope", "clientId": "x"})
+        assert reactor_thread.call(channel.invoke, other, 3.0).code == ResponseCode.SYSTEM_ERROR
+    finally:
+        c.shutdown()
+
+
+def test_reconsume_later_falls_back_to_resending_to_the_retry_topic(cluster):
+    ns, a = cluster
+    ns.set_route("%RETRY%cg", [a], queues=1)
+    port = int(a.addr.rsplit(":", 1)[1])
+    served = set()
+
+    def pull(cmd, ch):
+        h = decode_request_header(cmd)
+        if h.topic != "T" or h.queue_id != 0 or (h.topic, h.queue_id) in served:
+            from twisted.internet import defer
+
+            return defer.Deferred()
+        served.add((h.topic, h.queue_id))
+        records = b"".join(
+            bytes(build_record("T", body, {"TAGS": tag, "UNIQ_KEY": f"{i:032X}"}, queue_id=0, queue_offset=i,
+                               commitlog_offset=1000 + i, store_host=("127.0.0.1", port)))
+            for i, (body, tag) in enumerate([(b"keep", "TagA"), (b"filtered", "TagC"), (b"fail", "TagB")])
+        )
+        ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "3", "minOffset": "0", "maxOffset": "3"}
+        return cmd.response(ResponseCode.SUCCESS, "FOUND", ext, records)
+
+    a.handlers[RequestCode.PULL_MESSAGE] = pull
+    a.handlers[RequestCode.CONSUMER_SEND_MSG_BACK] = lambda cmd, ch: cmd.response(ResponseCode.SYSTEM_ERROR, "no")
+    seen = []
+
+    def listener(msgs, ctx):
+        seen.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.RECONSUME_LATER if msgs[0].body == b"fail" else None
+
+    c = start_consumer(ns, listener)
+    try:
+        (back,) = a.wait_for(RequestCode.CONSUMER_SEND_MSG_BACK)
+        hb = decode_request_header(back)
+        assert (hb.offset, hb.group, hb.delay_level, hb.origin_topic) == (1002, "cg", 0, "T")
+        assert hb.max_reconsume_times == 16
+        resend = next(r for r in a.wait_for(RequestCode.SEND_MESSAGE_V2) if decode_request_header(r).topic == "%RETRY%cg")
+        h = decode_request_header(resend)
+        props = decode_properties(h.properties)
+        assert resend.body == b"fail" and h.reconsume_times == 1 and h.max_reconsume_times == 16
+        assert props["RETRY_TOPIC"] == "T" and props["DELAY"] == "3" and props["ORIGIN_MESSAGE_ID"] == f"{2:032X}"
+        assert sorted(seen) == [b"fail", b"keep"], f"TagC is re-filtered on the client: {seen}"
+
+        def committed():
+            return [decode_request_header(r).commit_offset for r in a.of(RequestCode.UPDATE_CONSUMER_OFFSET)
+                    if decode_request_header(r).queue_id == 0]
+
+        wait_until(lambda: 3 in committed(), "offset 3 committed for queue 0")
+    finally:
+        c.shutdown()
