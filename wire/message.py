@@ -389,6 +389,22 @@ class MessageExt:
         return self.uniq_key or self.offset_msg_id
 
 
+@functools.lru_cache(maxsize=4096)
+def _topic_field(topic: str, version: int | None) -> tuple[int, bytes]:
+    """(magic, TOPICLEN + TOPIC bytes) for a topic; cached because a broker has few topics."""
+    tb = topic.encode()
+    magic = version if version is not None else (MAGIC_V2 if len(tb) > V1_MAX_TOPIC_LEN else MAGIC_V1)
+    if magic == MAGIC_V1:
+        if len(tb) > 255:
+            raise ValueError(f"topic is {len(tb)} bytes; a V1 record holds at most 255")
+        return magic, _U8.pack(len(tb)) + tb
+    if magic == MAGIC_V2:
+        if len(tb) > 32767:
+            raise ValueError(f"topic is {len(tb)} bytes; a V2 record holds at most 32767")
+        return magic, _I16.pack(len(tb)) + tb
+    raise ValueError(f"unknown record magic 0x{magic:08X}")
+
+
 def record_parts(
     topic: str,
     body: bytes,
@@ -406,21 +422,11 @@ def record_parts(
     (unless ``version`` forces one). Raises ValueError when the topic or properties exceed their length
     fields.
     """
-    tb = topic.encode()
     pb = (encode_properties(properties) if isinstance(properties, dict) else properties).encode()
     if len(pb) > MAX_PROPERTIES_LEN:
         raise ValueError(f"properties are {len(pb)} bytes; the record allows at most {MAX_PROPERTIES_LEN}")
-    magic = version if version is not None else (MAGIC_V2 if len(tb) > V1_MAX_TOPIC_LEN else MAGIC_V1)
-    if magic == MAGIC_V1:
-        if len(tb) > 255:
-            raise ValueError(f"topic is {len(tb)} bytes; a V1 record holds at most 255")
-        tail = b"".join((_U8.pack(len(tb)), tb, _I16.pack(len(pb)), pb))
-    elif magic == MAGIC_V2:
-        if len(tb) > 32767:
-            raise ValueError(f"topic is {len(tb)} bytes; a V2 record holds at most 32767")
-        tail = b"".join((_I16.pack(len(tb)), tb, _I16.pack(len(pb)), pb))
-    else:
-        raise ValueError(f"unknown record magic 0x{magic:08X}")
+    magic, topic_field = _topic_field(topic, version)
+    tail = b"".join((topic_field, _I16.pack(len(pb)), pb))
     bh = pack_host(born_host)
     sh = pack_host(store_host)
     sys_flag &= ~0x30
