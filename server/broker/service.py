@@ -84,7 +84,7 @@ class Broker:
         self._writes: defer.Deferred = defer.succeed(None)
         self._loops: list[task.LoopingCall] = []
         self.server: RemotingServer | None = None
-        self.vip_server: RemotingServer | None = None
+        self.vip = False
         self.registration: NameServerRegistration | None = None
         self.store: MessageStore | None = None
         self.ctx: BrokerContext | None = None
@@ -135,20 +135,22 @@ class Broker:
         self.server = RemotingServer(None, options, self.reactor, name="broker")
         self.server.listen(c.listenPort, self.netty.bindAddress, backlog=self.netty.serverSocketBacklog)
         port = self.server.port
-        self._build(port)
+        try:
+            self._build(port)
+        except BaseException:
+            self.server.stop(0)
+            raise
         self.server.processor = self.table
         vip_port = port - 2
+        self.vip = False
         if c.listenPort > 0 and vip_port > 0:
-            self.vip_server = RemotingServer(self.table, options, self.reactor, name="broker-vip")
             try:
-                self.vip_server.listen(vip_port, self.netty.bindAddress, backlog=self.netty.serverSocketBacklog)
+                self.server.listen(vip_port, self.netty.bindAddress, backlog=self.netty.serverSocketBacklog)
+                self.vip = True
             except Exception as exc:  # noqa: BLE001 - the VIP channel is optional for modern clients
                 log.warning("VIP channel port %d unavailable (%s); clients with vipChannelEnabled will fail",
                             vip_port, exc)
-                self.vip_server = None
-        for srv in (self.server, self.vip_server):
-            if srv is not None:
-                srv.add_close_listener(self._channel_closed)
+        self.server.add_close_listener(self._channel_closed)
         broker_addr = f"{self.ip}:{port}"
         self.registration = NameServerRegistration(
             c.namesrvAddr, (c.brokerClusterName, broker_addr, c.brokerName, c.brokerId, f"{self.ip}:{c.haListenPort}"),
@@ -164,7 +166,7 @@ class Broker:
         self._every(1.0, self.ctx.stats.sample, "stats sampling")
         self.started = True
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
-                 self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip_server else "",
+                 self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",
                  c.namesrvAddr or "(none)")
 
     def _every(self, seconds: float, fn, what: str, now: bool = True) -> None:
@@ -196,9 +198,7 @@ class Broker:
         if self.registration is not None:
             yield self.registration.unregister_all()
             yield self.registration.close()
-        for srv in (self.vip_server, self.server):
-            if srv is not None:
-                yield srv.stop(grace)
+        yield self.server.stop(grace)
         self.persist_offsets(force=True)
         self._persist(TOPICS, self.ctx.topics)
         self._persist(SUBSCRIPTION_GROUPS, self.ctx.groups)

@@ -40,9 +40,10 @@ def cluster(rt, tmp_path):
     brokers = []
 
     def start_broker(**kw):
-        config = BrokerConfig(brokerName="broker-a", brokerIP1="127.0.0.1", listenPort=0,
-                              namesrvAddr=f"127.0.0.1:{namesrv.port}", storePathRootDir=str(tmp_path / "store"),
-                              mappedFileSizeCommitLog=1 << 20, **kw)
+        settings = dict(brokerName="broker-a", brokerIP1="127.0.0.1", listenPort=0,
+                        namesrvAddr=f"127.0.0.1:{namesrv.port}", storePathRootDir=str(tmp_path / "store"),
+                        mappedFileSizeCommitLog=1 << 20)
+        config = BrokerConfig(**{**settings, **kw})
         broker = Broker(config, NettyServerConfig(bindAddress="127.0.0.1"),
                         store_props={"mappedFileSizeConsumeQueue": "6000", "maxIndexNum": "1000",
                                      "maxHashSlotNum": "100"})
@@ -207,3 +208,32 @@ def test_restart_keeps_topics_groups_and_offsets_and_unregisters(rt, cluster):
     q = {"consumerGroup": "kg", "topic": "Keep", "queueId": 0}
     assert call(rt, client, again.addr, C.QUERY_CONSUMER_OFFSET, q).ext_fields["offset"] == "1"
     assert call(rt, client, again.addr, C.GET_MAX_OFFSET, {"topic": "Keep", "queueId": 0}).ext_fields["offset"] == "1"
+
+
+def _free_pair() -> int:
+    """A port P with P-2 also free (the VIP channel)."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < 1026:
+            continue
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port - 2))
+            return port
+        except OSError:
+            continue
+    pytest.skip("no free port pair for the VIP channel")
+
+
+def test_vip_channel_serves_the_same_broker(rt, cluster):
+    namesrv, start_broker, client = cluster
+    port = _free_pair()
+    broker = start_broker(listenPort=port)
+    assert broker.vip and broker.port == port
+    assert send(rt, client, f"127.0.0.1:{port - 2}", "Vip", b"v").code == 0
+    assert call(rt, client, f"127.0.0.1:{port}", C.GET_MAX_OFFSET, {"topic": "Vip", "queueId": 0}).code == 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from wire.codes import PullSysFlag, RequestCode, ResponseCode
+from wire.codes import Perm, PullSysFlag, RequestCode, ResponseCode
 from wire.command import RemotingCommand
 from wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
 
@@ -77,7 +77,7 @@ class PullProcessor:
         topic_config = ctx.topics.get(h.topic)
         if topic_config is None:
             return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(h.topic))
-        if not topic_config.perm & 4:
+        if not topic_config.perm & Perm.READ:
             return fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden",
                         {"forbiddenType": "3"})
         if h.queue_id < 0 or h.queue_id >= topic_config.read_queue_nums:
