@@ -24,7 +24,7 @@ from sdk_py.blocking_clients import BlockingMQAdmin, BlockingProducer, BlockingP
 from sdk_py.client_config import ClientConfig
 from sdk_py.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from sdk_py.message import Message, PullStatus, SendStatus
-from sdk_py.producer import select_by_hash
+from sdk_py.producer import LocalTransactionState, select_by_hash
 
 from .apache import write_conf
 from .conftest import REPO, _ferrymq_cli
@@ -438,3 +438,23 @@ def test_broadcasting_delivers_everything_to_every_consumer(cluster, admin, clie
         p.send(Message(topic, body))
     for name, seen in (("A", seen_a), ("B", seen_b)):
         seen.wait_for(lambda ms: expected <= {m.body for m in ms}, f"all 10 messages at consumer {name}")
+
+
+def test_transaction_commit_is_delivered_and_rollback_is_not(cluster, admin, clients):
+    topic, pg, cg = names("Tx")
+    create_topic(admin, cluster, topic, 2)
+    p = producer(clients, cluster, pg)
+    r, state = p.send_message_in_transaction(Message(topic, b"commit-me"),
+                                             lambda m, arg: LocalTransactionState.COMMIT_MESSAGE)
+    assert r.status == SendStatus.SEND_OK and state == LocalTransactionState.COMMIT_MESSAGE
+    r, _ = p.send_message_in_transaction(Message(topic, b"roll-me-back"),
+                                         lambda m, arg: LocalTransactionState.ROLLBACK_MESSAGE)
+    assert r.status == SendStatus.SEND_OK
+    p.send(Message(topic, b"plain"))
+    seen = Collector()
+    push_consumer(clients, cluster, cg, topic, "*", lambda msgs, ctx: seen.add(msgs))
+    seen.wait_for(lambda ms: {b"commit-me", b"plain"} <= {m.body for m in ms}, "the committed and the plain message")
+    time.sleep(1)
+    assert b"roll-me-back" not in seen.bodies(), "a rolled-back half message was delivered"
+    committed = next(m for m in seen.msgs if m.body == b"commit-me")
+    assert committed.properties.get("TRAN_MSG") == "true", f"committed message properties: {committed.properties}"

@@ -186,3 +186,37 @@ def test_unstarted_producer_and_bad_topic_are_refused(cluster):
             p.send(Message("T", b""))
     finally:
         p.shutdown()
+
+
+def test_check_transaction_state_is_answered_with_the_checkers_verdict(cluster):
+    from sdk_py import reactor_thread
+    from sdk_py.producer import LocalTransactionState
+    from wire.command import request
+    from wire.message import build_record
+
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    asked = []
+
+    def checker(msg):
+        asked.append(msg)
+        return LocalTransactionState.ROLLBACK_MESSAGE
+
+    p = BlockingProducer("txg", config=ClientConfig(ns.addr), transaction_checker=checker)
+    p.start()
+    try:
+        p.send(Message("T", b"warm-up"))  # opens the connection the broker asks on
+        a.handlers[RequestCode.END_TRANSACTION] = lambda cmd, ch: None
+        half = build_record("T", b"half", {"PGROUP": "txg", "UNIQ_KEY": "AB" * 16, "TRAN_MSG": "true"},
+                            commitlog_offset=4096, store_host=("127.0.0.1", 10911))
+        ext = {"tranStateTableOffset": "7", "commitLogOffset": "4096", "msgId": "AB" * 16,
+               "transactionId": "AB" * 16, "offsetMsgId": "7F00000100002A9F0000000000001000", "bname": "broker-a"}
+        reactor_thread.call(a.channels[-1].invoke_oneway, request(RequestCode.CHECK_TRANSACTION_STATE, ext, bytes(half)))
+        (end,) = a.wait_for(RequestCode.END_TRANSACTION)
+        h = decode_request_header(end)
+        assert end.is_oneway and h.from_transaction_check is True
+        assert (h.producer_group, h.commit_or_rollback, h.tran_state_table_offset, h.commit_log_offset) == \
+            ("txg", 12, 7, 4096)
+        assert h.msg_id == "AB" * 16 and asked[0].body == b"half"
+    finally:
+        p.shutdown()
