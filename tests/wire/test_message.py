@@ -87,7 +87,7 @@ def _construct_build(m: MessageExt, magic: int) -> bytes:
     ))
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(messages())
 def test_struct_codec_agrees_with_construct_spec(m):
     magic = MAGIC_V2 if len(m.topic.encode()) > 127 else MAGIC_V1
@@ -107,7 +107,7 @@ def test_struct_codec_agrees_with_construct_spec(m):
     assert back.body_crc == body_crc(m.body) and back.magic == magic
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(messages(), st.sampled_from([MAGIC_V1, MAGIC_V2]))
 def test_forced_version_round_trips(m, magic):
     if magic == MAGIC_V1 and len(m.topic.encode()) > 255:
@@ -197,7 +197,7 @@ def test_blank_marker_layout():
 # --- properties -------------------------------------------------------------------------------
 
 
-@settings(max_examples=150)
+@settings(max_examples=150, deadline=None)
 @given(props)
 def test_properties_round_trip(p):
     s = encode_properties(p)
@@ -234,6 +234,7 @@ def test_tag_hash_examples():
     assert java_string_hash("é") == 0xE9
 
 
+@settings(deadline=None)
 @given(st.text(max_size=30))
 def test_java_hash_is_signed_32_bit(s):
     h = java_string_hash(s)
@@ -257,7 +258,7 @@ def test_compression_helpers():
 # --- batch body -------------------------------------------------------------------------------
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(i32, st.binary(max_size=100), props), max_size=5))
 def test_batch_round_trip(entries):
     raw = encode_batch(entries)
@@ -281,6 +282,7 @@ def test_offset_msg_id_example():
     assert parse_offset_msg_id("7f00000100002a9f00000000000001a2") == (("127.0.0.1", 10911), 0x1A2)
 
 
+@settings(deadline=None)
 @given(host, st.integers(0, 2**63 - 1))
 def test_offset_msg_id_round_trip(h, off):
     mid = create_offset_msg_id(h, off)
