@@ -61,8 +61,21 @@ def bench_async(root: str, n: int, props) -> dict:
         total += put(TOPIC, i % QUEUES, BODY, p, born_timestamp=1, born_host=("127.0.0.1", 40000),
                      properties_str=ps).wrote_bytes
     wall, cpu = time.perf_counter() - t, time.thread_time() - ct
+    # pulls: 32 messages per call over every queue, bodies joined as a PULL response would be
+    t, pulled, pulled_bytes = time.perf_counter(), 0, 0
+    for q in range(QUEUES):
+        offset = 0
+        while True:
+            g = s.get_message("bench", TOPIC, q, offset, 32)
+            if not g.messages:
+                break
+            pulled += len(g.messages)
+            pulled_bytes += len(g.body())
+            offset = g.next_begin_offset
+    pull_wall = time.perf_counter() - t
     s.shutdown()
-    return {"n": n, "bytes": total, "wall": wall, "cpu": cpu}
+    return {"n": n, "bytes": total, "wall": wall, "cpu": cpu, "pulled": pulled, "pulled_bytes": pulled_bytes,
+            "pull_wall": pull_wall}
 
 
 def bench_sync(root: str, n: int, props, window: int) -> dict:
@@ -199,6 +212,8 @@ def main(argv: list[str] | None = None) -> None:
         mib = a["bytes"] / (1 << 20)
         print(f"ASYNC_FLUSH  {a['n']} x 1 KiB: {a['n'] / a['wall']:,.0f} appends/s wall "
               f"({a['n'] / a['cpu']:,.0f}/s per writer CPU-second), {mib / a['wall']:.1f} MB/s")
+        print(f"pull         {a['pulled']} messages, 32 per call: {a['pulled'] / a['pull_wall']:,.0f} messages/s, "
+              f"{a['pulled_bytes'] / (1 << 20) / a['pull_wall']:.1f} MB/s")
         raw = bench_raw(os.path.join(base, "raw"), a["bytes"], a["bytes"] // a["n"])
         for name, sec in raw.items():
             print(f"raw write    {mib:.0f} MiB {name} + fsync: {mib / sec:.1f} MB/s")
