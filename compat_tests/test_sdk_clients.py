@@ -22,6 +22,7 @@ from sdk_py import reactor_thread
 from sdk_py.blocking import BlockingAdmin
 from sdk_py.blocking_clients import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, BlockingPushConsumer
 from sdk_py.client_config import ClientConfig
+from sdk_py.client_instance import MQClientError
 from sdk_py.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from sdk_py.message import Message, PullStatus, SendStatus
 from sdk_py.producer import LocalTransactionState, select_by_hash
@@ -458,3 +459,16 @@ def test_transaction_commit_is_delivered_and_rollback_is_not(cluster, admin, cli
     assert b"roll-me-back" not in seen.bodies(), "a rolled-back half message was delivered"
     committed = next(m for m in seen.msgs if m.body == b"commit-me")
     assert committed.properties.get("TRAN_MSG") == "true", f"committed message properties: {committed.properties}"
+
+
+def test_sql92_subscription_is_refused_by_a_broker_without_property_filtering(cluster, admin, clients):
+    """Both brokers run with enablePropertyFilter=false (Apache's default): start() must fail with the
+    broker's CHECK_CLIENT_CONFIG answer, as the Java client's does, not pull nothing forever."""
+    topic, _pg, cg = names("Sql")
+    create_topic(admin, cluster, topic, 1)
+    c = BlockingPushConsumer(cg, config=fast_config(cluster))
+    c.subscribe(topic, "a > 5", "SQL92")
+    c.register_listener(lambda msgs, ctx: None)
+    with pytest.raises(MQClientError, match="refuses the SQL92 subscription") as info:
+        c.start()
+    assert "code 1" in str(info.value), f"expected SYSTEM_ERROR (1) from the broker: {info.value}"

@@ -12,6 +12,7 @@ from typing import Any
 from twisted.internet import defer
 
 from wire.bodies import (
+    CheckClientRequestBody,
     ConsumerRunningInfo,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -243,6 +244,12 @@ class BrokerAPI:
             broker_name=broker_name,
         )
         return self.call(addr, self._req(RequestCode.CONSUMER_SEND_MSG_BACK, header)).addCallback(lambda _: None)
+
+    def check_client_config(self, addr: str, client_id: str, group: str, sub) -> defer.Deferred:
+        """CHECK_CLIENT_CONFIG: does the broker accept this (SQL92) subscription? Fails with the broker's
+        code and remark (1: property filtering disabled, 23: the expression does not parse)."""
+        body = CheckClientRequestBody(client_id, group, sub).encode()
+        return self.call(addr, self._req(RequestCode.CHECK_CLIENT_CONFIG, None, body)).addCallback(lambda _: None)
 
     def lock_batch_mq(self, addr: str, group: str, client_id: str, mqs: list[MessageQueue]) -> defer.Deferred:
         """Fires with the set of queues the broker now holds locked for this client."""

@@ -47,6 +47,7 @@ from wire.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic, validate_group
 
 from ..client_config import ClientConfig
 from ..client_instance import ClientInstance, MQClientError
+from ..errors import MQResponseError
 from ..message import Message, PullStatus
 from ..route import subscribe_queues
 from .offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteOffsetStore
@@ -214,12 +215,35 @@ class PushConsumer:
         self.running = True
         self._start_time = int(time.time() * 1000)
         yield self.instance.update_all_routes()
+        try:
+            yield self._check_filters_in_brokers()
+        except Exception:
+            yield self.shutdown()
+            raise
         yield self.instance.send_heartbeat_to_all()
         if self.orderly and self.message_model == MessageModel.CLUSTERING:
             self._lock_loop = task.LoopingCall(self.rebalancer.lock_all)
             self._lock_loop.clock = self.reactor
             self._lock_loop.start(self.lock_interval, now=False)
         yield self.do_rebalance()
+
+    @defer.inlineCallbacks
+    def _check_filters_in_brokers(self):
+        """As Java does at start: every broker of a topic subscribed with SQL92 must accept the
+        expression, else start() fails with the broker's reason instead of pulling nothing forever."""
+        for topic, sub in self.subscriptions.items():
+            if (sub.expression_type or TAG) == TAG:
+                continue
+            route = self.instance.route_table.get(topic)
+            for bd in route.broker_datas if route else []:
+                for addr in bd.broker_addrs.values():
+                    try:
+                        yield self.instance.api.check_client_config(addr, self.instance.client_id, self.group, sub)
+                    except MQResponseError as exc:
+                        raise MQClientError(
+                            f"broker {bd.broker_name} ({addr}) refuses the {sub.expression_type} subscription "
+                            f"{sub.sub_string!r} of {topic}: {exc.remark} (code {exc.code}); SQL92 needs "
+                            f"enablePropertyFilter=true on the broker and a valid expression") from exc
 
     @defer.inlineCallbacks
     def shutdown(self):

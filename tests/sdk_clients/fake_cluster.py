@@ -77,16 +77,17 @@ class FakeBroker(FakeServer):
         self.send_code = ResponseCode.SUCCESS
         self.offset = 0
         self.consumer_ids: list[str] = []
+        #: (group, topic, queue id) -> committed offset
+        self.offsets: dict[tuple, int] = {}
         ok = lambda cmd, ch: cmd.response(ResponseCode.SUCCESS, None, {})  # noqa: E731
         self.handlers.update({
             RequestCode.HEART_BEAT: self._heartbeat,
             RequestCode.UNREGISTER_CLIENT: ok,
-            RequestCode.UPDATE_CONSUMER_OFFSET: ok,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self._update_offset,
             RequestCode.SEND_MESSAGE_V2: self._send,
             RequestCode.SEND_BATCH_MESSAGE: self._send,
             RequestCode.GET_CONSUMER_LIST_BY_GROUP: self._consumer_list,
-            RequestCode.QUERY_CONSUMER_OFFSET: lambda cmd, ch: cmd.response(ResponseCode.SUCCESS, None,
-                                                                           {"offset": "0"}),
+            RequestCode.QUERY_CONSUMER_OFFSET: self._query_offset,
             RequestCode.PULL_MESSAGE: lambda cmd, ch: defer.Deferred(),  # long poll that never returns
             RequestCode.LOCK_BATCH_MQ: self._lock,
             RequestCode.UNLOCK_BATCH_MQ: ok,
@@ -97,6 +98,20 @@ class FakeBroker(FakeServer):
         if data.consumer_data_set and data.client_id not in self.consumer_ids:
             self.consumer_ids.append(data.client_id)
         return cmd.response(ResponseCode.SUCCESS, None, {})
+
+    @staticmethod
+    def _key(cmd) -> tuple:
+        return cmd.ext("consumerGroup"), cmd.ext("topic"), int(cmd.ext("queueId"))
+
+    def _update_offset(self, cmd, ch):
+        self.offsets[self._key(cmd)] = int(cmd.ext("commitOffset"))
+        return cmd.response(ResponseCode.SUCCESS, None, {})
+
+    def _query_offset(self, cmd, ch):
+        off = self.offsets.get(self._key(cmd))
+        if off is None:  # a young queue: Apache answers 0 rather than "not found"
+            return cmd.response(ResponseCode.SUCCESS, None, {"offset": "0"})
+        return cmd.response(ResponseCode.SUCCESS, None, {"offset": str(off)})
 
     def _consumer_list(self, cmd, ch):
         return cmd.response(ResponseCode.SUCCESS, None, None,

@@ -165,3 +165,45 @@ def test_reconsume_later_falls_back_to_resending_to_the_retry_topic(cluster):
         wait_until(lambda: 3 in committed(), "offset 3 committed for queue 0")
     finally:
         c.shutdown()
+
+
+def test_offset_moved_stores_the_new_offset_and_restarts_the_queue_there(cluster):
+    ns, a = cluster
+    ns.set_route("T", [a], queues=1)
+
+    def pull(cmd, ch):
+        h = decode_request_header(cmd)
+        if h.queue_offset != 5:
+            ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "5", "minOffset": "5", "maxOffset": "9"}
+            return cmd.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_TOO_SMALL", ext)
+        from twisted.internet import defer
+
+        return defer.Deferred()
+
+    a.handlers[RequestCode.PULL_MESSAGE] = pull
+    c = start_consumer(ns)
+    try:
+        wait_until(lambda: any(decode_request_header(p).queue_offset == 5 for p in a.of(RequestCode.PULL_MESSAGE)),
+                   "a pull at the moved-to offset 5")
+        assert a.offsets[("cg", "T", 0)] == 5, "the new offset is committed before the queue restarts"
+        moved = [u for u in a.of(RequestCode.UPDATE_CONSUMER_OFFSET) if u.ext("commitOffset") == "5"]
+        assert any(not u.is_oneway for u in moved), "the moved offset is written synchronously"
+    finally:
+        c.shutdown()
+
+
+def test_sql92_refused_by_the_broker_fails_start(cluster):
+    ns, a = cluster
+    a.handlers[RequestCode.CHECK_CLIENT_CONFIG] = lambda cmd, ch: cmd.response(
+        ResponseCode.SYSTEM_ERROR, "The broker does not support consumer to filter message by SQL92")
+    config = ClientConfig(ns.addr)
+    c = BlockingPushConsumer("cg", config=config)
+    c.subscribe("T", "a > 1", "SQL92")
+    c.register_listener(lambda msgs, ctx: None)
+    from sdk_py.client_instance import MQClientError
+
+    with pytest.raises(MQClientError, match="does not support consumer to filter message by SQL92"):
+        c.start()
+    body = a.of(RequestCode.CHECK_CLIENT_CONFIG)[0].body
+    assert b'"expressionType":"SQL92"' in body and b'"subString":"a > 1"' in body
+    assert not a.of(RequestCode.PULL_MESSAGE), "no pulls after a refused start"
