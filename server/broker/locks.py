@@ -69,3 +69,15 @@ class QueueLockManager:
         if lock is None or self._expired(lock, self._now()):
             return None
         return lock.client_id
+
+    def purge_expired(self) -> int:
+        """Forget lapsed locks (they are already ignored; this only bounds the table's memory)."""
+        now = self._now()
+        dropped = 0
+        for group, table in list(self._groups.items()):
+            for queue in [q for q, lock in table.items() if self._expired(lock, now)]:
+                del table[queue]
+                dropped += 1
+            if not table:
+                del self._groups[group]
+        return dropped

@@ -238,6 +238,7 @@ class Broker:
             self.registration.register_soon()
 
     def scan_clients(self) -> None:
+        self.ctx.locks.purge_expired()
         for info in self.ctx.consumers.scan_expired() + self.ctx.producers.scan_expired():
             log.info("client %s (%s) expired: no heartbeat for 120 s; closing its connection", info.client_id,
                      info.client_addr)

@@ -39,3 +39,14 @@ def test_unlock_only_releases_own_locks():
     locks.unlock_batch("g", ["q0"], "c1")
     assert locks.holder("g", "q0") is None
     assert locks.is_locked_by("g", "q1", "c1")
+
+
+def test_purge_expired_drops_only_lapsed_locks():
+    now = [1000.0]
+    m = QueueLockManager(max_live_ms=60_000, clock=lambda: now[0])
+    m.try_lock_batch("g", ["q1"], "c1")
+    now[0] += 30
+    m.try_lock_batch("g", ["q2"], "c1")
+    now[0] += 31
+    assert m.purge_expired() == 1
+    assert m.holder("g", "q2") == "c1" and m.holder("g", "q1") is None
