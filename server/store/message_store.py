@@ -20,7 +20,6 @@ from concurrent.futures import Future
 from typing import Callable, Iterable
 
 from wire.message import (
-    MAX_PROPERTIES_LEN,
     BatchEntry,
     MessageConst,
     MessageExt,

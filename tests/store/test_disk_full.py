@@ -3,7 +3,6 @@ written before is damaged, and writes resume once retention frees space."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 
 import pytest

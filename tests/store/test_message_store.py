@@ -14,7 +14,6 @@ from server.store import StoreLockedError, TagsCodeFilter
 from server.store.consume_queue import UNIT_SIZE
 from wire.message import (
     BLANK_MAGIC,
-    MessageConst,
     MessageSysFlag,
     decode_record,
     decode_records,
