@@ -110,6 +110,7 @@ class PushConsumer:
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
         consume_timestamp: str | None = None,
         pull_batch_size: int = 32,
+        pull_batch_size_in_bytes: int = 256 * 1024,
         consume_message_batch_max_size: int = 1,
         consume_concurrency: int = 20,
         max_reconsume_times: int = -1,
@@ -136,6 +137,7 @@ class PushConsumer:
         #: yyyyMMddHHmmss, default half an hour ago (Java's default)
         self.consume_timestamp = consume_timestamp
         self.pull_batch_size = pull_batch_size
+        self.pull_batch_size_in_bytes = pull_batch_size_in_bytes
         self.consume_message_batch_max_size = consume_message_batch_max_size
         self.max_reconsume_times = max_reconsume_times
         self.pull_threshold_for_queue = pull_threshold_for_queue
@@ -333,6 +335,7 @@ class PushConsumer:
                 queue_id=mq.queue_id,
                 queue_offset=pq.next_offset,
                 max_msg_nums=self.pull_batch_size,
+                max_msg_bytes=self.pull_batch_size_in_bytes,
                 sys_flag=int(sys_flag),
                 commit_offset=max(commit_offset, 0),
                 suspend_timeout_millis=int(self.broker_suspend_max_time * 1000),
@@ -470,7 +473,8 @@ class PushConsumer:
     def _retry_copy(self, msg: MessageExt, delay: bool = True) -> Message:
         props = dict(msg.properties)
         props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
-        props[MessageConst.RETRY_TOPIC] = props.get(MessageConst.RETRY_TOPIC, msg.topic)
+        props[MessageConst.RETRY_TOPIC] = msg.topic  # the original topic: retried messages are restored
+        props.pop(MessageConst.TRANSACTION_PREPARED, None)
         props[MessageConst.RECONSUME_TIME] = str(msg.reconsume_times + 1)
         props[MessageConst.MAX_RECONSUME_TIMES] = str(self.effective_max_reconsume_times)
         for transient in (MessageConst.MIN_OFFSET, MessageConst.MAX_OFFSET, MessageConst.CONSUME_START_TIMESTAMP):

@@ -220,3 +220,25 @@ def test_check_transaction_state_is_answered_with_the_checkers_verdict(cluster):
         assert h.msg_id == "AB" * 16 and asked[0].body == b"half"
     finally:
         p.shutdown()
+
+
+def test_async_send_future_and_callback(cluster, make_producer):
+    import threading
+
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    p = make_producer()
+    done = threading.Event()
+    called = []
+
+    def callback(future):
+        called.append(future.result().status)
+        done.set()
+
+    future = p.send_async(Message("T", b"x"), callback)
+    assert future.result(10).status == SendStatus.SEND_OK
+    assert done.wait(10) and called == [SendStatus.SEND_OK]
+    a.send_code = ResponseCode.MESSAGE_ILLEGAL
+    failed = p.send_async(Message("T", b"y"))
+    with pytest.raises(MQResponseError, match="MESSAGE_ILLEGAL"):
+        failed.result(10)
