@@ -98,6 +98,9 @@ class StoreAdapter:
     def delete_topics(self, topics: set[str]) -> None:
         self.store.delete_topics(topics)
 
+    def clean_expired_files(self) -> None:
+        self.store.clean_expired_files_manually()
+
     def commitlog_min_offset(self) -> int:
         return self.store.get_min_phy_offset()
 

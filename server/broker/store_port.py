@@ -47,6 +47,9 @@ class BrokerStore(Protocol):
 
     def delete_topics(self, topics: set[str]) -> None: ...
 
+    def clean_expired_files(self) -> None:
+        """Run the retention pass now (TRIGGER_DELETE_FILES and friends)."""
+
     def commitlog_min_offset(self) -> int: ...
 
     def commitlog_max_offset(self) -> int: ...

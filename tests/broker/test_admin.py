@@ -121,3 +121,10 @@ def test_broker_config_get_and_update(bk):
 def test_system_topic_list(bk):
     topics = TopicList.decode(bk.call(C.GET_SYSTEM_TOPIC_LIST_FROM_BROKER).body).topic_list
     assert "TBW102" in topics and "SCHEDULE_TOPIC_XXXX" in topics
+
+
+def test_manual_file_cleaning_is_accepted(bk):
+    before = bk.store.cleaner.manual_requests
+    for code in (C.TRIGGER_DELETE_FILES, C.DELETE_EXPIRED_COMMITLOG, C.CLEAN_EXPIRED_CONSUMEQUEUE):
+        assert bk.call(code).code == 0
+    assert bk.store.cleaner.manual_requests == before + 3

@@ -113,6 +113,9 @@ class AdminProcessor:
             C.CLONE_GROUP_OFFSET: self.clone_group_offset,
             C.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
             C.GET_CONSUMER_RUNNING_INFO: self.consumer_running_info,
+            C.TRIGGER_DELETE_FILES: self.delete_expired_files,
+            C.DELETE_EXPIRED_COMMITLOG: self.delete_expired_files,
+            C.CLEAN_EXPIRED_CONSUMEQUEUE: self.delete_expired_files,
         }
 
     # ------------------------------------------------------------------ topics
@@ -233,6 +236,11 @@ class AdminProcessor:
         except OSError:
             return 0.0
         return usage.used / usage.total if usage.total else 0.0
+
+    def delete_expired_files(self, cmd: RemotingCommand, channel: Any):
+        """mqadmin deleteExpiredCommitLog / cleanExpiredCQ: run the retention pass now, ignoring deleteWhen."""
+        self.ctx.store.clean_expired_files()
+        return ok(cmd)
 
     def get_broker_config(self, cmd: RemotingCommand, channel: Any):
         text = to_properties(self.ctx.config) + "\n"
