@@ -16,6 +16,7 @@ log = logging.getLogger("ferrymq.broker.registration")
 
 #: Apache clamps registerNameServerPeriod into [10 s, 60 s].
 MIN_PERIOD_MS, MAX_PERIOD_MS = 10_000, 60_000
+UNREGISTER_TIMEOUT_S = 3.0
 
 
 def split_namesrv_addr(addr: str) -> list[str]:
@@ -88,6 +89,7 @@ class NameServerRegistration:
         calls = []
         for admin in self.admins:
             d = admin.unregister_broker(cluster, addr, name, broker_id)
+            d.addTimeout(UNREGISTER_TIMEOUT_S, self.reactor)  # shutdown must not wait on a dead name server
             d.addErrback(lambda f, a=admin.addr: log.warning("unregister broker from name server %s failed: %s", a,
                                                               f.getErrorMessage()))
             calls.append(d)
