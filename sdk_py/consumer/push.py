@@ -120,6 +120,7 @@ class PushConsumer:
         pull_time_delay_when_exception: float = 3.0,
         suspend_current_queue_time: float = 1.0,
         lock_interval: float = 20.0,
+        await_termination_when_shutdown: float = 5.0,
         local_offset_dir: Path | str | None = None,
         instance: ClientInstance | None = None,
     ):
@@ -146,6 +147,10 @@ class PushConsumer:
         self.pull_time_delay_when_exception = pull_time_delay_when_exception
         self.suspend_current_queue_time = suspend_current_queue_time
         self.lock_interval = lock_interval
+        #: how long shutdown waits for listeners already running, so their offsets get committed
+        #: (Java's awaitTerminationMillisWhenShutdown is 0: results finishing later are redelivered)
+        self.await_termination_when_shutdown = await_termination_when_shutdown
+        self._inflight: set[defer.Deferred] = set()
         self.local_offset_dir = local_offset_dir
         self._own_instance = instance is None
         self.instance = instance or ClientInstance(config)
@@ -255,6 +260,7 @@ class PushConsumer:
         self.running = False
         if self._lock_loop is not None and self._lock_loop.running:
             self._lock_loop.stop()
+        yield self._await_inflight()
         owned = list(self.rebalancer.pq_table)
         for pq in self.rebalancer.pq_table.values():
             pq.dropped = True
@@ -268,6 +274,30 @@ class PushConsumer:
         yield self.instance.unregister(consumer_group=self.group)
         if self._own_instance:
             yield self.instance.shutdown()
+
+    def _track(self, d: defer.Deferred) -> defer.Deferred:
+        self._inflight.add(d)
+
+        def done(result):
+            self._inflight.discard(d)
+            return result
+
+        return d.addBoth(done)
+
+    def _await_inflight(self) -> defer.Deferred:
+        """Fires when the listeners running now have finished, or after await_termination_when_shutdown."""
+        done = defer.Deferred()
+        if not self._inflight:
+            done.callback(None)
+            return done
+
+        def finish(_=None):
+            if not done.called:
+                done.callback(None)
+
+        defer.DeferredList(list(self._inflight), consumeErrors=True).addBoth(finish)
+        timer = self.reactor.callLater(self.await_termination_when_shutdown, finish)
+        return done.addBoth(lambda r: (timer.active() and timer.cancel(), r)[1])
 
     # ------------------------------------------------------------------ hooks from the instance
 
@@ -388,14 +418,14 @@ class PushConsumer:
         if self.orderly:
             if not pq.consuming_orderly:
                 pq.consuming_orderly = True
-                self._consume_orderly(mq, pq).addErrback(
+                self._track(self._consume_orderly(mq, pq)).addErrback(
                     lambda f: log.error("%s: orderly consumption of %s failed: %s", self.group, mq, f.getTraceback())
                 )
             return
         n = max(1, self.consume_message_batch_max_size)
         for i in range(0, len(msgs), n):
             chunk = msgs[i : i + n]
-            self._consume_slots.run(self._consume_concurrently, mq, pq, chunk).addErrback(
+            self._track(self._consume_slots.run(self._consume_concurrently, mq, pq, chunk)).addErrback(
                 lambda f: log.error("%s: consumption on %s failed: %s", self.group, mq, f.getTraceback())
             )
 
@@ -407,7 +437,7 @@ class PushConsumer:
 
     @defer.inlineCallbacks
     def _consume_concurrently(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]):
-        if pq.dropped:
+        if pq.dropped or not self.running:  # not started before shutdown: left for redelivery
             return
         ctx = ConsumeConcurrentlyContext(mq)
         try:
@@ -442,8 +472,8 @@ class PushConsumer:
             self.reactor.callLater(5.0, self._redo, mq, pq, redo)
 
     def _redo(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
-        if not pq.dropped:
-            self._consume_slots.run(self._consume_concurrently, mq, pq, msgs)
+        if not pq.dropped and self.running:
+            self._track(self._consume_slots.run(self._consume_concurrently, mq, pq, msgs))
 
     @defer.inlineCallbacks
     def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue | None = None):
@@ -512,7 +542,7 @@ class PushConsumer:
                     log.exception("%s: orderly listener raised on %s", self.group, mq)
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
                 status = ConsumeOrderlyStatus(status or ConsumeOrderlyStatus.SUCCESS)
-                if not self._owned(mq, pq):
+                if pq.dropped:
                     return
                 if status == ConsumeOrderlyStatus.SUCCESS:
                     self.consumed_ok += len(msgs)
