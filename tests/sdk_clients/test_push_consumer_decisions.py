@@ -207,3 +207,44 @@ def test_sql92_refused_by_the_broker_fails_start(cluster):
     body = a.of(RequestCode.CHECK_CLIENT_CONFIG)[0].body
     assert b'"expressionType":"SQL92"' in body and b'"subString":"a > 1"' in body
     assert not a.of(RequestCode.PULL_MESSAGE), "no pulls after a refused start"
+
+
+def test_reset_consumer_client_offset_restarts_the_queue_at_the_given_offset(cluster):
+    from wire.bodies import ResetOffsetBody
+
+    ns, a = cluster
+    ns.set_route("T", [a], queues=1)
+    c = start_consumer(ns)
+    try:
+        mq = MessageQueue("T", "broker-a", 0)
+        wait_until(lambda: owned(c) == {mq}, "the queue owned")
+        ext = {"topic": "T", "group": "cg", "timestamp": "0", "isForce": "true"}
+        cmd = request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, ext, ResetOffsetBody({mq: 7}).encode())
+        reactor_thread.call(a.channels[-1].invoke_oneway, cmd)
+        wait_until(lambda: any(decode_request_header(p).queue_offset == 7 for p in a.of(RequestCode.PULL_MESSAGE)),
+                   "a pull from the reset offset 7")
+        assert a.offsets[("cg", "T", 0)] == 7
+    finally:
+        c.shutdown()
+
+
+def test_twisted_native_api_inside_the_reactor(cluster):
+    """The Deferred API used from reactor code directly (no blocking facade)."""
+    from twisted.internet import defer
+
+    from sdk_py import Message, Producer
+
+    ns, a = cluster
+
+    @defer.inlineCallbacks
+    def scenario():
+        p = Producer("native_pg", ns.addr)
+        yield p.start()
+        try:
+            results = yield defer.gatherResults([p.send(Message("T", f"m{i}".encode())) for i in range(5)])
+        finally:
+            yield p.shutdown()
+        return results
+
+    results = reactor_thread.call(scenario)
+    assert len({r.offset_msg_id for r in results}) == 5 and all(r.status.value == "SEND_OK" for r in results)
