@@ -97,18 +97,21 @@ class ClientInstance:
         self.consumers: dict[str, ConsumerHooks] = {}
         self._route_listeners: list[Any] = []
         self._loops: list[task.LoopingCall] = []
+        self._consumer_tasks = False
         self.started = False
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        if self.started:
-            return
-        self.started = True
+        """Start the scheduled tasks; called by every client sharing the instance (the consumer tasks
+        start once a consumer has registered)."""
         c = self.config
-        self._every(c.poll_name_server_interval, self.update_all_routes)
-        self._every(c.heartbeat_broker_interval, self.send_heartbeat_to_all)
-        if self.consumers:
+        if not self.started:
+            self.started = True
+            self._every(c.poll_name_server_interval, self.update_all_routes)
+            self._every(c.heartbeat_broker_interval, self.send_heartbeat_to_all)
+        if self.consumers and not self._consumer_tasks:
+            self._consumer_tasks = True
             self._every(c.persist_consumer_offset_interval, self.persist_all_offsets)
             self._every(c.rebalance_interval, self.rebalance_all)
 
@@ -129,7 +132,7 @@ class ClientInstance:
             if loop.running:
                 loop.stop()
         self._loops.clear()
-        self.started = False
+        self.started = self._consumer_tasks = False
         yield self.remoting.close()
 
     # ------------------------------------------------------------------ registration
@@ -246,7 +249,7 @@ class ClientInstance:
 
     def heartbeat_data(self) -> HeartbeatData:
         producers = [ProducerData(g) for g in self.producers]
-        if self.producers or self.consumers:
+        if (self.producers or self.consumers) and CLIENT_INNER_PRODUCER_GROUP not in self.producers:
             producers.append(ProducerData(CLIENT_INNER_PRODUCER_GROUP))
         return HeartbeatData(
             client_id=self.client_id,
