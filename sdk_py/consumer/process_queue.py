@@ -32,6 +32,8 @@ class ProcessQueue:
     consuming_orderly: bool = False
     #: where the next pull reads from (reported in running info)
     next_offset: int = 0
+    #: broker id the last pull answer suggested for the next one (0 = master)
+    suggested_broker_id: int = 0
 
     @property
     def msg_count(self) -> int:

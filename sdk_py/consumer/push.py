@@ -374,7 +374,9 @@ class PushConsumer:
                 broker_name=mq.broker_name,
             )
             try:
-                addr = yield self.instance.require_broker_addr(mq.broker_name, mq.topic, only_master=False)
+                addr = self.instance.broker_addrs.get(mq.broker_name, {}).get(pq.suggested_broker_id)
+                if addr is None:
+                    addr = yield self.instance.require_broker_addr(mq.broker_name, mq.topic, only_master=False)
                 pq.last_pull_time = time.monotonic()
                 result = yield self.instance.api.pull_message(addr, header, self.consumer_timeout_when_suspend)
             except Exception as exc:  # noqa: BLE001 - wait and pull again, as Java does
@@ -384,6 +386,7 @@ class PushConsumer:
                 continue
             if not self._owned(mq, pq):
                 return
+            pq.suggested_broker_id = result.suggest_which_broker_id  # e.g. a slave while the master is busy
             if result.status == PullStatus.FOUND:
                 pq.next_offset = result.next_begin_offset
                 msgs = [m for m in result.messages if matches(sub, m)]
