@@ -503,7 +503,7 @@ class PushConsumer:
             log.warning("%s: re-sending %s to the retry topic failed: %s", self.group, msg.msg_id, exc)
             return False
 
-    def _retry_copy(self, msg: MessageExt, delay: bool = True) -> Message:
+    def _retry_copy(self, msg: MessageExt) -> Message:
         props = dict(msg.properties)
         props.setdefault(MessageConst.ORIGIN_MESSAGE_ID, msg.msg_id)
         props[MessageConst.RETRY_TOPIC] = msg.topic  # the original topic: retried messages are restored
@@ -512,8 +512,7 @@ class PushConsumer:
         props[MessageConst.MAX_RECONSUME_TIMES] = str(self.effective_max_reconsume_times)
         for transient in (MessageConst.MIN_OFFSET, MessageConst.MAX_OFFSET, MessageConst.CONSUME_START_TIMESTAMP):
             props.pop(transient, None)
-        if delay:
-            props[MessageConst.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
+        props[MessageConst.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
         return Message(retry_topic(self.group), msg.body, flag=msg.flag, properties=props)
 
     def _inner(self):
@@ -557,11 +556,10 @@ class PushConsumer:
                 suspend = False
                 for m in msgs:
                     if m.reconsume_times >= self.effective_max_reconsume_times:
-                        # past the limit: hand it to the broker, which parks it in the DLQ
-                        copy = self._retry_copy(m, delay=False)
-                        copy.properties[MessageConst.RECONSUME_TIME] = str(m.reconsume_times)
+                        # past the limit: a retry copy whose reconsume count exceeds the maximum, which
+                        # the broker parks in %DLQ%<group> (as Java's orderly service does)
                         try:
-                            yield self._inner().send(copy)
+                            yield self._inner().send(self._retry_copy(m))
                             continue
                         except Exception as exc:  # noqa: BLE001
                             log.warning("%s: moving %s to the DLQ failed: %s", self.group, m.msg_id, exc)

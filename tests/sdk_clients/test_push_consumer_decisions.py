@@ -248,3 +248,49 @@ def test_twisted_native_api_inside_the_reactor(cluster):
 
     results = reactor_thread.call(scenario)
     assert len({r.offset_msg_id for r in results}) == 5 and all(r.status.value == "SEND_OK" for r in results)
+
+
+def test_orderly_suspend_redelivers_in_place_then_hands_over_to_the_dlq(cluster):
+    from twisted.internet import defer
+
+    from sdk_py.consumer import ConsumeOrderlyStatus
+
+    ns, a = cluster
+    ns.set_route("T", [a], queues=1)
+    ns.set_route("%RETRY%cg", [a], queues=1)
+    port = int(a.addr.rsplit(":", 1)[1])
+    served = []
+
+    def pull(cmd, ch):
+        h = decode_request_header(cmd)
+        if h.topic != "T" or served:
+            return defer.Deferred()
+        served.append(h)
+        record = build_record("T", b"stuck", {"TAGS": "TagA", "UNIQ_KEY": "CD" * 16}, queue_offset=0,
+                              commitlog_offset=77, store_host=("127.0.0.1", port))
+        ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "1", "minOffset": "0", "maxOffset": "1"}
+        return cmd.response(ResponseCode.SUCCESS, "FOUND", ext, bytes(record))
+
+    a.handlers[RequestCode.PULL_MESSAGE] = pull
+    attempts = []
+
+    def listener(msgs, ctx):
+        attempts.append(msgs[0].reconsume_times)
+        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+
+    config = ClientConfig(ns.addr, persist_consumer_offset_interval=0.2, rebalance_interval=60)
+    c = BlockingPushConsumer("cg", config=config, max_reconsume_times=1, suspend_current_queue_time=0.05)
+    c.subscribe("T", "*")
+    c.register_listener(listener, orderly=True)
+    c.start()
+    try:
+        locks = a.wait_for(RequestCode.LOCK_BATCH_MQ)
+        assert b'"topic":"T"' in b"".join(r.body for r in locks), "the queue is locked before it is consumed"
+        sent = next(r for r in a.wait_for(RequestCode.SEND_MESSAGE_V2) if decode_request_header(r).topic == "%RETRY%cg")
+        h = decode_request_header(sent)
+        assert attempts == [0, 1], f"delivered in place once more before giving up: {attempts}"
+        assert h.reconsume_times == 2 and h.max_reconsume_times == 1, "over the maximum: the broker DLQs it"
+        assert decode_properties(h.properties)["RETRY_TOPIC"] == "T"
+        wait_until(lambda: a.offsets.get(("cg", "T", 0)) == 1, "offset committed past the handed-over message")
+    finally:
+        c.shutdown()
