@@ -83,7 +83,10 @@ class ConsumeQueue:
         mf = self.queue.find(pos)
         if mf is None or pos - mf.start + UNIT_SIZE > mf.wrote:
             return None
-        return UNIT.unpack_from(mf.mm, pos - mf.start)
+        try:
+            return UNIT.unpack_from(mf.view, pos - mf.start)
+        except ValueError:  # the segment was deleted by retention meanwhile
+            return None
 
     def units_from(self, offset: int):
         """(memoryview over the units from ``offset`` to the end of its segment's written part, count)."""
@@ -95,7 +98,10 @@ class ConsumeQueue:
         n = (mf.wrote - rel) // UNIT_SIZE
         if n <= 0:
             return None, 0
-        return mf.view[rel : rel + n * UNIT_SIZE], n
+        try:
+            return mf.view[rel : rel + n * UNIT_SIZE], n
+        except ValueError:  # the segment was deleted by retention meanwhile
+            return None, 0
 
     def roll_next_file(self, offset: int) -> int:
         per = self.unit_bytes // UNIT_SIZE
