@@ -47,7 +47,8 @@ class BrokerContext:
     #: Delayed-message scheduler (SCHEDULE_TOPIC_XXXX delivery); None until one exists.
     scheduler: Any = None
     #: Transactional message service (half messages, END_TRANSACTION, check-back); None until one exists,
-    #: and then half messages are refused as with rejectTransactionMessage.
+    #: and then half messages are refused as with rejectTransactionMessage. ``prepare_message(msg)`` stores
+    #: a half message and returns the PutMessageResult (or a Deferred of it) the producer is answered with.
     transactions: Any = None
     #: ``(timeout s) -> Deferred`` firing once a pending name-server registration answered (None: no name server).
     registration_pending: Callable[[float], Any] | None = None

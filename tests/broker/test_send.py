@@ -108,3 +108,20 @@ def test_batch_to_retry_topic_and_garbage_body_are_refused(bk):
 def test_unknown_request_code_names_it(bk):
     resp = bk.call(9999)
     assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and "9999" in resp.remark
+
+
+def test_half_messages_refused_without_a_transaction_service_and_routed_to_it_with_one(bk):
+    refused = bk.send("TxT", extra_props={"TRAN_MSG": "true", "PGROUP": "pg"})
+    assert refused.code == ResponseCode.NO_PERMISSION and "transaction message is forbidden" in refused.remark
+
+    class Tx:
+        def __init__(self):
+            self.got = []
+
+        def prepare_message(self, msg):
+            self.got.append(msg)
+            return bk.store.put_message("RMQ_SYS_TRANS_HALF_TOPIC", 0, msg.body, msg.properties)
+
+    bk.ctx.transactions = tx = Tx()
+    ok = bk.send("TxT", b"half", extra_props={"TRAN_MSG": "true", "PGROUP": "pg"})
+    assert ok.code == 0 and tx.got[0].topic == "TxT" and tx.got[0].properties["CLUSTER"] == "DefaultCluster"

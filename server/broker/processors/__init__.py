@@ -19,10 +19,11 @@ from .retry import SendBackProcessor
 from .send import SendProcessor
 
 
-def build_table(ctx: BrokerContext, pull: PullProcessor | None = None) -> dict[int, Any]:
+def build_table(ctx: BrokerContext, pull: PullProcessor | None = None, extra: tuple = ()) -> dict[int, Any]:
+    """All processors' tables merged; ``extra`` adds objects with ``table()`` (e.g. a transaction service)."""
     table: dict[int, Any] = {}
     for proc in (SendProcessor(ctx), pull or PullProcessor(ctx), ClientProcessor(ctx), OffsetProcessor(ctx),
-                 SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx)):
+                 SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx), *extra):
         overlap = set(table) & set(proc.table())
         if overlap:
             raise RuntimeError(f"request codes {sorted(overlap)} have two processors")

@@ -190,9 +190,10 @@ class SendProcessor:
             uniq_key = props[MessageConst.UNIQ_KEY] = _uniq.next()
         props[MessageConst.CLUSTER] = ctx.config.brokerClusterName
 
-        if props.get(MessageConst.TRANSACTION_PREPARED, "").lower() == "true" and not (
+        half = props.get(MessageConst.TRANSACTION_PREPARED, "").lower() == "true" and not (
             reconsume_times > 0 and _delay_level(props) > 0
-        ):
+        )
+        if half:
             if ctx.config.rejectTransactionMessage or ctx.transactions is None:
                 return fail(cmd, ResponseCode.NO_PERMISSION,
                             f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending transaction message is forbidden",
@@ -205,8 +206,11 @@ class SendProcessor:
         )
         if len(encode_properties(props).encode()) > MAX_PROPERTIES_LEN:
             return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
-        msg = apply_delay(ctx, msg)
-        result = ctx.store.put_message(msg)
+        if half:
+            result = ctx.transactions.prepare_message(msg)  # parks it in RMQ_SYS_TRANS_HALF_TOPIC
+        else:
+            msg = apply_delay(ctx, msg)
+            result = ctx.store.put_message(msg)
         response = then(result, lambda r: put_result_response(ctx, cmd, r, msg.queue_id, uniq_key, base))
         return after_registration(ctx, created, response)
 
