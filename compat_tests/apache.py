@@ -141,6 +141,9 @@ class ApacheBroker:
         try:
             child.wait_until(lambda: "boot success" in child.log_tail(600) and port_open(bind_ip, port),
                              f"listening on {port}", BOOT_TIMEOUT)
+            # "boot success" can come before the name server has the registration; clients need it.
+            child.wait_until(lambda: _routes_to(namesrv_addr.split(";")[0], "TBW102", name),
+                             f"registered with the name server {namesrv_addr}", BOOT_TIMEOUT)
         except BaseException:
             child.kill()
             raise
@@ -148,6 +151,20 @@ class ApacheBroker:
 
     def stop(self) -> None:
         self.child.kill()
+
+
+def _routes_to(namesrv_addr: str, topic: str, broker_name: str) -> bool:
+    """Whether the name server's route for ``topic`` names ``broker_name``."""
+    from wire.codes import RequestCode, ResponseCode
+    from wire.command import request
+
+    from .wireclient import call
+
+    try:
+        reply = call(namesrv_addr, request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), timeout=3)
+    except OSError:
+        return False
+    return reply.code == ResponseCode.SUCCESS and f'"brokerName":"{broker_name}"'.encode() in reply.body
 
 
 def broker_version_desc(version: str) -> str:
