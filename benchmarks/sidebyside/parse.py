@@ -1,0 +1,80 @@
+"""Reading the load tools' output (sans I/O: text in, figures out).
+
+Apache's benchmark Producer and BatchProducer print, once per report interval after their first ten
+one-second snapshots, a line of ``Name: value`` fields joined by `` | `` whose rates cover the last ten
+snapshots (a 9 s sliding window). LoadProbe (java/) prints ``RESULT {json}`` once, or a line naming why it
+could not (``PROBE_TIMEOUT ...``, ``FILL_FAILED ...``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StatsLine:
+    """One periodic report of Apache's benchmark producer (``mps`` equals ``tps`` for single sends)."""
+
+    tps: float
+    mps: float
+    avg_rt_ms: float
+    max_rt_ms: float
+    failed: int
+
+
+def _fields(line: str) -> dict[str, str]:
+    out = {}
+    for part in line.split(" | "):
+        name, sep, value = part.partition(": ")
+        if sep:
+            out[name.strip()] = value.strip()
+    return out
+
+
+def stats_lines(text: str) -> list[StatsLine]:
+    """Every periodic ``Send TPS`` report in the tool's output, oldest first."""
+    lines = []
+    for raw in text.splitlines():
+        if not raw.startswith("Current Time:") or "Send TPS:" not in raw:
+            continue
+        f = _fields(raw)
+        tps = float(f["Send TPS"])
+        lines.append(
+            StatsLine(
+                tps=tps,
+                mps=float(f.get("Send MPS", tps)),
+                avg_rt_ms=float(f["Average RT(ms)"]),
+                max_rt_ms=float(f["Max RT(ms)"]),
+                failed=int(f.get("Send Failed", 0)) + int(f.get("Response Failed", f.get("Send Message Failed", 0))),
+            )
+        )
+    return lines
+
+
+def steady_rate(text: str, what: str) -> StatsLine:
+    """The last report: its window is the final 9 s of the run, after client start-up and warm-up."""
+    lines = stats_lines(text)
+    if not lines:
+        raise ValueError(f"{what}: the tool printed no 'Send TPS' report (it prints the first after ~10 s; "
+                         f"run phases of at least 12 s). Output tail:\n{text[-1500:]}")
+    return lines[-1]
+
+
+def result(text: str, what: str) -> dict:
+    """The JSON object of LoadProbe's ``RESULT`` line; a ValueError naming the failure line otherwise."""
+    for raw in text.splitlines():
+        if raw.startswith("RESULT "):
+            return json.loads(raw[len("RESULT "):], strict=False)  # failure texts may hold control characters
+    for raw in text.splitlines():
+        if raw.startswith(("PROBE_TIMEOUT", "FILL_FAILED")):
+            raise ValueError(f"{what}: {raw}")
+    raise ValueError(f"{what}: no RESULT line. Output tail:\n{text[-1500:]}")
+
+
+def vm_rss_kib(status_text: str) -> int:
+    """``VmRSS`` of a /proc/<pid>/status text, in KiB."""
+    for raw in status_text.splitlines():
+        if raw.startswith("VmRSS:"):
+            return int(raw.split()[1])
+    raise ValueError("no VmRSS line (kernel thread or exited process?)")

@@ -1,0 +1,57 @@
+"""Broker footprint from the operating system: RSS from /proc and bytes the store really holds on disk.
+
+RSS is ``VmRSS`` of the broker process (the JVM for Apache; the one Python process for FerryMQ, which
+also hosts its name server). It counts mapped commitlog pages the broker has touched, as the kernel does.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from .parse import vm_rss_kib
+
+
+def rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return vm_rss_kib(f.read()) / 1024
+
+
+def allocated_mib(path: Path) -> float:
+    """Disk blocks in use under ``path`` (mapped files are sparse, so their length says little)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_blocks * 512
+            except FileNotFoundError:
+                pass
+    return total / (1024 * 1024)
+
+
+class PeakRss:
+    """Samples a process's RSS on a thread while in a ``with`` block; ``peak`` is the largest seen."""
+
+    def __init__(self, pid: int, interval_s: float = 0.5):
+        self.pid = pid
+        self.interval_s = interval_s
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"rss-{pid}", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, rss_mib(self.pid))
+            except (OSError, ValueError):
+                return
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> "PeakRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()

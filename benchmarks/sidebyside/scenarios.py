@@ -1,0 +1,210 @@
+"""The measurements of one broker in one flush mode, in the order a session runs them.
+
+start-up → RSS at rest → sync/async/batch send (Apache's tools) → latency at a fixed offered load →
+backlog fill and drain → more commitlog if needed → SIGKILL → recovery. RSS under load is the peak over
+every load phase. A phase that fails records its reason and the session goes on; a broker that never
+serves a first send makes the whole session "not available".
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import parse
+from .brokers import Side
+from .javatools import LoadTools, run_for, run_to_end
+from .plan import WINDOW_S, Outcome, Plan
+from .procstat import PeakRss, allocated_mib, rss_mib
+from compat_tests.processes import Child
+
+PROBE_TOPIC = "bench_probe"
+BACKLOG_TOPIC = "bench_backlog"
+LATENCY_TOPIC = "bench_latency"
+WARMUP_TOPIC = "bench_warmup"
+
+
+def send_topic(key: str) -> str:
+    return f"bench_{key}"
+
+
+class Unavailable(RuntimeError):
+    """The broker never served a send: the session reports "not available: <reason>"."""
+
+
+@dataclass
+class Session:
+    side: Side
+    tools: LoadTools
+    plan: Plan
+    outcome: Outcome
+    log_dir: Path
+
+    def run(self) -> Outcome:
+        try:
+            self.side.start_support()
+            self.outcome.metrics["startup_s"] = self._launch_and_probe(
+                PROBE_TOPIC, self.plan.boot_timeout_s, create_topics=self._topics(), what="start-up")
+            time.sleep(3)  # let start-up work (JIT, route registration) settle before "at rest"
+            self.outcome.metrics["rss_rest_mib"] = rss_mib(self.side.broker_pid)
+            with PeakRss(self.side.broker_pid) as peak:
+                self._record("warmup", self._warm_up)
+                self._send_phases()
+                self._latency()
+                self._backlog()
+                self._fill_to_recovery_size()
+            self.outcome.metrics["rss_load_mib"] = peak.peak
+            self._recovery()
+        except Unavailable as e:
+            self.outcome.unavailable = f"not available: {e}"
+        finally:
+            self.side.stop()
+        return self.outcome
+
+    # -- helpers -------------------------------------------------------------------------------------
+
+    def _topics(self) -> list[str]:
+        keys = [f"sync{t}" for t in self.plan.sync_threads] + ["async", "batch"]
+        return [send_topic(k) for k in keys] + [WARMUP_TOPIC, LATENCY_TOPIC, BACKLOG_TOPIC]
+
+    def _log(self, name: str) -> Path:
+        return self.log_dir / f"{name}.out"
+
+    def _home(self) -> Path:
+        return self.log_dir / "client"
+
+    def _record(self, key: str, fn) -> None:
+        """Run one phase; keep its figure, or the reason it has none."""
+        if not self.side.broker.alive():
+            self.outcome.errors[key] = f"broker died earlier: {self.side.describe_failure()}"
+            return
+        try:
+            fn()
+        except Exception as e:  # one phase failing must not cost the others
+            self.outcome.errors[key] = f"{type(e).__name__}: {e}"[:2000]
+
+    def _launch_and_probe(self, topic: str, timeout_s: float, *, create_topics: list[str] | None, what: str) -> float:
+        """Launch the broker with a warmed-up prober waiting; seconds from launch to the first successful send."""
+        options: dict[str, object] = {"namesrv": self.side.namesrv_addr, "topic": topic, "timeout_ms": int(timeout_s * 1000)}
+        if create_topics:
+            options.update(create_topics=",".join(create_topics), broker_addr=self.side.broker_addr, queues=self.plan.queues)
+        log = self._log(f"probe-{what}")
+        prober = Child(f"{what} prober", self.tools.probe(self._home(), "probe", **options), log).start()
+        try:
+            prober.wait_until(lambda: "READY" in prober.log_tail(200000), "ready to probe", 60)
+            launched = time.time()
+            self.side.launch()
+            deadline = time.monotonic() + timeout_s + 45
+            while prober.alive() and time.monotonic() < deadline:
+                if not self.side.broker.alive():
+                    raise Unavailable(f"{what}: {self.side.describe_failure()}")
+                time.sleep(0.05)
+            text = log.read_text(errors="replace")
+            try:
+                first = parse.result(text, f"{what} probe")
+            except ValueError as e:
+                raise Unavailable(f"{what}: no successful send ({e}); broker says: {self.side.describe_failure()}") from None
+            if create_topics and "TOPICS_READY" not in text:
+                raise Unavailable(f"{what}: sends work but creating the benchmark topics failed; see {log}")
+            return first["first_send_epoch_ms"] / 1000 - launched
+        finally:
+            prober.kill()
+
+    # -- phases ----------------------------------------------------------------------------------------
+
+    def _warm_up(self) -> None:
+        """Untimed sync sends, so a JIT-compiled broker is not measured while still compiling its hot paths."""
+        p = self.plan
+        if p.warmup_s <= 0:
+            return
+        argv = self.tools.producer(self._home(), self.side.namesrv_addr, WARMUP_TOPIC, threads=p.sync_threads[0], size=p.message_size)
+        text = run_for("warmup", argv, self._log("warmup"), p.warmup_s)
+        lines = parse.stats_lines(text)
+        self.outcome.extra["warmup_last_tps"] = lines[-1].tps if lines else None
+
+    def _send_phases(self) -> None:
+        p, ns, home = self.plan, self.side.namesrv_addr, self._home()
+        phases = [(f"sync_send_{t}_tps", f"sync{t}", self.tools.producer(home, ns, send_topic(f"sync{t}"), threads=t, size=p.message_size))
+                  for t in p.sync_threads]
+        phases.append(("batch_send_mps", "batch", self.tools.batch_producer(home, ns, send_topic("batch"), threads=p.batch_threads,
+                                                                             size=p.message_size, batch=p.batch_size)))
+        for key, name, argv in phases:
+            def phase(key=key, name=name, argv=argv):
+                text = run_for(name, argv, self._log(name), p.duration_s)
+                line = parse.steady_rate(text, name)
+                self.outcome.metrics[key] = line.mps
+                self.outcome.extra[name] = {"tps": line.tps, "mps": line.mps, "avg_rt_ms": line.avg_rt_ms,
+                                            "max_rt_ms": line.max_rt_ms, "failed": line.failed}
+            self._record(key, phase)
+
+        def async_phase():
+            argv = self.tools.probe(home, "async", namesrv=ns, topic=send_topic("async"), seconds=int(p.duration_s),
+                                    measure=WINDOW_S, size=p.message_size, inflight=p.async_inflight)
+            res = parse.result(run_to_end("async", argv, self._log("async"), p.duration_s + 60), "async")
+            self.outcome.extra["async"] = res
+            self.outcome.metrics["async_send_tps"] = res["tps"]
+        self._record("async_send_tps", async_phase)
+
+    def _latency(self) -> None:
+        p = self.plan
+
+        def phase():
+            argv = self.tools.probe(self._home(), "latency", namesrv=self.side.namesrv_addr, topic=LATENCY_TOPIC,
+                                    group="bench_latency_group", rate=p.latency_rate, seconds=int(p.duration_s),
+                                    warmup=int(p.latency_warmup_s), size=p.message_size, threads=p.consume_threads)
+            res = parse.result(run_to_end("latency", argv, self._log("latency"), p.latency_warmup_s + p.duration_s + 60), "latency")
+            self.outcome.extra["latency"] = res
+            if res["received"] < 0.99 * res["sent"]:
+                raise RuntimeError(f"only {res['received']} of {res['sent']} measured messages arrived within 15 s")
+            for q in ("p50", "p99", "p999"):
+                self.outcome.metrics[f"e2e_{q}_ms"] = res[f"{q}_ms"]
+        self._record("e2e_p50_ms", phase)
+
+    def _fill(self, name: str, count: int) -> dict:
+        p = self.plan
+        argv = self.tools.probe(self._home(), "fill", namesrv=self.side.namesrv_addr, topic=BACKLOG_TOPIC, count=count,
+                                size=p.message_size, threads=16, batch=p.batch_size)
+        return parse.result(run_to_end(name, argv, self._log(name), 120 + count / 500), name)
+
+    def _backlog(self) -> None:
+        p = self.plan
+
+        def phase():
+            self.outcome.extra["fill"] = self._fill("fill", p.backlog)
+            argv = self.tools.probe(self._home(), "drain", namesrv=self.side.namesrv_addr, topic=BACKLOG_TOPIC,
+                                    group="bench_drain_group", count=p.backlog, threads=p.consume_threads,
+                                    timeout_ms=int((120 + p.backlog / 500) * 1000))
+            res = parse.result(run_to_end("drain", argv, self._log("drain"), 180 + p.backlog / 500), "drain")
+            self.outcome.extra["drain"] = res
+            if not res["complete"]:
+                raise RuntimeError(f"drained only {res['consumed']} of {p.backlog} messages before the time limit")
+            self.outcome.metrics["drain_tps"] = res["tps"]
+        self._record("drain_tps", phase)
+
+    def _fill_to_recovery_size(self) -> None:
+        p = self.plan
+
+        def phase():
+            have = allocated_mib(self.side.store / "commitlog")
+            if have < p.recovery_mib:
+                per_msg = (have * 1024 * 1024 / p.backlog) if p.backlog and have else p.message_size + 200
+                more = math.ceil((p.recovery_mib - have) * 1024 * 1024 / per_msg * 1.02)
+                self.outcome.extra["recovery_fill"] = self._fill("recovery-fill", more)
+        self._record("recovery_s", phase)
+
+    def _recovery(self) -> None:
+        def phase():
+            self.outcome.extra["commitlog_mib_at_kill"] = round(allocated_mib(self.side.store / "commitlog"), 1)
+            self.side.kill_broker()
+            self.outcome.metrics["recovery_s"] = self._launch_and_probe(
+                BACKLOG_TOPIC, self.plan.recovery_timeout_s, create_topics=None, what="recovery")
+        if "recovery_s" in self.outcome.errors:
+            return
+        try:
+            phase()
+        except Unavailable as e:  # the session did serve before; only this figure is missing
+            self.outcome.errors["recovery_s"] = str(e)
+        except Exception as e:
+            self.outcome.errors["recovery_s"] = f"{type(e).__name__}: {e}"[:2000]
