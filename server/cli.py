@@ -28,13 +28,16 @@ class NotBuiltError(RuntimeError):
 def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """Start the broker and return it (an object with ``stop() -> Deferred``).
 
-    The broker's engineer replaces this body with the real start-up; ``props`` is the whole config file
-    (for store and network keys the broker reads from it). Until then: NotBuiltError.
+    ``props`` is the whole config file: the broker reads its network keys (bindAddress, idle time, frame
+    size) and the store-only keys (flush intervals, index sizes...) from it too.
     """
-    raise NotBuiltError(
-        "the FerryMQ broker is not built yet: 'ferrymq broker' cannot start one. "
-        "Run 'ferrymq namesrv' for the name server; the broker arrives with the broker milestone."
-    )
+    from server.broker.service import start_broker
+    from server.store.message_store import StoreLockedError
+
+    try:
+        return start_broker(broker_cfg, props)
+    except StoreLockedError as exc:
+        raise cfg.ConfigError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- argument parsing
@@ -70,9 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "broker",
-        help="run a broker (not built yet)",
+        help="run a broker (default port 10911, VIP channel 10909)",
         formatter_class=fmt,
-        description="Run a broker. NOT BUILT YET: this command exits with an error.",
+        description="Run a broker: message store, send/pull/consumer/admin request processing, registration "
+        "with the name servers of namesrvAddr.",
         epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}",
     )
     _add_common(p)
@@ -83,8 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the name server and the broker in one process",
         formatter_class=fmt,
         description=(
-            "Run everything in one process: the name server, and the broker once it is built "
-            "(until then only the name server starts, and says so). storePathRootDir defaults to ./data."
+            "Run everything in one process: the name server and a broker registered with it. "
+            "storePathRootDir defaults to ./data."
         ),
         epilog=f"{_FILE_HELP} One file configures both; listenPort is the broker's, "
         f"namesrvListenPort (default {cfg.NAMESRV_PORT}) the name server's.\n\n"
@@ -157,7 +161,15 @@ def cmd_broker(args: argparse.Namespace) -> int:
     if args.print_config:
         print(cfg.to_properties(broker_cfg))
         return 0
+    _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, _store_config_class())
     return _run_reactor([_broker_factory(broker_cfg, props)])
+
+
+def _store_config_class() -> type:
+    """The store's own keys (flush intervals, index sizes...) are known keys of a broker config file."""
+    from server.store.config import MessageStoreConfig
+
+    return MessageStoreConfig
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -177,13 +189,27 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         return 0
     props_known = dict(props)
     props_known.pop("namesrvListenPort", None)
-    _warn_unknown(props_known, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig)
-    components = [_start_namesrv(namesrv_cfg, netty_cfg)]
-    try:
-        components.append(_broker_factory(broker_cfg, props))
-    except NotBuiltError as exc:
-        log.warning("standalone runs the name server only: %s", exc)
-    return _run_reactor(components)
+    _warn_unknown(props_known, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, _store_config_class())
+    namesrv = _start_namesrv(namesrv_cfg, netty_cfg)
+    if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
+        broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
+    # the broker stops first, so it can still unregister from the name server
+    return _run_reactor([_StopInOrder(_broker_factory(broker_cfg, props), namesrv)])
+
+
+class _StopInOrder:
+    """Several components stopped one after the other (each ``stop()`` may return a Deferred)."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def stop(self):
+        from twisted.internet import defer
+
+        d = defer.succeed(None)
+        for part in self.parts:
+            d.addCallback(lambda _, part=part: part.stop())
+        return d
 
 
 COMMANDS = {"namesrv": cmd_namesrv, "broker": cmd_broker, "standalone": cmd_standalone}

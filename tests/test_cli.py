@@ -41,10 +41,12 @@ def test_help_of_broker_and_standalone_documents_broker_keys(capsys):
     assert "brokerClusterName (default DefaultCluster)" in out
 
 
-def test_broker_says_it_is_not_built_and_fails():
-    result = run("broker")
-    assert result.returncode == cli.EXIT_NOT_BUILT
-    assert "not built yet" in result.stderr
+def test_broker_print_config_applies_file_and_namesrv_option(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=b1\nlistenPort=20911\n")
+    result = run("broker", "-c", str(conf), "-n", "127.0.0.1:9999", "-p")
+    assert result.returncode == 0, result.stderr
+    assert "brokerName=b1" in result.stdout and "namesrvAddr=127.0.0.1:9999" in result.stdout
 
 
 def test_print_config_applies_file(tmp_path):
@@ -96,7 +98,9 @@ def _start(args, tmp_path):
 def test_started_from_config_serves_routes_and_stops_on_sigterm(tmp_path, command):
     conf = tmp_path / "ns.conf"
     key = "listenPort" if command == "namesrv" else "namesrvListenPort"
-    conf.write_text(f"{key}=0\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n")
+    broker_keys = (f"listenPort=0\nstorePathRootDir={tmp_path / 'store'}\nmappedFileSizeCommitLog=1048576\n"
+                   if command == "standalone" else "")
+    conf.write_text(f"{key}=0\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n" + broker_keys)
     proc, port, lines = _start([command, "-c", str(conf)], tmp_path)
     try:
         from sdk_py.blocking import BlockingAdmin

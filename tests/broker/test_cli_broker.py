@@ -1,0 +1,129 @@
+"""``ferrymq standalone`` and ``ferrymq broker`` as subprocesses: start from a config file, serve a send and
+a pull, stop cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sdk_py import reactor_thread
+from sdk_py.blocking import BlockingAdmin
+from server.remoting import RemotingClient
+from tests.broker.test_broker_e2e import _free_pair
+from wire.codes import RequestCode
+from wire.command import request
+from wire.headers import SendMessageRequestHeader
+from wire.message import decode_records
+
+ROOT = Path(__file__).resolve().parents[2]
+FERRYMQ = [sys.executable, "-m", "server.cli"]
+BROKER_UP = re.compile(r"broker \S+ \(cluster \S+\) listening on [\d.]+:(\d+)")
+NAMESRV_UP = re.compile(r"name server listening on [\d.]+:(\d+)")
+
+
+def start(args: list[str], *patterns: re.Pattern) -> tuple[subprocess.Popen, list[int], list[str]]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([*FERRYMQ, *args], cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, env=env)
+    found: dict[int, int] = {}
+    lines: list[str] = []
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(found) < len(patterns):
+        line = proc.stderr.readline()
+        if not line:
+            break
+        lines.append(line)
+        for i, pattern in enumerate(patterns):
+            match = pattern.search(line)
+            if match:
+                found[i] = int(match.group(1))
+    if len(found) < len(patterns):
+        proc.kill()
+        proc.wait()
+        raise AssertionError("ferrymq did not report its ports:\n" + "".join(lines))
+    return proc, [found[i] for i in range(len(patterns))], lines
+
+
+def stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.stderr.read()
+
+
+def send_and_pull(addr: str, topic: str) -> list[bytes]:
+    reactor_thread.ensure_running()
+    client = reactor_thread.call(RemotingClient)
+    try:
+        h = SendMessageRequestHeader("pg", topic, "TBW102", 4, 0, 0, 1, 0, properties="")
+        sent = reactor_thread.call(client.invoke, addr, request(RequestCode.SEND_MESSAGE_V2, h.to_ext_v2(), b"cli"), 5)
+        assert sent.code == 0, sent.remark
+        pull = {"consumerGroup": "g", "topic": topic, "queueId": "0", "queueOffset": "0", "maxMsgNums": "8",
+                "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "1000", "subVersion": "0",
+                "subscription": "*"}
+        got = reactor_thread.call(client.invoke, addr, request(RequestCode.PULL_MESSAGE, pull), 5)
+        return [m.body for m in decode_records(got.body)]
+    finally:
+        reactor_thread.call(client.close)
+
+
+def test_standalone_serves_and_stops_on_sigterm(tmp_path):
+    port = _free_pair()
+    conf = tmp_path / "standalone.conf"
+    conf.write_text(f"namesrvListenPort=0\nlistenPort={port}\nbindAddress=127.0.0.1\nbrokerIP1=127.0.0.1\n"
+                    f"storePathRootDir={tmp_path / 'store'}\nkvConfigPath={tmp_path / 'kv.json'}\n"
+                    "mappedFileSizeCommitLog=1048576\nbrokerName=cli-broker\n")
+    proc, (ns_port, broker_port), _ = start(["standalone", "-c", str(conf)], NAMESRV_UP, BROKER_UP)
+    try:
+        assert broker_port == port
+        with BlockingAdmin(f"127.0.0.1:{ns_port}") as admin:
+            deadline = time.monotonic() + 10
+            while not admin.get_cluster_info().broker_addr_table and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert "cli-broker" in admin.get_cluster_info().broker_addr_table
+        assert send_and_pull(f"127.0.0.1:{port}", "CliTopic") == [b"cli"]
+        assert send_and_pull(f"127.0.0.1:{port - 2}", "CliVip") == [b"cli"]  # VIP channel
+    finally:
+        rest = stop(proc)
+    assert "broker cli-broker stopped" in rest and "name server stopped" in rest
+    assert (tmp_path / "store" / "config" / "topics.json").exists()
+
+
+@pytest.fixture
+def namesrv_proc(tmp_path):
+    conf = tmp_path / "ns.conf"
+    conf.write_text(f"listenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n")
+    proc, (port,), _ = start(["namesrv", "-c", str(conf)], NAMESRV_UP)
+    yield port
+    stop(proc)
+
+
+def test_broker_joins_a_separate_name_server(tmp_path, namesrv_proc):
+    port = _free_pair()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(f"listenPort={port}\nbrokerIP1=127.0.0.1\nbindAddress=127.0.0.1\nbrokerName=joiner\n"
+                    f"storePathRootDir={tmp_path / 'bstore'}\nmappedFileSizeCommitLog=1048576\n")
+    proc, _, _ = start(["broker", "-c", str(conf), "-n", f"127.0.0.1:{namesrv_proc}"], BROKER_UP)
+    try:
+        with BlockingAdmin(f"127.0.0.1:{namesrv_proc}") as admin:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if "joiner" in admin.get_cluster_info().broker_addr_table:
+                    break
+                time.sleep(0.1)
+            route = admin.get_route_info("TBW102")
+            assert route.broker_datas[0].broker_addrs == {0: f"127.0.0.1:{port}"}
+    finally:
+        rest = stop(proc)
+    assert "broker joiner stopped" in rest
