@@ -51,3 +51,28 @@ def test_java_sends_go_consumes(apache_broker, apache_namesrv, java_scenarios, g
                      "-count", "2", "-timeout", "60s").check()
     assert sorted(e["body"] for e in got.of("received")) == ["cross #0", "cross #1"]
     assert all(e["keys"] == "K1" for e in got.of("received"))
+
+
+SEND_MODES = ("sync", "async", "oneway", "batch")
+
+
+def test_java_send_modes_then_consume_orderly(apache_broker, apache_namesrv, java_scenarios):
+    topic = _unique("JavaModes")
+    for mode in SEND_MODES:
+        done = java_scenarios("send", "-n", apache_namesrv.addr, "-t", topic, "-count", "2", "-mode", mode,
+                              "-body", mode).check().one("done")
+        assert (done["sent"], done["mode"]) == (2, mode)
+    got = java_scenarios("consume", "-n", apache_namesrv.addr, "-t", topic, "-g", _unique("java_orderly"),
+                         "-count", "8", "-orderly", "true", "-timeout", "60000").check()
+    assert sorted(e["body"] for e in got.of("received")) == sorted(f"{m} #{i}" for m in SEND_MODES for i in range(2))
+
+
+def test_go_send_modes_then_consume_broadcasting(apache_broker, apache_namesrv, go_harness):
+    topic = _unique("GoModes")
+    for mode in SEND_MODES:
+        done = go_harness("send", "-n", apache_namesrv.addr, "-t", topic, "-count", "2", "-mode", mode,
+                          "-body", mode).check().one("done")
+        assert (done["sent"], done["mode"]) == (2, mode)
+    got = go_harness("consume", "-n", apache_namesrv.addr, "-t", topic, "-g", _unique("go_bcast"),
+                     "-count", "8", "-model", "broadcasting", "-timeout", "60s").check()
+    assert sorted(e["body"] for e in got.of("received")) == sorted(f"{m} #{i}" for m in SEND_MODES for i in range(2))

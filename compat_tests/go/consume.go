@@ -21,6 +21,8 @@ func runConsume(args []string) error {
 	count := fs.Int("count", 1, "stop after this many messages")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	from := fs.String("from", "first", "where a new group starts: first or last")
+	model := fs.String("model", "clustering", "clustering or broadcasting")
+	orderly := fs.Bool("orderly", false, "consume orderly (queue locks, one message at a time per queue)")
 	fs.Parse(args)
 	if *namesrv == "" || *topic == "" {
 		return fmt.Errorf("consume needs -n NAMESRV and -t TOPIC")
@@ -29,11 +31,16 @@ func runConsume(args []string) error {
 	if *from == "last" {
 		where = consumer.ConsumeFromLastOffset
 	}
+	messageModel := consumer.Clustering
+	if *model == "broadcasting" {
+		messageModel = consumer.BroadCasting
+	}
 	c, err := consumer.NewPushConsumer(
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{*namesrv})),
 		consumer.WithGroupName(*group),
 		consumer.WithConsumeFromWhere(where),
-		consumer.WithConsumerModel(consumer.Clustering),
+		consumer.WithConsumerModel(messageModel),
+		consumer.WithConsumerOrder(*orderly),
 	)
 	if err != nil {
 		return fmt.Errorf("NewPushConsumer: %w", err)

@@ -5,7 +5,9 @@
 //
 //	goharness route   -n ADDR -t TOPIC
 //	goharness send    -n ADDR -t TOPIC [-count N] [-tag T] [-keys K] [-body TEXT] [-group G]
+//	                  [-mode sync|async|oneway|batch]
 //	goharness consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr "*"] [-timeout 30s] [-from first|last]
+//	                  [-model clustering|broadcasting] [-orderly]
 package main
 
 import (

@@ -11,8 +11,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
@@ -27,7 +30,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * <pre>
  *   route   -n ADDR -t TOPIC
  *   send    -n ADDR -t TOPIC [-count N] [-tag T] [-keys K] [-body TEXT] [-group G]
+ *           [-mode sync|async|oneway|batch]
  *   consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr *] [-timeout MILLIS] [-from first|last]
+ *           [-model clustering|broadcasting] [-orderly true]
  * </pre>
  *
  * The clients' own timers are shortened (route poll, heartbeat: 1 s) so that a scenario does not wait
@@ -166,27 +171,99 @@ public final class Scenarios {
         producer.setSendMsgTimeout(Integer.parseInt(args.getOrDefault("timeout", "3000")));
         producer.start();
         int count = Integer.parseInt(args.getOrDefault("count", "1"));
+        String mode = args.getOrDefault("mode", "sync");
         int sent = 0;
         try {
+            List<Message> msgs = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 String body = args.getOrDefault("body", "hello from the Java client") + (count > 1 ? " #" + i : "");
-                Message msg = new Message(need(args, "t"), args.getOrDefault("tag", ""),
-                    args.getOrDefault("keys", ""), body.getBytes("UTF-8"));
-                try {
-                    SendResult r = producer.send(msg);
-                    sent++;
-                    emit("event", "sent", "index", i, "status", r.getSendStatus().name(), "msgId", r.getMsgId(),
-                        "offsetMsgId", r.getOffsetMsgId(), "queueOffset", r.getQueueOffset(),
-                        "brokerName", r.getMessageQueue().getBrokerName(), "queueId", r.getMessageQueue().getQueueId());
-                } catch (Exception e) {
-                    emit("event", "send_error", "index", i, "error", e.toString());
-                }
+                msgs.add(new Message(need(args, "t"), args.getOrDefault("tag", ""),
+                    args.getOrDefault("keys", ""), body.getBytes("UTF-8")));
             }
-            finish(sent == count, "sent", sent, "requested", count);
+            switch (mode) {
+                case "sync":
+                    for (int i = 0; i < count; i++) {
+                        try {
+                            emitSent(i, producer.send(msgs.get(i)));
+                            sent++;
+                        } catch (Exception e) {
+                            emit("event", "send_error", "index", i, "error", e.toString());
+                        }
+                    }
+                    break;
+                case "batch":
+                    try {
+                        emitSent(0, producer.send(msgs));
+                        sent = count;
+                    } catch (Exception e) {
+                        emit("event", "send_error", "index", 0, "error", e.toString());
+                    }
+                    break;
+                case "oneway":
+                    for (int i = 0; i < count; i++) {
+                        producer.sendOneway(msgs.get(i));
+                        emit("event", "sent", "index", i, "status", "ONEWAY");
+                        sent++;
+                    }
+                    break;
+                case "async":
+                    CountDownLatch answered = new CountDownLatch(count);
+                    AtomicInteger ok = new AtomicInteger();
+                    for (int i = 0; i < count; i++) {
+                        final int index = i;
+                        producer.send(msgs.get(i), new SendCallback() {
+                            @Override
+                            public void onSuccess(SendResult r) {
+                                emitSent(index, r);
+                                ok.incrementAndGet();
+                                answered.countDown();
+                            }
+
+                            @Override
+                            public void onException(Throwable e) {
+                                emit("event", "send_error", "index", index, "error", e.toString());
+                                answered.countDown();
+                            }
+                        });
+                    }
+                    answered.await(producer.getSendMsgTimeout() * 2L + 1000, TimeUnit.MILLISECONDS);
+                    sent = ok.get();
+                    break;
+                default:
+                    throw new IllegalArgumentException("-mode must be sync, async, oneway or batch, not " + mode);
+            }
+            finish(sent == count, "sent", sent, "requested", count, "mode", mode);
         } finally {
             producer.shutdown();
         }
         return sent == count;
+    }
+
+    private static void emitSent(int index, SendResult r) {
+        emit("event", "sent", "index", index, "status", r.getSendStatus().name(), "msgId", r.getMsgId(),
+            "offsetMsgId", r.getOffsetMsgId(), "queueOffset", r.getQueueOffset(),
+            "brokerName", r.getMessageQueue().getBrokerName(), "queueId", r.getMessageQueue().getQueueId());
+    }
+
+    /** MessageModel moved packages between 4.9 and 5.x; reach it through the setter's parameter type. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void setMessageModel(DefaultMQPushConsumer consumer, String name) throws Exception {
+        for (java.lang.reflect.Method m : DefaultMQPushConsumer.class.getMethods()) {
+            if (m.getName().equals("setMessageModel") && m.getParameterCount() == 1) {
+                m.invoke(consumer, Enum.valueOf((Class) m.getParameterTypes()[0], name));
+                return;
+            }
+        }
+        throw new IllegalStateException("DefaultMQPushConsumer has no setMessageModel");
+    }
+
+    private static void onMessage(MessageExt m, AtomicInteger received, CountDownLatch enough) {
+        received.incrementAndGet();
+        emit("event", "received", "msgId", m.getMsgId(), "topic", m.getTopic(), "tags", m.getTags(),
+            "keys", m.getKeys(), "body", new String(m.getBody(), java.nio.charset.StandardCharsets.UTF_8),
+            "queueId", m.getQueueId(), "brokerName", m.getBrokerName(), "queueOffset", m.getQueueOffset(),
+            "reconsumeTimes", m.getReconsumeTimes(), "properties", m.getProperties());
+        enough.countDown();
     }
 
     private static boolean consume(Map<String, String> args) throws Exception {
@@ -199,20 +276,21 @@ public final class Scenarios {
         consumer.setHeartbeatBrokerInterval(FAST_INTERVAL_MS);
         consumer.setConsumeFromWhere("last".equals(args.get("from"))
             ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        setMessageModel(consumer, "broadcasting".equals(args.get("model")) ? "BROADCASTING" : "CLUSTERING");
         consumer.subscribe(need(args, "t"), args.getOrDefault("expr", "*"));
         CountDownLatch enough = new CountDownLatch(count);
         AtomicInteger received = new AtomicInteger();
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            for (MessageExt m : msgs) {
-                received.incrementAndGet();
-                emit("event", "received", "msgId", m.getMsgId(), "topic", m.getTopic(), "tags", m.getTags(),
-                    "keys", m.getKeys(), "body", new String(m.getBody(), java.nio.charset.StandardCharsets.UTF_8),
-                    "queueId", m.getQueueId(), "brokerName", m.getBrokerName(), "queueOffset", m.getQueueOffset(),
-                    "reconsumeTimes", m.getReconsumeTimes(), "properties", m.getProperties());
-                enough.countDown();
-            }
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
+        if ("true".equals(args.get("orderly"))) {
+            consumer.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {
+                msgs.forEach(m -> onMessage(m, received, enough));
+                return ConsumeOrderlyStatus.SUCCESS;
+            });
+        } else {
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                msgs.forEach(m -> onMessage(m, received, enough));
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+        }
         consumer.start();
         enough.await(timeout, TimeUnit.MILLISECONDS);
         int got = received.get();
