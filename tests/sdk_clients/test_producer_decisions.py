@@ -242,3 +242,19 @@ def test_async_send_future_and_callback(cluster, make_producer):
     failed = p.send_async(Message("T", b"y"))
     with pytest.raises(MQResponseError, match="MESSAGE_ILLEGAL"):
         failed.result(10)
+
+
+def test_an_unreachable_name_server_is_skipped(cluster):
+    import socket
+
+    ns, a, _ = cluster
+    ns.set_route("T", [a])
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed again when the block ends: nothing listens there
+    p = BlockingProducer("pg", config=ClientConfig(f"127.0.0.1:{dead};{ns.addr}"))
+    p.start()
+    try:
+        assert p.send(Message("T", b"x")).status == SendStatus.SEND_OK
+    finally:
+        p.shutdown()
