@@ -4,10 +4,12 @@ a pull, stop cleanly on SIGTERM."""
 from __future__ import annotations
 
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -29,17 +31,30 @@ NAMESRV_UP = re.compile(r"name server listening on [\d.]+:(\d+)")
 
 
 def start(args: list[str], *patterns: re.Pattern) -> tuple[subprocess.Popen, list[int], list[str]]:
+    """Run ferrymq and wait (at most 20 s) until its log shows every pattern; the log is read by a thread
+    so that a silent process cannot block the test."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([*FERRYMQ, *args], cwd=ROOT, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, env=env)
+    lines: queue.Queue = queue.Queue()
+    proc.log = []  # type: ignore[attr-defined]
+
+    def pump() -> None:
+        for line in proc.stderr:
+            proc.log.append(line)  # type: ignore[attr-defined]
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
     found: dict[int, int] = {}
-    lines: list[str] = []
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and len(found) < len(patterns):
-        line = proc.stderr.readline()
-        if not line:
+    while len(found) < len(patterns) and time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
             break
-        lines.append(line)
+        if line is None:
+            break
         for i, pattern in enumerate(patterns):
             match = pattern.search(line)
             if match:
@@ -47,11 +62,12 @@ def start(args: list[str], *patterns: re.Pattern) -> tuple[subprocess.Popen, lis
     if len(found) < len(patterns):
         proc.kill()
         proc.wait()
-        raise AssertionError("ferrymq did not report its ports:\n" + "".join(lines))
-    return proc, [found[i] for i in range(len(patterns))], lines
+        raise AssertionError("ferrymq did not report its ports:\n" + "".join(proc.log))  # type: ignore[attr-defined]
+    return proc, [found[i] for i in range(len(patterns))], proc.log  # type: ignore[attr-defined]
 
 
 def stop(proc: subprocess.Popen) -> str:
+    """SIGTERM, expect a clean exit within 20 s; returns the whole log."""
     proc.send_signal(signal.SIGTERM)
     try:
         assert proc.wait(timeout=20) == 0
@@ -59,7 +75,8 @@ def stop(proc: subprocess.Popen) -> str:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    return proc.stderr.read()
+    time.sleep(0.1)  # let the reader thread take the last lines
+    return "".join(proc.log)  # type: ignore[attr-defined]
 
 
 def send_and_pull(addr: str, topic: str) -> list[bytes]:
