@@ -13,7 +13,6 @@ from twisted.internet import defer
 
 from wire.bodies import (
     CheckClientRequestBody,
-    ConsumerRunningInfo,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     LockBatchRequestBody,
@@ -292,6 +291,3 @@ class BrokerAPI:
         )
         return self.call(addr, self._req(RequestCode.UPDATE_AND_CREATE_TOPIC, header)).addCallback(lambda _: None)
 
-
-def running_info_response(cmd: RemotingCommand, info: ConsumerRunningInfo) -> RemotingCommand:
-    return cmd.response(ResponseCode.SUCCESS, None, None, info.encode())
