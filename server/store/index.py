@@ -272,7 +272,10 @@ class IndexService:
             if len(out) >= max_num:
                 break
             if f.overlaps(begin, end):
-                f.select(h, max_num, begin, end, out)
+                try:
+                    f.select(h, max_num, begin, end, out)
+                except ValueError:  # deleted by retention meanwhile
+                    continue
         last = files[-1] if files else None
         return out, (last.end_ts if last else 0), (last.end_phy if last else 0)
 
