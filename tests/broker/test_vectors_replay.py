@@ -9,7 +9,7 @@ import pytest
 from twisted.internet import defer
 
 from server.remoting import dispatch
-from wire.bodies import HeartbeatData
+from wire.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
 from wire.codes import ResponseCode
 from wire.frame import FrameDecoder
 from wire.message import decode_records
@@ -74,3 +74,30 @@ def test_send_heartbeat_pull_answers_match_apache(bk, run):
         assert pulled.ext_fields[key] == pull_apache.ext_fields[key], key
     mine, theirs = decode_records(pulled.body), decode_records(pull_apache.body)
     assert len(mine) == len(theirs) == 1 and mine[0].tags == theirs[0].tags == "TagA"
+
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_consumer_list_offsets_and_unregister_match_apache(bk, run):
+    test_send_heartbeat_pull_answers_match_apache(bk, run)
+    listed_req = frame(f"{run}-GET_CONSUMER_LIST_BY_GROUP-request.bin")
+    listed_apache = frame(f"{run}-GET_CONSUMER_LIST_BY_GROUP-response.bin")
+    listed = answer(bk, listed_req)
+    assert listed.code == listed_apache.code == 0
+    assert len(GetConsumerListByGroupResponseBody.decode(listed.body).consumer_id_list) == 1
+
+    query_req = frame(f"{run}-QUERY_CONSUMER_OFFSET-request.bin")
+    query_apache = frame(f"{run}-QUERY_CONSUMER_OFFSET-response.bin")
+    queried = answer(bk, query_req)
+    assert queried.code == query_apache.code and queried.remark == query_apache.remark
+    assert (queried.ext_fields or {}).get("offset") == (query_apache.ext_fields or {}).get("offset")
+
+    update_req = frame(f"{run}-UPDATE_CONSUMER_OFFSET-request.bin")
+    assert answer(bk, update_req).code == 0  # (Java sends it oneway: the transport drops the answer)
+    e = update_req.ext_fields
+    assert bk.ctx.offsets.query(e["consumerGroup"], e["topic"], int(e["queueId"])) == int(e["commitOffset"])
+
+    name = f"{run}-UNREGISTER_CLIENT-request.bin"
+    if (VECTORS / name).exists():
+        unregistered = answer(bk, frame(name))
+        assert unregistered.code == frame(f"{run}-UNREGISTER_CLIENT-response.bin").code == 0

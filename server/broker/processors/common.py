@@ -12,11 +12,13 @@ from wire.message import Host
 
 
 def fail(cmd: RemotingCommand, code: int, remark: str, ext: dict[str, str] | None = None) -> RemotingCommand:
-    return cmd.response(code, remark, ext)
+    return cmd.response(code, remark, ext if ext is not None else {})
 
 
 def ok(cmd: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:
-    return cmd.response(0, None, ext, body)
+    """A SUCCESS answer. extFields is never null: Apache's answers carry ``{}`` and some client paths
+    read the map without a null check."""
+    return cmd.response(0, None, ext if ext is not None else {}, body)
 
 
 def peer_host(channel: Any) -> Host:
