@@ -9,11 +9,15 @@ Layout (big-endian; see shared/protocol/message.md §1)::
 
 Two codecs describe it: :data:`RECORD` (``construct``, the readable specification) and the
 precompiled ``struct`` codec used on hot paths (:func:`encode_record`, :func:`decode_record`,
-:func:`build_record` + :func:`patch_record`). Tests hold them byte-for-byte equal.
+:func:`peek_record`, :func:`record_parts` + :func:`write_record`, :func:`build_record` +
+:func:`patch_record`). Tests hold them byte-for-byte equal, and re-encode records stored by Apache
+RocketMQ to the same bytes.
 
-The store's append path never builds a :class:`MessageExt`: the broker calls :func:`build_record`
-once with the send header's fields, and the store writes the bytes and patches QUEUEOFFSET,
-PHYSICALOFFSET and STORETIMESTAMP in place (in the mmap) with :func:`patch_record`.
+The store's append path never builds a :class:`MessageExt` or an intermediate buffer: it computes
+:func:`record_parts` from the send header's fields, learns where the record goes, and
+:func:`write_record` encodes it straight into the commit log's mapping with QUEUEOFFSET,
+PHYSICALOFFSET and STORETIMESTAMP already known. :func:`build_record` + :func:`patch_record` serve
+callers that need the bytes first and the position later.
 """
 
 from __future__ import annotations
@@ -315,7 +319,6 @@ def host_is_v6(host: Host) -> bool:
 # The record: struct codec
 # ---------------------------------------------------------------------------------------------
 
-_HEAD = struct.Struct(">iIiiiqqiq")  # TOTALSIZE .. BORNTIMESTAMP (48 bytes)
 _TOTAL_MAGIC = struct.Struct(">iI")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")

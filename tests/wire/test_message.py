@@ -340,3 +340,16 @@ def test_apache_stored_records_decode_and_re_encode_byte_for_byte():
             assert m.body_crc == body_crc(m.body)
             assert encode_record(m, version=m.magic) == cmd.body[pos : pos + m.store_size], path
             pos += m.store_size
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(i32, st.binary(max_size=50), props), max_size=4))
+def test_batch_struct_codec_agrees_with_construct_spec(entries):
+    from wire.message import BATCH_ENTRY
+
+    expected = b"".join(
+        BATCH_ENTRY.build(dict(total_size=20 + len(b) + 2 + len(encode_properties(p).encode()), magic=0, body_crc=0,
+                               flag=f, body=b, properties=encode_properties(p)))
+        for f, b, p in entries
+    )
+    assert encode_batch(entries) == expected
