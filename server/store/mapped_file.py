@@ -33,6 +33,7 @@ class AllocationError(OSError):
 
 
 def _create_file(path: str, size: int, warm: bool = False) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".alloc"
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -171,8 +172,8 @@ class Allocator:
             try:
                 fut.result()
                 return
-            except AllocationError:
-                pass  # retry synchronously: space may have come back since
+            except OSError as exc:
+                log.warning("background preallocation of %s failed (%s); retrying now", path, exc)
         if not os.path.exists(path):
             _create_file(path, size, self.warm)
 

@@ -43,7 +43,7 @@ from .consume_queue import PAD_SIZE, UNIT, UNIT_SIZE, ConsumeQueue
 from .filter import MessageFilter
 from .flush import GroupCommitService, PeriodicService
 from .index import IndexService
-from .mapped_file import AllocationError
+from .mapped_file import AllocationError, segment_name
 from .retention import CleanService, disk_usage_ratio
 from .status import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, QueryMessageResult
 
@@ -137,6 +137,11 @@ class MessageStore:
         self._load_consume_queues()
         self.index.load()
         self._recover()
+        # have the segment the next append needs ready before the first put
+        q = self.commitlog.queue
+        if not q.files or q.files[-1].full:
+            nxt = q.files[-1].end if q.files else 0
+            self._allocator.request(os.path.join(q.dir, segment_name(nxt)), q.file_size)
         with open(cfg.abort_path, "wb") as f:
             os.fsync(f.fileno())
         self.checkpoint.clean_shutdown_offset = -1
