@@ -493,3 +493,24 @@ def test_sql92_subscription_is_refused_by_a_broker_without_property_filtering(cl
     with pytest.raises(MQClientError, match="refuses the SQL92 subscription") as info:
         c.start()
     assert "code 1" in str(info.value), f"expected SYSTEM_ERROR (1) from the broker: {info.value}"
+
+
+def test_mqadmin_sees_the_sdk_consumer_and_its_running_info(cluster, admin, clients, mqadmin):
+    topic, _pg, cg = names("Admin")
+    create_topic(admin, cluster, topic, 2)
+    c = push_consumer(clients, cluster, cg, topic, "TagA || TagB", lambda msgs, ctx: None)
+    client_id = c.wrapped.instance.client_id
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline and len(owned_queues(c, topic)) < 2:
+        time.sleep(0.2)
+    conn = mqadmin(cluster.namesrv_addr, "consumerConnection", "-g", cg)
+    row = next((line.split() for line in conn.splitlines() if line.startswith(client_id)), None)
+    assert row is not None and row[2] == "PYTHON", f"consumerConnection does not list {client_id} as PYTHON:\n{conn}"
+    for expected in (topic, "TagA || TagB", f"%RETRY%{cg}", "CONSUME_PASSIVELY", "CLUSTERING"):
+        assert expected in conn, f"consumerConnection lacks {expected!r}:\n{conn}"
+    # consumerStatus asks the broker, which relays GET_CONSUMER_RUNNING_INFO to the SDK consumer
+    status = mqadmin(cluster.namesrv_addr, "consumerStatus", "-g", cg, "-i", client_id)
+    assert "PROP_CONSUME_TYPE" in status and "CONSUME_PASSIVELY" in status, f"no running info:\n{status}"
+    details = [line.split() for line in status.split("#Consumer MQ Detail#")[-1].splitlines()
+               if line.startswith(topic)]
+    assert sorted(int(d[2]) for d in details) == [0, 1], f"running info lists queues {details}:\n{status}"

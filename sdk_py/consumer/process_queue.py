@@ -32,6 +32,9 @@ class ProcessQueue:
     consuming_orderly: bool = False
     #: where the next pull reads from (reported in running info)
     next_offset: int = 0
+    #: wall-clock ms of the last pull and the last finished consumption (reported in running info)
+    last_pull_ms: int = 0
+    last_consume_ms: int = 0
     #: broker id the last pull answer suggested for the next one (0 = master)
     suggested_broker_id: int = 0
 
@@ -55,6 +58,7 @@ class ProcessQueue:
         for m in msgs:
             self.msgs.pop(m.queue_offset, None)
         self.last_consume_time = time.monotonic()
+        self.last_consume_ms = int(time.time() * 1000)
         if self.msgs:
             return min(self.msgs)
         return self.queue_offset_max + 1
@@ -77,6 +81,7 @@ class ProcessQueue:
         offset = max(self.consuming) + 1
         self.consuming.clear()
         self.last_consume_time = time.monotonic()
+        self.last_consume_ms = int(time.time() * 1000)
         return offset
 
     def make_available(self, msgs: list[MessageExt]) -> None:

@@ -378,6 +378,7 @@ class PushConsumer:
                 if addr is None:
                     addr = yield self.instance.require_broker_addr(mq.broker_name, mq.topic, only_master=False)
                 pq.last_pull_time = time.monotonic()
+                pq.last_pull_ms = int(time.time() * 1000)
                 result = yield self.instance.api.pull_message(addr, header, self.consumer_timeout_when_suspend)
             except Exception as exc:  # noqa: BLE001 - wait and pull again, as Java does
                 if self._owned(mq, pq):
@@ -607,7 +608,8 @@ class PushConsumer:
                 cached_msg_count=len(pq.msgs),
                 locked=pq.locked,
                 droped=pq.dropped,
-                last_lock_timestamp=int(pq.last_lock_time * 1000),
+                last_pull_timestamp=pq.last_pull_ms,
+                last_consume_timestamp=pq.last_consume_ms,
             )
         return ConsumerRunningInfo(properties=props, subscription_set=list(self.subscriptions.values()),
                                    mq_table=mq_table)
