@@ -311,6 +311,9 @@ def unpack_host(raw: bytes, port: int) -> Host:
     return str(ipaddress.IPv6Address(bytes(raw))), port
 
 
+_unpack_host_cached = functools.lru_cache(maxsize=1024)(unpack_host)
+
+
 def host_is_v6(host: Host) -> bool:
     return len(pack_host(host)) == 20
 
@@ -529,11 +532,8 @@ class RecordInfo(NamedTuple):
     properties: str
 
 
-def peek_record(buf, pos: int = 0) -> RecordInfo:
-    """Parse the dispatch-relevant fields of the record at ``buf[pos:]``; raises :class:`RecordError`.
-
-    A BLANK_MAGIC marker raises too (the caller checks :func:`read_magic` first when it expects one).
-    """
+def _parse(buf, pos: int) -> tuple:
+    """(total, magic, fixed fields, fixed size, body_len, topic, properties) of the record at ``pos``."""
     n = len(buf)
     if n - pos < 8:
         raise RecordError(f"truncated record: {n - pos} bytes left, need at least 8", pos)
@@ -556,19 +556,24 @@ def peek_record(buf, pos: int = 0) -> RecordInfo:
         else:
             (tl,) = _I16.unpack_from(buf, p)
             p += 2
-        topic = bytes(buf[p : p + tl]).decode()
+        topic = str(buf[p : p + tl], "utf-8")
         p += tl
         (pl,) = _I16.unpack_from(buf, p)
         p += 2
-        props = bytes(buf[p : p + pl]).decode()
+        props = str(buf[p : p + pl], "utf-8")
         p += pl
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise RecordError(f"malformed record ({exc})", pos) from None
     if p - pos != total or pl < 0 or tl < 0:
         raise RecordError(f"record fields add up to {p - pos} bytes but TOTALSIZE says {total}", pos)
-    return RecordInfo(
-        total, f[3], f[5], f[6], sys_flag, f[11], f[2], fixed.size, body_len, topic, props
-    )
+    return total, magic, f, fixed.size, body_len, topic, props
+
+
+def peek_record(buf, pos: int = 0) -> RecordInfo:
+    """Parse the dispatch-relevant fields of the record at ``buf[pos:]`` without copying the body;
+    raises :class:`RecordError` (a BLANK_MAGIC marker too: check :func:`read_magic` first if expected)."""
+    total, _magic, f, fixed_size, body_len, topic, props = _parse(buf, pos)
+    return RecordInfo(total, f[3], f[5], f[6], f[7], f[11], f[2], fixed_size, body_len, topic, props)
 
 
 def read_magic(buf, pos: int = 0) -> tuple[int, int]:
@@ -578,31 +583,14 @@ def read_magic(buf, pos: int = 0) -> tuple[int, int]:
 
 def decode_record(buf, offset: int = 0) -> tuple[MessageExt, int]:
     """Decode the record at ``buf[offset:]``; returns (message, its size). Raises :class:`RecordError`."""
-    info = peek_record(buf, offset)
-    (sys_flag,) = _I32.unpack_from(buf, offset + POS_SYSFLAG)
-    f = _FIXED[(sys_flag >> 4) & 3].unpack_from(buf, offset)
-    bstart = offset + info.body_pos
-    (magic,) = struct.unpack_from(">I", buf, offset + 4)
+    total, magic, f, fixed_size, body_len, topic, props = _parse(buf, offset)
+    bstart = offset + fixed_size
     msg = MessageExt(
-        topic=info.topic,
-        body=bytes(buf[bstart : bstart + info.body_len]),
-        flag=f[4],
-        properties=decode_properties(info.properties),
-        queue_id=f[3],
-        queue_offset=f[5],
-        commitlog_offset=f[6],
-        sys_flag=sys_flag,
-        born_timestamp=f[8],
-        born_host=unpack_host(f[9], f[10]),
-        store_timestamp=f[11],
-        store_host=unpack_host(f[12], f[13]),
-        reconsume_times=f[14],
-        prepared_transaction_offset=f[15],
-        body_crc=f[2],
-        store_size=info.size,
-        magic=magic,
+        topic, bytes(buf[bstart : bstart + body_len]), f[4], decode_properties(props), f[3], f[5], f[6], f[7],
+        f[8], _unpack_host_cached(f[9], f[10]), f[11], _unpack_host_cached(f[12], f[13]), f[14], f[15], f[2],
+        total, magic,
     )
-    return msg, info.size
+    return msg, total
 
 
 def iter_records(buf) -> Iterator[MessageExt]:
