@@ -294,3 +294,23 @@ def test_orderly_suspend_redelivers_in_place_then_hands_over_to_the_dlq(cluster)
         wait_until(lambda: a.offsets.get(("cg", "T", 0)) == 1, "offset committed past the handed-over message")
     finally:
         c.shutdown()
+
+
+def test_consume_message_directly_runs_the_listener(cluster):
+    from wire.bodies import ConsumeMessageDirectlyResult
+
+    ns, a = cluster
+    seen = []
+    c = start_consumer(ns, lambda msgs, ctx: seen.extend(m.body for m in msgs))
+    try:
+        wait_until(lambda: len(owned(c)) == 2, "both queues owned")
+        record = build_record("T", b"direct", {"TAGS": "TagA"}, store_host=("127.0.0.1", 10911))
+        ext = {"consumerGroup": "cg", "clientId": "x", "msgId": "m", "brokerName": "broker-a"}
+        resp = reactor_thread.call(a.channels[-1].invoke, request(RequestCode.CONSUME_MESSAGE_DIRECTLY, ext,
+                                                                  bytes(record)), 3.0)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        result = ConsumeMessageDirectlyResult.decode(resp.body)
+        assert result.consume_result == "CR_SUCCESS" and not result.order
+        assert b"direct" in seen
+    finally:
+        c.shutdown()
