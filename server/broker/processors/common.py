@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from twisted.internet import defer
@@ -23,7 +24,11 @@ def ok(cmd: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b"
 
 def peer_host(channel: Any) -> Host:
     """The client's ``(ip, port)`` as BORNHOST (Apache uses the socket's remote address, not a header)."""
-    addr = getattr(channel, "remote_address", "") or ""
+    return _host_of(getattr(channel, "remote_address", "") or "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_of(addr: str) -> Host:
     try:
         return split_address(addr)
     except ValueError:

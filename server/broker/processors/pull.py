@@ -11,19 +11,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from wire.codes import Perm, PullSysFlag, RequestCode, ResponseCode
+from wire.codes import PullSysFlag, RequestCode, ResponseCode
 from wire.command import RemotingCommand
 from wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
 
 from server.store.status import GetMessageResult, GetMessageStatus
 
-from ..context import BrokerContext, suggest_todo
+from ..context import PERM_READ, BrokerContext, suggest_todo
 from ..filter import TagFilter, build_subscription, is_tag_type
 from .common import fail, peer_addr, then
 from .send import topic_not_exist_remark
 
 log = logging.getLogger("ferrymq.broker.pull")
 
+_SUBSCRIPTION, _SUSPEND, _COMMIT_OFFSET = (int(PullSysFlag.SUBSCRIPTION), int(PullSysFlag.SUSPEND),
+                                          int(PullSysFlag.COMMIT_OFFSET))
 #: Largest maxMsgBytes honoured (Apache caps one pull at 128 MiB as well).
 MAX_PULL_BYTES = 128 * 1024 * 1024
 SAME_GROUP_DIFFERENT_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
@@ -77,7 +79,7 @@ class PullProcessor:
         topic_config = ctx.topics.get(h.topic)
         if topic_config is None:
             return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(h.topic))
-        if not topic_config.perm & Perm.READ:
+        if not topic_config.perm & PERM_READ:
             return fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden",
                         {"forbiddenType": "3"})
         if h.queue_id < 0 or h.queue_id >= topic_config.read_queue_nums:
@@ -85,7 +87,7 @@ class PullProcessor:
                         f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
                         f"[{topic_config.read_queue_nums}] consumer:[{peer_addr(channel)}]")
 
-        if h.sys_flag & PullSysFlag.SUBSCRIPTION:
+        if h.sys_flag & _SUBSCRIPTION:
             sub = build_subscription(h.topic, h.subscription, h.expression_type, h.sub_version)
         else:
             group_info = ctx.consumers.get(h.consumer_group)
@@ -140,7 +142,7 @@ class PullProcessor:
         # Apache's tryCommitOffset: remember how far the group pulled; commit the piggy-backed offset
         # only on a first arrival that may suspend.
         ctx.offsets.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
-        if allow_suspend and h.sys_flag & PullSysFlag.COMMIT_OFFSET:
+        if allow_suspend and h.sys_flag & _COMMIT_OFFSET:
             ctx.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
 
         if code == ResponseCode.SUCCESS:
@@ -148,7 +150,7 @@ class PullProcessor:
             ctx.stats.get_transferred.add(result.message_count)
             return cmd.response(code, result.status.name, header.to_ext(), result.body())
         ctx.stats.get_miss.add(1)
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sys_flag & PullSysFlag.SUSPEND \
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sys_flag & _SUSPEND \
                 and ctx.holder is not None:
             timeout = h.suspend_timeout_millis if ctx.config.longPollingEnable else ctx.config.shortPollingTimeMills
             return ctx.holder.hold(cmd, channel, h.topic, h.queue_id, h.queue_offset, timeout,

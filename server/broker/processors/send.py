@@ -27,7 +27,7 @@ from wire.msgid import UniqKeyGenerator
 
 from server.store.status import PutMessageResult, PutMessageStatus
 
-from ..context import BrokerContext, suggest_todo
+from ..context import PERM_WRITE, BrokerContext, suggest_todo
 from .common import after_registration, fail, peer_addr, peer_host, then
 
 log = logging.getLogger("ferrymq.broker.send")
@@ -140,7 +140,7 @@ class SendProcessor:
         if not ctx.broker_writable():
             return None, fail(cmd, ResponseCode.NO_PERMISSION,
                               f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
-        if not config.perm & Perm.WRITE:
+        if not config.perm & PERM_WRITE:
             return None, fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden", base)
         return config, None
 
