@@ -316,3 +316,12 @@ def test_topic_that_is_not_a_directory_name_is_refused(make_store):
     s = make_store()
     assert s.put_message("../evil", 0, b"x", {}).status is P.MESSAGE_ILLEGAL
     assert s.put_messages("a/b", 0, [(0, b"x", "")]).status is P.MESSAGE_ILLEGAL
+
+
+def test_ipv6_store_host(make_store):
+    s = make_store(storeHost="[::1]:10911")
+    r = put(s, body=b"six")
+    assert len(r.msg_id) == 56 and parse_offset_msg_id(r.msg_id) == (("::1", 10911), r.commitlog_offset)
+    m = decode_record(s.select_one_message_by_offset(r.commitlog_offset))[0]
+    assert m.store_host == ("::1", 10911) and m.sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+    assert s.get_store_time("T", 0, 0) == r.store_timestamp  # STORETIMESTAMP found behind the wider host fields
