@@ -27,13 +27,17 @@ ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 def run_round(root: str, round_no: int, rnd: random.Random) -> tuple[dict, list[str]]:
     ack_path = f"{root}.acks{round_no}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.crash_writer", root, str(round_no), ack_path],
-        stdout=subprocess.PIPE, cwd=ROOT_DIR, text=True,
-    )
+    err_path = f"{root}.stderr{round_no}"
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.store.crash_writer", root, str(round_no), ack_path],
+            stdout=subprocess.PIPE, stderr=err, cwd=ROOT_DIR, text=True,
+        )
     first = proc.stdout.readline()
     assert first.startswith("RECOVERY "), first
     report = json.loads(first[len("RECOVERY "):])
+    with open(err_path) as f:
+        report["log"] = f.read()
     time.sleep(rnd.uniform(0.05, 0.5))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -82,7 +86,10 @@ def test_sigkill_rounds(tmp_path):
     assert len(acked) > 100, "the writer acknowledged too little to prove anything"
     assert sum(not r["clean"] for r in reports[1:]) == ROUNDS - 1  # every restart was a crash recovery
     garbage_rounds = [reports[i] for i in range(3, ROUNDS, 4)]
-    assert any(r["stop_reason"] != "end of data" for r in garbage_rounds), garbage_rounds
+    torn = [r for r in garbage_rounds if r["stop_reason"] != "end of data"]
+    assert torn, garbage_rounds
+    for r in torn:  # the truncation is logged with where and why
+        assert f"valid data ends at {r['end']} ({r['stop_reason']})" in r["log"], r["log"]
 
     store = MessageStore(config(root))
     store.start()
