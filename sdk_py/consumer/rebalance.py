@@ -52,6 +52,7 @@ class Rebalancer:
         #: topic -> its readable queues, from the latest route
         self.topic_queues: dict[str, set[MessageQueue]] = {}
         self._lock = defer.DeferredLock()
+        self._queued: defer.Deferred | None = None
 
     @property
     def _clustering(self) -> bool:
@@ -62,7 +63,19 @@ class Rebalancer:
         return self.consumer.orderly and self._clustering
 
     def do_rebalance(self) -> defer.Deferred:
-        return self._lock.run(self._rebalance)
+        """Rebalance after the one running (if any); requests arriving while one waits share it, so a
+        burst of NOTIFY_CONSUMER_IDS_CHANGED costs one extra round, not one each."""
+        if self._queued is not None:
+            return self._queued
+        waiter: defer.Deferred = defer.Deferred()
+        self._queued = waiter
+
+        def run() -> defer.Deferred:
+            self._queued = None  # from here on a new request needs a new round
+            return self._rebalance()
+
+        self._lock.run(run).chainDeferred(waiter)
+        return waiter
 
     @defer.inlineCallbacks
     def _rebalance(self):

@@ -49,3 +49,4 @@ def test_shares_partition_the_queues_evenly(n_queues, brokers, n_cids):
     assert sorted(flat, key=lambda q: (q.broker_name, q.queue_id)) == sort_queues(mqs), "every queue exactly once"
     sizes = [len(s) for s in shares]
     assert max(sizes) - min(sizes) <= 1, f"uneven shares {sizes}"
+
