@@ -98,8 +98,11 @@ def _run(cmd: list[str], what: str, cwd: Path | None = None, timeout: float = 12
 
 def _maven_classpath(pom: Path, name: str, properties: dict[str, str]) -> str:
     """Resolve ``pom``'s dependencies (downloading on first use) and return the classpath string."""
-    key = _digest(pom, repr(sorted(properties.items())))
+    # MAVEN_OPTS may point Maven at another local repository: the jar paths depend on it.
+    key = _digest(pom, repr(sorted(properties.items())), os.environ.get("MAVEN_OPTS", ""))
     out = CACHE / f"{name}-{key}.classpath"
+    if out.exists() and not all(Path(jar).exists() for jar in out.read_text().strip().split(os.pathsep)):
+        out.unlink()  # a jar vanished from the local repository: resolve again
     if not out.exists():
         tmp = out.with_suffix(".tmp")
         cmd = [require("mvn"), "-q", "-B", "-f", str(pom), "dependency:build-classpath", f"-Dmdep.outputFile={tmp}"]
