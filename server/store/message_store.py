@@ -565,6 +565,16 @@ class MessageStore:
         if stop.reason not in ("incomplete", "end of data", "end of segments"):
             log.error("replicated commit log has an invalid record at %d: %s", stop.offset, stop.reason)
 
+    def truncate_to(self, offset: int) -> None:
+        """Drop everything from commit-log offset ``offset`` on (a record boundary), with the consume-queue
+        units that point there (HA: a slave cutting back to what its new master has)."""
+        if offset >= self.commitlog.max_offset:
+            return
+        self.commitlog.set_end(offset)
+        for cq in self._all_cqs():
+            cq.truncate_beyond(offset)
+        self.dispatched_offset = min(self.dispatched_offset, offset)
+
     def _dispatch_replicated(self, info: RecordInfo, phys: int) -> None:
         self._dispatch_recovered(info, phys, -1)
         tx = info.sys_flag & MessageSysFlag.TRANSACTION_MASK

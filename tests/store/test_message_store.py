@@ -325,3 +325,15 @@ def test_ipv6_store_host(make_store):
     m = decode_record(s.select_one_message_by_offset(r.commitlog_offset))[0]
     assert m.store_host == ("::1", 10911) and m.sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
     assert s.get_store_time("T", 0, 0) == r.store_timestamp  # STORETIMESTAMP found behind the wider host fields
+
+
+def test_truncate_to(make_store):
+    s = make_store()
+    rs = [put(s, qid=i % 2, body=b"%d" % i * 900) for i in range(30)]
+    cut = rs[20].commitlog_offset
+    s.truncate_to(cut)
+    assert s.get_max_phy_offset() == cut
+    assert s.get_max_offset("T", 0) == 10 and s.get_max_offset("T", 1) == 10
+    r = put(s, qid=0, body=b"again")
+    assert (r.commitlog_offset, r.queue_offset) == (cut, 10)
+    assert decode_records(s.get_message("g", "T", 0, 10, 5).body())[0].body == b"again"
