@@ -185,6 +185,7 @@ class ClientInstance:
             route = yield self.fetch_route(topic)
         except MQResponseError as exc:
             if exc.code == ResponseCode.TOPIC_NOT_EXIST:
+                self.route_table.pop(topic, None)
                 return None
             raise
         self._apply_route(topic, route)
@@ -214,6 +215,23 @@ class ClientInstance:
                 yield self.update_route(topic)
             except Exception as exc:  # noqa: BLE001 - one topic failing must not stop the others
                 log.info("%s: route refresh of %s failed: %s", self.client_id, topic, exc)
+        self._forget_offline_brokers()
+
+    def _forget_offline_brokers(self) -> None:
+        """Drop brokers (and addresses) no route mentions any more, so heartbeats stop going to them
+        (Java ``cleanOfflineBroker``)."""
+        live: dict[str, set[str]] = {}
+        for route in self.route_table.values():
+            for bd in route.broker_datas:
+                live.setdefault(bd.broker_name, set()).update(bd.broker_addrs.values())
+        for name in list(self.broker_addrs):
+            if name not in live:
+                log.info("%s: broker %s is in no route any more; forgetting it", self.client_id, name)
+                del self.broker_addrs[name]
+                continue
+            addrs = self.broker_addrs[name]
+            for broker_id in [i for i, addr in addrs.items() if addr not in live[name]]:
+                del addrs[broker_id]
 
     def find_broker_addr(self, broker_name: str, *, only_master: bool = True) -> str | None:
         addrs = self.broker_addrs.get(broker_name) or {}

@@ -258,3 +258,21 @@ def test_an_unreachable_name_server_is_skipped(cluster):
         assert p.send(Message("T", b"x")).status == SendStatus.SEND_OK
     finally:
         p.shutdown()
+
+
+def test_brokers_that_leave_every_route_are_forgotten(cluster, make_producer):
+    from sdk_py import reactor_thread
+
+    ns, a, b = cluster
+    ns.set_route("T", [a, b])
+    p = make_producer()
+    p.send(Message("T", b"x"))
+    instance = p.wrapped.instance
+    assert set(instance.broker_addrs) == {"broker-a", "broker-b"}
+    ns.set_route("T", [a])
+    reactor_thread.call(instance.update_all_routes)
+    assert set(instance.broker_addrs) == {"broker-a"}, "broker-b left the route"
+    before = len(b.of(RequestCode.HEART_BEAT))
+    reactor_thread.call(instance.send_heartbeat_to_all)
+    assert len(b.of(RequestCode.HEART_BEAT)) == before, "no heartbeat to a forgotten broker"
+    assert {p.send(Message("T", b"y")).message_queue.broker_name for _ in range(4)} == {"broker-a"}
