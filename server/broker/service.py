@@ -34,6 +34,7 @@ from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, 
 from .stats import BrokerStats
 from .store_adapter import StoreAdapter
 from .subscriptions import SubscriptionGroupManager
+from .transactions import TransactionService
 from .topics import TopicConfigManager, TopicDefaults
 
 log = logging.getLogger("ferrymq.broker")
@@ -122,7 +123,9 @@ class Broker:
         )
         pull = PullProcessor(ctx)
         ctx.holder = PullRequestHoldService(self.reactor, pull.repull)
-        self.table = build_table(ctx, pull)
+        ctx.transactions = TransactionService(ctx)
+        ctx.transactions.load()
+        self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         ctx.store.add_arrival_listener(ctx.holder.notify)
         topics.on_change = self._topics_changed
         groups.on_change = lambda: self._persist(SUBSCRIPTION_GROUPS, groups)
@@ -164,6 +167,8 @@ class Broker:
         self._every(c.flushConsumerOffsetInterval / 1000.0, self.persist_offsets, "consumer offset persistence", now=False)
         self._every(CLIENT_SCAN_INTERVAL_MS / 1000.0, self.scan_clients, "client channel expiry", now=False)
         self._every(1.0, self.ctx.stats.sample, "stats sampling")
+        self._every(c.transactionCheckInterval / 1000.0, self.ctx.transactions.check, "transaction check-back",
+                    now=False)
         self.started = True
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
                  self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",

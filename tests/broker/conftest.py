@@ -23,6 +23,7 @@ from server.broker.stats import BrokerStats
 from server.broker.store_adapter import StoreAdapter
 from server.broker.subscriptions import SubscriptionGroupManager
 from server.broker.topics import TopicConfigManager, TopicDefaults
+from server.broker.transactions import TransactionService
 from server.config import BrokerConfig
 from server.remoting import dispatch
 from server.store.config import MessageStoreConfig
@@ -79,7 +80,8 @@ class Bk:
         pull = PullProcessor(ctx)
         ctx.holder = PullRequestHoldService(self.clock, pull.repull)
         ctx.store.add_arrival_listener(ctx.holder.notify)
-        self.table = build_table(ctx, pull)
+        ctx.transactions = TransactionService(ctx)
+        self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         self.channel = FakeChannel()
 
     def _ids_changed(self, group, channels):

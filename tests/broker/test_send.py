@@ -111,6 +111,7 @@ def test_unknown_request_code_names_it(bk):
 
 
 def test_half_messages_refused_without_a_transaction_service_and_routed_to_it_with_one(bk):
+    bk.ctx.transactions = None
     refused = bk.send("TxT", extra_props={"TRAN_MSG": "true", "PGROUP": "pg"})
     assert refused.code == ResponseCode.NO_PERMISSION and "transaction message is forbidden" in refused.remark
 
