@@ -30,6 +30,7 @@ from wire.message import (
     compress_body,
     encode_batch,
     encode_properties,
+    java_string_hash,
 )
 from wire.msgid import UniqKeyGenerator, parse_offset_msg_id
 from wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_group, validate_topic
@@ -78,14 +79,8 @@ QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 
 def select_by_hash(queues: list[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
     """Java ``SelectMessageQueueByHash``: the same ``arg`` (e.g. an order id) always picks the same queue."""
-    key = arg if isinstance(arg, int) else _java_hash(str(arg))
+    key = arg if isinstance(arg, int) else java_string_hash(str(arg))
     return queues[abs(key) % len(queues)]
-
-
-def _java_hash(s: str) -> int:
-    from wire.message import java_string_hash
-
-    return java_string_hash(s)
 
 
 class Producer:

@@ -64,3 +64,17 @@ def test_retry_with_a_single_broker_still_picks_one():
 def test_no_queues_is_an_error():
     with pytest.raises(ValueError, match="no writable queue"):
         TopicPublishInfo().select_queue()
+
+
+def test_select_by_hash_matches_javas_selector():
+    from sdk_py.message import Message
+    from sdk_py.producer import select_by_hash
+    from wire.message import java_string_hash
+
+    qs = [MessageQueue("T", "a", i) for i in range(4)]
+    m = Message("T", b"x")
+    assert select_by_hash(qs, m, 6).queue_id == 2  # Integer.hashCode() is the value: 6 % 4
+    assert select_by_hash(qs, m, -7).queue_id == 3  # Java: Math.abs(-7 % 4)
+    h = java_string_hash("order-42")
+    assert select_by_hash(qs, m, "order-42").queue_id == abs(h) % 4
+    assert len({select_by_hash(qs, m, "order-42").queue_id for _ in range(10)}) == 1
