@@ -17,7 +17,7 @@ from twisted.internet import defer, task, threads
 from server.config import BrokerConfig, NettyServerConfig
 from server.remoting import Channel, RemotingServer
 from server.store.config import MessageStoreConfig
-from server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
+from server.store.config_files import CONSUMER_OFFSETS, DELAY_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
 from server.store.message_store import MessageStore
 from wire.codes import RequestCode
 from wire.command import request
@@ -34,6 +34,7 @@ from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, 
 from .stats import BrokerStats
 from .store_adapter import StoreAdapter
 from .subscriptions import SubscriptionGroupManager
+from .schedule import ScheduleService, TICK_S
 from .transactions import TransactionService
 from .topics import TopicConfigManager, TopicDefaults
 
@@ -99,7 +100,7 @@ class Broker:
         store_config.storeHost = f"{self.ip}:{port}"
         self.store = MessageStore(store_config)
         self.store.start()
-        self._files = {name: config_file(store_config.config_dir, name) for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS)}
+        self._files = {name: config_file(store_config.config_dir, name) for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS, DELAY_OFFSETS)}
         topics = TopicConfigManager(
             TopicDefaults(
                 brokerName=c.brokerName, brokerClusterName=c.brokerClusterName,
@@ -125,6 +126,10 @@ class Broker:
         ctx.holder = PullRequestHoldService(self.reactor, pull.repull)
         ctx.transactions = TransactionService(ctx)
         ctx.transactions.load()
+        ctx.scheduler = ScheduleService(ctx)
+        delay_offsets = self._files[DELAY_OFFSETS].load()
+        if delay_offsets:
+            ctx.scheduler.load_json_obj(delay_offsets)
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         ctx.store.add_arrival_listener(ctx.holder.notify)
         topics.on_change = self._topics_changed
@@ -169,6 +174,7 @@ class Broker:
         self._every(1.0, self.ctx.stats.sample, "stats sampling")
         self._every(c.transactionCheckInterval / 1000.0, self.ctx.transactions.check, "transaction check-back",
                     now=False)
+        self._every(TICK_S, self.ctx.scheduler.tick, "delayed message delivery", now=False)
         self.started = True
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
                  self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",
@@ -227,10 +233,11 @@ class Broker:
         return self._writes
 
     def persist_offsets(self, force: bool = False) -> None:
-        offsets = self.ctx.offsets
-        if offsets.changed or force:
-            offsets.changed = False
-            self._persist(CONSUMER_OFFSETS, offsets)
+        """Consumer offsets and delay-level delivery offsets, when they changed (or ``force``)."""
+        for name, table in ((CONSUMER_OFFSETS, self.ctx.offsets), (DELAY_OFFSETS, self.ctx.scheduler)):
+            if table.changed or force:
+                table.changed = False
+                self._persist(name, table)
 
     def _topics_changed(self, _config: Any) -> None:
         self._persist(TOPICS, self.ctx.topics)

@@ -66,6 +66,11 @@ class StoreAdapter:
     def get_store_time(self, topic: str, queue_id: int, offset: int) -> int:
         return self.store.get_store_time(topic, queue_id, offset) if offset >= 0 else -1
 
+    def get_unit(self, topic: str, queue_id: int, offset: int) -> tuple[int, int, int] | None:
+        """The consume-queue unit (commit-log offset, size, tag code) at ``offset``, or None."""
+        cq = self.store.find_consume_queue(topic, queue_id)
+        return cq.get_unit(offset) if cq is not None else None
+
     def search_offset_by_time(self, topic: str, queue_id: int, timestamp: int, upper: bool = False) -> int:
         return self.store.search_offset_by_time(topic, queue_id, timestamp, "UPPER" if upper else "LOWER")
 

@@ -33,6 +33,9 @@ class BrokerStore(Protocol):
     def get_store_time(self, topic: str, queue_id: int, offset: int) -> int:
         """Store timestamp of the message at a queue offset; -1 when there is none."""
 
+    def get_unit(self, topic: str, queue_id: int, offset: int) -> tuple[int, int, int] | None:
+        """The consume-queue unit (commit-log offset, size, tag code) at ``offset``, or None."""
+
     def search_offset_by_time(self, topic: str, queue_id: int, timestamp: int, upper: bool = False) -> int: ...
 
     def look_message_by_offset(self, phys_offset: int) -> bytes | None:

@@ -6,6 +6,7 @@ returns the response (or the still-pending Deferred of a held pull); time is a `
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from server.broker.stats import BrokerStats
 from server.broker.store_adapter import StoreAdapter
 from server.broker.subscriptions import SubscriptionGroupManager
 from server.broker.topics import TopicConfigManager, TopicDefaults
+from server.broker.schedule import ScheduleService
 from server.broker.transactions import TransactionService
 from server.config import BrokerConfig
 from server.remoting import dispatch
@@ -81,6 +83,9 @@ class Bk:
         ctx.holder = PullRequestHoldService(self.clock, pull.repull)
         ctx.store.add_arrival_listener(ctx.holder.notify)
         ctx.transactions = TransactionService(ctx)
+        #: shifts the scheduler's wall clock (delay levels are due by store time)
+        self.later_ms = 0
+        ctx.scheduler = ScheduleService(ctx, now_ms=lambda: int(time.time() * 1000) + self.later_ms)
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         self.channel = FakeChannel()
 

@@ -102,10 +102,16 @@ def test_send_back_goes_to_retry_then_dlq(bk):
     _, phys = parse_offset_msg_id(sent.ext_fields["msgId"])
     back = {"offset": phys, "group": "g", "delayLevel": 0, "originMsgId": sent.ext_fields["msgId"], "originTopic": "T"}
     assert bk.call(C.CONSUMER_SEND_MSG_BACK, back).code == 0
+    # delay level 3 + reconsumeTimes 0: parked in SCHEDULE_TOPIC_XXXX queue 2 for 10 s
+    assert bk.store.get_max_offset("%RETRY%g", 0) == 0 and bk.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 2) == 1
+    assert bk.ctx.scheduler.tick() == 0
+    bk.later_ms = 10_500
+    assert bk.ctx.scheduler.tick() == 1
     got = bk.store.get_message("", "%RETRY%g", 0, 0, 32)
     retry = decode_records(got.body())[0]
     assert retry.body == b"payload" and retry.reconsume_times == 1
     assert retry.properties["RETRY_TOPIC"] == "T" and retry.properties["DELAY"] == "3"
+    assert retry.properties["REAL_TOPIC"] == "%RETRY%g"
     assert retry.properties["ORIGIN_MESSAGE_ID"] == sent.ext_fields["msgId"]
     # maxReconsumeTimes reached -> DLQ
     back2 = {**back, "offset": retry.commitlog_offset, "maxReconsumeTimes": 1}

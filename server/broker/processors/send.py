@@ -160,7 +160,7 @@ class SendProcessor:
         if error is not None:
             return error
         created = created and h.topic in ctx.topics
-        queue_id = self._queue_id(h, config.write_queue_nums)
+        queue_id = reply_queue = self._queue_id(h, config.write_queue_nums)  # answered even after a DLQ/delay rewrite
         props = decode_properties(h.properties or "")
         topic = h.topic
         sys_flag = h.sys_flag
@@ -211,7 +211,7 @@ class SendProcessor:
         else:
             msg = apply_delay(ctx, msg)
             result = ctx.store.put_message(msg)
-        response = then(result, lambda r: put_result_response(ctx, cmd, r, msg.queue_id, uniq_key, base))
+        response = then(result, lambda r: put_result_response(ctx, cmd, r, reply_queue, uniq_key, base))
         return after_registration(ctx, created, response)
 
     # ------------------------------------------------------------------ batch
