@@ -314,3 +314,34 @@ def test_consume_message_directly_runs_the_listener(cluster):
         assert b"direct" in seen
     finally:
         c.shutdown()
+
+
+@pytest.mark.parametrize("where, code, expected_offset", [
+    ("CONSUME_FROM_LAST_OFFSET", RequestCode.GET_MAX_OFFSET, 40),
+    ("CONSUME_FROM_FIRST_OFFSET", None, 0),
+    ("CONSUME_FROM_TIMESTAMP", RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, 17),
+])
+def test_consume_from_where_applies_when_the_group_has_no_offset(cluster, where, code, expected_offset):
+    ns, a = cluster
+    ns.set_route("T", [a], queues=1)
+    a.handlers[RequestCode.QUERY_CONSUMER_OFFSET] = lambda cmd, ch: cmd.response(ResponseCode.QUERY_NOT_FOUND, "none")
+    a.handlers[RequestCode.GET_MAX_OFFSET] = lambda cmd, ch: cmd.response(ResponseCode.SUCCESS, None, {"offset": "40"})
+    a.handlers[RequestCode.SEARCH_OFFSET_BY_TIMESTAMP] = lambda cmd, ch: cmd.response(
+        ResponseCode.SUCCESS, None, {"offset": "17"})
+    c = start_consumer(ns, consume_from_where=where, consume_timestamp="20260102030405")
+    try:
+        wait_until(lambda: any(decode_request_header(p).topic == "T" for p in a.of(RequestCode.PULL_MESSAGE)),
+                   "the first pull")
+        first = next(decode_request_header(p) for p in a.of(RequestCode.PULL_MESSAGE)
+                     if decode_request_header(p).topic == "T")
+        assert first.queue_offset == expected_offset
+        if code == RequestCode.SEARCH_OFFSET_BY_TIMESTAMP:
+            (search,) = a.of(code)
+            expected_ms = int(time.mktime((2026, 1, 2, 3, 4, 5, 0, 0, -1)) * 1000)  # local time, as Java parses it
+            assert int(search.ext("timestamp")) == expected_ms
+        elif code is not None:
+            assert a.of(code)
+        else:
+            assert not a.of(RequestCode.GET_MAX_OFFSET) and not a.of(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP)
+    finally:
+        c.shutdown()
