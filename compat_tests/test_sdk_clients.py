@@ -31,8 +31,6 @@ from .apache import write_conf
 from .conftest import REPO, _ferrymq_cli
 from .processes import LOOPBACK, Child, free_port, port_open
 
-pytestmark = pytest.mark.timeout(120)
-
 #: how long a scenario waits for its messages before failing
 WAIT = 45.0
 
