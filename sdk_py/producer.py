@@ -168,9 +168,11 @@ class Producer:
         route = yield self.instance.update_route(topic)
         if route is not None:
             info = publish_info(route, topic)
-            if info.ok:
-                self.publish_table[topic] = info
-                return info
+            if not info.ok:  # the topic exists but nothing takes writes: Java gives up here too
+                raise MQClientError(f"No route info of this topic: {topic} (its route has no writable queue "
+                                    f"on a master broker; check the topic's and brokers' permissions)")
+            self.publish_table[topic] = info
+            return info
         template = yield self.instance.update_route(self.create_topic_key)
         if template is None:
             raise MQClientError(f"No route info of this topic: {topic} (and no {self.create_topic_key} route to "

@@ -276,3 +276,13 @@ def test_brokers_that_leave_every_route_are_forgotten(cluster, make_producer):
     reactor_thread.call(instance.send_heartbeat_to_all)
     assert len(b.of(RequestCode.HEART_BEAT)) == before, "no heartbeat to a forgotten broker"
     assert {p.send(Message("T", b"y")).message_queue.broker_name for _ in range(4)} == {"broker-a"}
+
+
+def test_a_read_only_topic_is_refused_without_auto_creating_it(cluster, make_producer):
+    ns, a, _ = cluster
+    ns.set_route("T", [a], perm=4)
+    ns.set_route("TBW102", [a], perm=7)
+    p = make_producer()
+    with pytest.raises(MQClientError, match="no writable queue"):
+        p.send(Message("T", b"x"))
+    assert not a.of(RequestCode.SEND_MESSAGE_V2)
