@@ -396,7 +396,7 @@ class PushConsumer:
                 if msgs:
                     pq.put(msgs)
                     self._dispatch(mq, pq, msgs)
-                elif pq.msg_count == 0 and clustering:
+                elif pq.msg_count == 0:  # everything was filtered out: move the offset past it
                     self.offset_store.update_offset(mq, result.next_begin_offset, True)
             elif result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
                 pq.next_offset = result.next_begin_offset
