@@ -153,9 +153,7 @@ def fill(root: str, gib: float, props, rss_marks: list[float] | None = None) -> 
 
 def crash(s: MessageStore) -> None:
     """Leave the store as SIGKILL would (abort file kept, no final checkpoint)."""
-    s.running = False
-    s._periodic.stop()
-    s._allocator.shutdown()
+    s._stop_threads()
     s.commitlog.queue.close()
     for cq in s._all_cqs():
         cq.queue.close()

@@ -101,6 +101,7 @@ class MessageStore:
         self._delay_ms = config.delay_level_millis()
         self._group_commit: GroupCommitService | None = None
         self._periodic: PeriodicService | None = None
+        self._prefault: PeriodicService | None = None
         self._lock_fd = -1
         self._memory_limit = _total_memory() * config.accessMessageInMemoryMaxRatio // 100
         self.cleaner = CleanService(self)
@@ -156,19 +157,17 @@ class MessageStore:
         p.add(cfg.cleanResourceInterval, self.cleaner.run)
         p.start()
         self._periodic = p
+        pf = PeriodicService("store-prefault")
+        pf.add(10, self._prefault_task)
+        pf.start()
+        self._prefault = pf
         self.running = True
 
     def shutdown(self) -> None:
         """Orderly stop: flush everything, write the checkpoint, remove the abort file."""
         if self._lock_fd < 0:
             return
-        self.running = False
-        if self._group_commit is not None:
-            self._group_commit.stop()
-        if self._periodic is not None:
-            self._periodic.stop()
-        if self._allocator is not None:
-            self._allocator.shutdown()
+        self._stop_threads()
         cl_end = self.commitlog.max_offset
         self.commitlog.queue.flush()
         for cq in self._all_cqs():
@@ -190,6 +189,15 @@ class MessageStore:
         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         os.close(self._lock_fd)
         self._lock_fd = -1
+
+    def _stop_threads(self) -> None:
+        """Stop accepting puts and every store thread (pending group commits are flushed first)."""
+        self.running = False
+        for service in (self._group_commit, self._periodic, self._prefault):
+            if service is not None:
+                service.stop()
+        if self._allocator is not None:
+            self._allocator.shutdown()
 
     def _load_consume_queues(self) -> None:
         root = self.config.consume_queue_dir
@@ -836,6 +844,14 @@ class MessageStore:
     # ------------------------------------------------------------------------------------------
     # background tasks
     # ------------------------------------------------------------------------------------------
+
+    #: how far ahead of the write position commit-log pages are faulted in
+    PREFAULT_AHEAD = 32 << 20
+
+    def _prefault_task(self) -> None:
+        mf = self.commitlog.tail
+        if mf is not None:
+            mf.populate(mf.wrote + self.PREFAULT_AHEAD)
 
     def _flush_commitlog_task(self) -> None:
         cl = self.commitlog

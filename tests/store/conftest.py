@@ -28,13 +28,7 @@ def simulate_crash(store: MessageStore) -> None:
     """Stop a store as a killed process would: no final flush, no checkpoint, abort file left behind.
 
     (Data written through the mapping stays in the page cache, exactly as after SIGKILL.)"""
-    store.running = False
-    if store._group_commit is not None:
-        store._group_commit.stop()
-    if store._periodic is not None:
-        store._periodic.stop()
-    if store._allocator is not None:
-        store._allocator.shutdown()
+    store._stop_threads()
     store.commitlog.queue.close()
     for cq in store._all_cqs():
         cq.queue.close()
