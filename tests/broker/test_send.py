@@ -126,3 +126,11 @@ def test_half_messages_refused_without_a_transaction_service_and_routed_to_it_wi
     bk.ctx.transactions = tx = Tx()
     ok = bk.send("TxT", b"half", extra_props={"TRAN_MSG": "true", "PGROUP": "pg"})
     assert ok.code == 0 and tx.got[0].topic == "TxT" and tx.got[0].properties["CLUSTER"] == "DefaultCluster"
+
+
+def test_cpp_client_numeric_booleans_read_as_java_does(bk):
+    """rocketmq-client-cpp sends unitMode=0 / batch=0; Java's parseBoolean reads anything but "true" as false."""
+    h = SendMessageRequestHeader("pg", "CppT", "TBW102", 4, 0, 0, 1, 0, properties="").to_ext()
+    h.update({"unitMode": "0", "batch": "0"})
+    resp = bk.call(RequestCode.SEND_MESSAGE, h, b"cpp")
+    assert resp.code == 0, resp.remark
