@@ -27,6 +27,7 @@ PAGE = mmap.PAGESIZE
 #: Linux 5.14+: fault pages of a mapping in ahead of use. READ, not WRITE: the pages come in as clean
 #: zero pages (no extra writeback); the writer's first store then only marks them dirty.
 MADV_POPULATE_READ = 22
+MADV_POPULATE_WRITE = 23
 try:
     _madvise = ctypes.CDLL(None, use_errno=True).madvise  # a ctypes call releases the GIL
     _madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
@@ -52,11 +53,13 @@ def _create_file(path: str, size: int, warm: bool = False) -> None:
             os.posix_fallocate(fd, 0, size)
         except OSError as exc:
             raise AllocationError(exc.errno, f"cannot preallocate {size} bytes for {path}: {exc.strerror}") from None
-        if warm:
+        if warm and _madvise is not None:
+            # Apache's warmMapedFileEnable: make every page resident (written zeros) before first use
             mm = mmap.mmap(fd, size)
             try:
-                for p in range(0, size, PAGE):
-                    mm[p] = 0
+                anchor = ctypes.c_char.from_buffer(mm)
+                _madvise(ctypes.addressof(anchor), size, MADV_POPULATE_WRITE)
+                del anchor
             finally:
                 mm.close()
     except BaseException:
