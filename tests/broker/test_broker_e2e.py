@@ -237,3 +237,12 @@ def test_vip_channel_serves_the_same_broker(rt, cluster):
     assert broker.vip and broker.port == port
     assert send(rt, client, f"127.0.0.1:{port - 2}", "Vip", b"v").code == 0
     assert call(rt, client, f"127.0.0.1:{port}", C.GET_MAX_OFFSET, {"topic": "Vip", "queueId": 0}).code == 0
+
+
+def test_a_dead_name_server_does_not_stop_registration_with_the_others(rt, cluster):
+    namesrv, start_broker, client = cluster
+    broker = start_broker(namesrvAddr=f"127.0.0.1:1;127.0.0.1:{namesrv.port}")
+    assert wait_for(lambda: broker.registration.registrations > 0)
+    with BlockingAdmin(f"127.0.0.1:{namesrv.port}") as admin:
+        assert admin.get_route_info("TBW102").broker_datas[0].broker_addrs == {0: broker.addr}
+    assert send(rt, client, broker.addr, "TwoNs", b"x").code == 0  # waits for the live one only
