@@ -100,7 +100,8 @@ class Broker:
         store_config.storeHost = f"{self.ip}:{port}"
         self.store = MessageStore(store_config)
         self.store.start()
-        self._files = {name: config_file(store_config.config_dir, name) for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS, DELAY_OFFSETS)}
+        self._files = {name: config_file(store_config.config_dir, name)
+                       for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS, DELAY_OFFSETS)}
         topics = TopicConfigManager(
             TopicDefaults(
                 brokerName=c.brokerName, brokerClusterName=c.brokerClusterName,
@@ -147,6 +148,8 @@ class Broker:
             self._build(port)
         except BaseException:
             self.server.stop(0)
+            if self.store is not None and self.store.running:
+                self.store.shutdown()  # release the store lock so a fixed config can start again
             raise
         self.server.processor = self.table
         vip_port = port - 2
