@@ -130,7 +130,23 @@ class MessageStore:
             raise StoreLockedError(
                 f"{cfg.lock_path} is locked: another broker uses storePathRootDir {cfg.storePathRootDir}"
             ) from None
-        self._allocator = Allocator(cfg.warmMapedFileEnable)
+        try:
+            self._start_locked(Allocator(cfg.warmMapedFileEnable))
+        except BaseException:
+            # a store that failed to start (unreadable segment, bad config) must not keep the lock
+            self._stop_threads()
+            self.commitlog.queue.close()
+            for cq in self._all_cqs():
+                cq.queue.close()
+            self.index.close()
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise
+
+    def _start_locked(self, allocator) -> None:
+        cfg = self.config
+        self._allocator = allocator
         self.commitlog = CommitLog(cfg.storePathCommitLog, cfg.mappedFileSizeCommitLog, self._allocator)
         self.last_exit_ok = not os.path.exists(cfg.abort_path)
         self.checkpoint = StoreCheckpoint.open(cfg.checkpoint_path)

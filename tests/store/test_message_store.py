@@ -337,3 +337,21 @@ def test_truncate_to(make_store):
     r = put(s, qid=0, body=b"again")
     assert (r.commitlog_offset, r.queue_offset) == (cut, 10)
     assert decode_records(s.get_message("g", "T", 0, 10, 5).body())[0].body == b"again"
+
+
+def test_failed_start_releases_the_lock(make_store, tmp_path):
+    from server.store import MessageStore
+
+    root = tmp_path / "bad"
+    s = make_store(root=root)
+    put(s)
+    s.shutdown()
+    seg = os.path.join(s.config.storePathCommitLog, "0" * 20)
+    with open(seg, "ab") as f:  # a segment of the wrong size: start must fail with a clear error
+        f.write(b"x")
+    bad = MessageStore(s.config)
+    with pytest.raises(ValueError, match="segment size"):
+        bad.start()
+    os.truncate(seg, s.config.mappedFileSizeCommitLog)
+    good = make_store(root=root)  # the lock was released
+    assert good.get_max_offset("T", 0) == 1
