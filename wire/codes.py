@@ -315,6 +315,8 @@ VERSION_V4_9_4 = 401
 VERSION_V5_0_0 = 413
 VERSION_V5_3_1 = 475
 VERSION_V5_3_3 = 479
+VERSION_V5_5_0 = 513
 #: What FerryMQ puts in ``version``: Java clients gate features (SQL92 pulls) on the broker's version.
-CURRENT_VERSION = VERSION_V5_3_3
-CURRENT_VERSION_DESC = "V5_3_3"
+#: The same release as the Apache RocketMQ the compatibility suite runs side by side (5.5.0).
+CURRENT_VERSION = VERSION_V5_5_0
+CURRENT_VERSION_DESC = "V5_5_0"

@@ -40,7 +40,7 @@ from wire.bodies import (
     SubscriptionData,
     TopicRouteData,
 )
-from wire.codes import PullSysFlag
+from wire.codes import CURRENT_VERSION_DESC, PullSysFlag
 from wire.headers import PullMessageRequestHeader
 from wire.message import MessageConst, MessageExt
 from wire.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic, validate_group
@@ -58,7 +58,7 @@ from .subscription import SUB_ALL, TAG, build_subscription, matches
 log = logging.getLogger("ferrymq.sdk.push")
 
 #: client-reported version in running info (Java MQVersion name of the protocol level we speak)
-CLIENT_VERSION = "V5_3_3"
+CLIENT_VERSION = CURRENT_VERSION_DESC
 
 
 class ConsumeConcurrentlyStatus(enum.Enum):

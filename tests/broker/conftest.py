@@ -31,7 +31,7 @@ from server.remoting import dispatch
 from server.store.config import MessageStoreConfig
 from server.store.message_store import MessageStore
 from wire.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
-from wire.codes import LanguageCode, RequestCode
+from wire.codes import CURRENT_VERSION, LanguageCode, RequestCode
 from wire.command import RemotingCommand, request
 from wire.headers import SendMessageRequestHeader
 from wire.message import encode_properties, java_string_hash
@@ -93,7 +93,7 @@ class Bk:
         self.notified.append((group, len(channels)))
 
     def call(self, code: int, ext: dict | None = None, body: bytes = b"", channel: Any = None,
-             version: int = 479, language=LanguageCode.JAVA) -> Any:
+             version: int = CURRENT_VERSION, language=LanguageCode.JAVA) -> Any:
         cmd = request(code, {k: str(v) for k, v in (ext or {}).items()}, body, language=language)
         cmd.version = version
         d = dispatch(self.table, cmd, channel or self.channel)

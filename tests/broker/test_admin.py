@@ -17,7 +17,7 @@ from wire.bodies import (
     TopicList,
     TopicStatsTable,
 )
-from wire.codes import RequestCode, ResponseCode
+from wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, RequestCode, ResponseCode
 from wire.headers import CreateTopicRequestHeader
 
 C = RequestCode
@@ -71,7 +71,7 @@ def test_consume_stats_connections_and_consume_by_who(bk):
     assert list(by_offsets.offset_table) == [MessageQueue("CT", "broker-a", 0)]
     conn = ConsumerConnection.decode(bk.call(C.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "cg"}).body)
     assert conn.connection_set[0].client_id == "c1" and conn.connection_set[0].language == "JAVA"
-    assert conn.connection_set[0].version == 479 and conn.message_model == "CLUSTERING"
+    assert conn.connection_set[0].version == CURRENT_VERSION and conn.message_model == "CLUSTERING"
     assert "CT" in conn.subscription_table
     offline = bk.call(C.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": "nobody"})
     assert offline.code == ResponseCode.CONSUMER_NOT_ONLINE
@@ -103,7 +103,7 @@ def test_runtime_info_has_the_numbers_mqadmin_parses(bk):
     assert table["getTransferedTps"] == table["getTransferredTps"]  # 4.9.x mqadmin reads the misspelt key
     for key in ("commitLogDiskRatio", "timerEnqueueTps", "timerDequeueTps"):
         float(table[key])
-    assert len(table["putTps"].split(" ")) == 3 and table["brokerVersionDesc"] == "V5_3_3"
+    assert len(table["putTps"].split(" ")) == 3 and table["brokerVersionDesc"] == CURRENT_VERSION_DESC
     assert table["msgPutTotalTodayNow"] == "1"
 
 

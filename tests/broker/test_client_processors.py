@@ -11,7 +11,7 @@ from wire.bodies import (
     MessageQueue,
     SubscriptionData,
 )
-from wire.codes import RequestCode, ResponseCode
+from wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, RequestCode, ResponseCode
 from wire.message import decode_record, decode_records
 from wire.msgid import parse_offset_msg_id
 
@@ -20,7 +20,7 @@ C = RequestCode
 
 def test_heartbeat_registers_group_creates_retry_topic_and_answers_non_null_ext(bk):
     resp = bk.heartbeat("g1", "T")
-    assert resp.code == 0 and resp.version == 479
+    assert resp.code == 0 and resp.version == CURRENT_VERSION
     assert resp.ext_fields == {"IS_SUPPORT_HEART_BEAT_V2": "false", "IS_SUB_CHANGE": "true"}
     assert bk.ctx.topics.get("%RETRY%g1").read_queue_nums == 1
     assert bk.ctx.groups.get("g1").retry_max_times == 16

@@ -55,7 +55,7 @@ def test_any_split_of_a_stream_yields_the_same_commands(cmds, data):
 
 
 def test_json_worked_example_from_the_reference():
-    cmd = RemotingCommand(code=105, opaque=7, ext_fields={"topic": "TopicTest"})
+    cmd = RemotingCommand(code=105, opaque=7, version=479, ext_fields={"topic": "TopicTest"})
     expected = bytes.fromhex("0000008700000083") + (
         b'{"code":105,"extFields":{"topic":"TopicTest"},"flag":0,"language":"JAVA","opaque":7,'
         b'"serializeTypeCurrentRPC":"JSON","version":479}'
@@ -65,7 +65,7 @@ def test_json_worked_example_from_the_reference():
 
 def test_rocketmq_worked_example_from_the_reference():
     cmd = RemotingCommand(
-        code=105, opaque=7, ext_fields={"topic": "TopicTest"}, serialize_type=SerializeType.ROCKETMQ
+        code=105, opaque=7, version=479, ext_fields={"topic": "TopicTest"}, serialize_type=SerializeType.ROCKETMQ
     )
     expected = bytes.fromhex(
         "0000002d01000029" "0069" "00" "01df" "00000007" "00000000" "00000000" "00000014"
