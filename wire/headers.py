@@ -12,9 +12,10 @@ straight-line ``from_ext``/``to_ext`` functions (no per-call loop over fields, n
 The fast path catches any conversion failure in one ``try`` and hands the dict to a slow, exact checker
 that raises MissingField/BadField naming the field; that path only runs for bad input.
 
-Values: ``int`` is Java Integer/Long in decimal; ``bool`` is ``"true"``/``"false"`` (Java's
-``Boolean.parseBoolean`` also reads ``TRUE``/``True``, so do we); an empty string in an optional
-number or boolean counts as absent (Go writes empty strings for unset optional fields).
+Values: ``int`` is Java Integer/Long in decimal; ``bool`` is written ``"true"``/``"false"`` and read
+as Java's ``Boolean.parseBoolean`` reads it ("true" in any case is true, anything else false: the C++
+client writes ``0``); an empty string in an optional number or boolean counts as absent (Go writes
+empty strings for unset optional fields).
 
 SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2 carry :class:`SendMessageRequestHeader`
 under one-letter keys ``a``..``n`` (``from_ext_v2``/``to_ext_v2``); :func:`decode_request_header`
@@ -43,7 +44,15 @@ __all__ = [
 ]
 
 _MISSING = dataclasses.MISSING
-_BOOLS = {"true": True, "false": False, "True": True, "False": False, "TRUE": True, "FALSE": False}
+class _JavaBooleans(dict):
+    """Header booleans as Java's ``Boolean.parseBoolean`` reads them: "true" in any case is true,
+    anything else false. The C++ client sends ``unitMode=0`` / ``batch=0``; Apache accepts those."""
+
+    def __missing__(self, value: str) -> bool:
+        return value.lower() == "true"
+
+
+_BOOLS = _JavaBooleans({"true": True, "false": False, "True": True, "False": False, "TRUE": True, "FALSE": False})
 _EMPTY: dict[str, str] = {}
 
 
@@ -87,7 +96,7 @@ def _fields_of(cls: type) -> list[_Field]:
     return out
 
 
-_EXPECTED = {int: "a decimal integer", bool: "'true' or 'false'", str: "a string"}
+_EXPECTED = {int: "a decimal integer", str: "a string"}
 
 
 def _slow_decode(cls: type, fields: list[_Field], ext: dict[str, str], use_v2: bool) -> None:
@@ -108,8 +117,6 @@ def _slow_decode(cls: type, fields: list[_Field], ext: dict[str, str], use_v2: b
                 int(value)
             except ValueError:
                 raise BadField(cls.__name__, key, value, _EXPECTED[int]) from None
-        elif value not in _BOOLS:
-            raise BadField(cls.__name__, key, value, _EXPECTED[bool])
     raise AssertionError(f"{cls.__name__}: fast decoder failed on input the exact checker accepts: {ext!r}")
 
 
