@@ -17,6 +17,8 @@ from pathlib import Path
 from compat_tests import apache, toolchain
 from compat_tests.processes import LOOPBACK, Child, free_port
 
+from . import javatools
+
 #: Apache broker JVM. Apache's runbroker.sh uses G1 with these tunings and an 8 GiB heap with
 #: AlwaysPreTouch; on this 2-core, 24 GiB box shared with other work the heap is 2 GiB (the store lives in
 #: the page cache, not the heap) and pre-touch is off, so RSS shows what the broker really uses.
@@ -136,7 +138,7 @@ class ApacheSide(Side):
     def start_support(self) -> None:
         # Resolve the classpath now: it takes compat_tests' build lock, which another build may hold for
         # minutes, and that wait must not count as start-up time.
-        self.classpath = toolchain.apache_server_classpath(self.version)
+        self.classpath = javatools.apache_server_classpath(self.version)
         self.namesrv = apache.ApacheNamesrv.start(self.home / "namesrv", self.version)
 
     def launch(self) -> Child:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def parser() -> argparse.ArgumentParser:
                     "and the official Java client. Default sizes are the quick ones (a few minutes).",
     )
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="small sizes (the default): 1 round, 15 s warm-up and phases, 50k backlog, 48 MiB recovery")
+    size.add_argument("--quick", action="store_true", help="small sizes (the default): 1 round, 10 s warm-up, 12 s phases, 100k backlog, 100 MiB recovery")
     size.add_argument("--full", action="store_true", help="the documented run: 3 rounds, 30 s phases, 1,000,000 backlog, 1 GiB recovery")
     p.add_argument("--rounds", type=int, help="rounds per broker and flush mode (medians are taken across them)")
     p.add_argument("--duration", type=float, help="seconds per send phase, judged over its last 9 s (at least 12)")
@@ -60,14 +61,20 @@ def plan_from(args: argparse.Namespace) -> Plan:
     return plan
 
 
+def _terminate(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> dict | None:
     args = parser().parse_args(argv)
     plan = plan_from(args)
     minutes = plan.estimate_s() / 60
-    print(f"plan: {plan.as_dict()}\nsessions: {len(session_order(plan))}, about {minutes:.0f} min if both brokers "
-          f"fill and drain at ~40k msg/s (slower brokers take longer)")
+    print(f"plan: {plan.as_dict()}\nsessions: {len(session_order(plan))}, about {minutes:.0f} min "
+          f"(at the rates seen on a 2-core box; a slower broker takes longer)")
     if args.estimate:
         return None
+    # Brokers and tools run in their own sessions; turn SIGTERM into an exception so the finally blocks kill them.
+    signal.signal(signal.SIGTERM, _terminate)
     results = Run(plan, keep=args.keep).execute()
     results["meta"]["command"] = " ".join(["python -m benchmarks.broker_bench", *(argv if argv is not None else sys.argv[1:])])
     print()

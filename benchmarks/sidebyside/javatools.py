@@ -67,6 +67,42 @@ class LoadTools:
         return self.command(LOAD_PROBE, args, home)
 
 
+def pinned_classpath(classpath: str, name: str) -> str:
+    """The classpath's jars hard-linked (or copied) under build/sidebyside/``name``.
+
+    Other runs on this machine rebuild the shared Maven caches (even into throw-away local repositories);
+    a benchmark that relaunches a broker half an hour later must not find its jars gone.
+    """
+    entries = [e for e in classpath.split(os.pathsep) if e]
+    missing = [e for e in entries if not os.path.exists(e)]
+    if missing:
+        raise FileNotFoundError(
+            f"{len(missing)} classpath entries of {name} are missing (first: {missing[0]}); the cached classpath in "
+            f"{toolchain.CACHE} is stale: delete its *.classpath files and rerun")
+    pinned_dir = BUILD / "pinned" / name
+    pinned_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i, entry in enumerate(entries):
+        if os.path.isdir(entry):
+            out.append(entry)
+            continue
+        target = pinned_dir / f"{i:03d}-{os.path.basename(entry)}"
+        if not target.exists() or target.stat().st_size != os.path.getsize(entry):
+            tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")
+            try:
+                os.link(entry, tmp)
+            except OSError:
+                shutil.copyfile(entry, tmp)
+            os.replace(tmp, target)
+        out.append(str(target))
+    return os.pathsep.join(out)
+
+
+def apache_server_classpath(version: str = VERSION) -> str:
+    """Apache's name server and broker jars (resolved by compat_tests.toolchain), pinned."""
+    return pinned_classpath(toolchain.apache_server_classpath(version), f"apache-server-{version}")
+
+
 def load_tools(version: str = VERSION) -> LoadTools:
     """Resolve (first time: download) rocketmq-example and its client, and compile LoadProbe."""
     with toolchain._build_lock():
@@ -84,7 +120,7 @@ def load_tools(version: str = VERSION) -> LoadTools:
             tmp.rename(classes)
         except OSError:  # another run compiled it meanwhile
             shutil.rmtree(tmp, ignore_errors=True)
-    return LoadTools(classpath=f"{deps}{os.pathsep}{classes}", version=version)
+    return LoadTools(classpath=pinned_classpath(f"{deps}{os.pathsep}{classes}", f"clients-{version}"), version=version)
 
 
 def run_to_end(name: str, argv: list[str], log: Path, timeout_s: float) -> str:

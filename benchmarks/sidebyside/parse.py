@@ -3,7 +3,7 @@
 Apache's benchmark Producer and BatchProducer print, once per report interval after their first ten
 one-second snapshots, a line of ``Name: value`` fields joined by `` | `` whose rates cover the last ten
 snapshots (a 9 s sliding window). LoadProbe (java/) prints ``RESULT {json}`` once, or a line naming why it
-could not (``PROBE_TIMEOUT ...``, ``FILL_FAILED ...``).
+could not (``PROBE_TIMEOUT ...``, ``FILL_FAILED ...``, ``LATENCY_FAILED ...``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def result(text: str, what: str) -> dict:
         if raw.startswith("RESULT "):
             return json.loads(raw[len("RESULT "):], strict=False)  # failure texts may hold control characters
     for raw in text.splitlines():
-        if raw.startswith(("PROBE_TIMEOUT", "FILL_FAILED")):
+        if raw.startswith(("PROBE_TIMEOUT", "FILL_FAILED", "LATENCY_FAILED")):
             raise ValueError(f"{what}: {raw}")
     raise ValueError(f"{what}: no RESULT line. Output tail:\n{text[-1500:]}")
 

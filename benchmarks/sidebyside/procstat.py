@@ -1,7 +1,8 @@
 """Broker footprint from the operating system: RSS from /proc and bytes the store really holds on disk.
 
-RSS is ``VmRSS`` of the broker process (the JVM for Apache; the one Python process for FerryMQ, which
-also hosts its name server). It counts mapped commitlog pages the broker has touched, as the kernel does.
+RSS is ``VmRSS`` of the broker process plus any processes it started (the JVM alone for Apache; FerryMQ's
+standalone process, which also hosts its name server, and any workers it forks). It counts the mapped
+commitlog pages the broker has touched, as the kernel does.
 """
 
 from __future__ import annotations
@@ -16,6 +17,38 @@ from .parse import vm_rss_kib
 def rss_mib(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         return vm_rss_kib(f.read()) / 1024
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (from the PPid fields in /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the command name may hold spaces and parentheses
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def tree_rss_mib(pid: int) -> float:
+    """RSS of ``pid`` and its descendants (a descendant that exits meanwhile counts as 0)."""
+    total = rss_mib(pid)
+    for child in descendants(pid):
+        try:
+            total += rss_mib(child)
+        except (OSError, ValueError):
+            pass
+    return total
 
 
 def allocated_mib(path: Path) -> float:
@@ -43,7 +76,7 @@ class PeakRss:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.peak = max(self.peak, rss_mib(self.pid))
+                self.peak = max(self.peak, tree_rss_mib(self.pid))
             except (OSError, ValueError):
                 return
             self._stop.wait(self.interval_s)

@@ -34,16 +34,22 @@ def table(results: dict) -> str:
                 f"| {m.label} ({m.unit}) | {flush} | {_fmt(row.get('apache'), m.unit)} | {_fmt(row.get('ferrymq'), m.unit)} "
                 f"| {'n/a' if ratio is None else f'{ratio:.2f}x'} | {'higher' if m.higher_is_better else 'lower'} |"
             )
+    sizes = {f"{s['extra']['commitlog_messages_at_kill']:,} messages (~{s['extra']['commitlog_mib_at_kill']:,.0f} MiB)"
+             for s in results["sessions"] if s.get("extra", {}).get("commitlog_messages_at_kill") is not None}
+    if sizes:
+        rows += ["", f"Recovery: the broker is SIGKILLed holding {' / '.join(sorted(sizes))} of commitlog, then relaunched."]
     notes = []
     for s in results["sessions"]:
         who = f"{s['broker']} {s['flush']} round {s['round'] + 1}"
         if s["unavailable"]:
             notes.append(f"- {who}: {s['unavailable']}")
+        for text in s.get("extra", {}).get("warnings", []):
+            notes.append(f"- {who}: {text[:300]}")
         for key, why in s["errors"].items():
             first_line = why.strip().splitlines()[0] if why.strip() else why
             notes.append(f"- {who}: {METRIC_BY_KEY[key].label if key in METRIC_BY_KEY else key} failed: {first_line[:300]}")
     if notes:
-        rows += ["", "Missing figures:", *notes]
+        rows += ["", "Missing figures and failed sends:", *notes]
     return "\n".join(rows)
 
 

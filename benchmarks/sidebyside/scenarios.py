@@ -1,9 +1,11 @@
 """The measurements of one broker in one flush mode, in the order a session runs them.
 
-start-up → RSS at rest → sync/async/batch send (Apache's tools) → latency at a fixed offered load →
-backlog fill and drain → more commitlog if needed → SIGKILL → recovery. RSS under load is the peak over
-every load phase. A phase that fails records its reason and the session goes on; a broker that never
-serves a first send makes the whole session "not available".
+start-up → RSS at rest → backlog fill (at least the crash-test size) → SIGKILL → recovery → warm-up →
+sync/batch (Apache's tools) and async send → latency at a fixed offered load → draining the backlog.
+The crash comes before the send phases so that both brokers recover the same commitlog (the send phases
+write as much as each broker can take). RSS under load is the peak over every load phase. A phase that
+fails records its reason and the session goes on; a broker that never serves a first send makes the whole
+session "not available".
 """
 
 from __future__ import annotations
@@ -13,17 +15,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from compat_tests.processes import Child
+
 from . import parse
 from .brokers import Side
 from .javatools import LoadTools, run_for, run_to_end
 from .plan import WINDOW_S, Outcome, Plan
-from .procstat import PeakRss, allocated_mib, rss_mib
-from compat_tests.processes import Child
+from .procstat import PeakRss, allocated_mib, tree_rss_mib
 
 PROBE_TOPIC = "bench_probe"
 BACKLOG_TOPIC = "bench_backlog"
 LATENCY_TOPIC = "bench_latency"
 WARMUP_TOPIC = "bench_warmup"
+#: Bytes a stored message takes beyond its body (Apache's commitlog record: fixed fields, topic, and the
+#: properties the client adds), to size the crash-test commitlog in MiB.
+STORED_OVERHEAD = 180
 
 
 def send_topic(key: str) -> str:
@@ -48,15 +54,17 @@ class Session:
             self.outcome.metrics["startup_s"] = self._launch_and_probe(
                 PROBE_TOPIC, self.plan.boot_timeout_s, create_topics=self._topics(), what="start-up")
             time.sleep(3)  # let start-up work (JIT, route registration) settle before "at rest"
-            self.outcome.metrics["rss_rest_mib"] = rss_mib(self.side.broker_pid)
-            with PeakRss(self.side.broker_pid) as peak:
+            self.outcome.metrics["rss_rest_mib"] = tree_rss_mib(self.side.broker_pid)
+            with PeakRss(self.side.broker_pid) as before_crash:
+                self._record("drain_tps", self._fill_backlog)
+            recovered = self._recovery()
+            with PeakRss(self.side.broker_pid) as after_crash:
                 self._record("warmup", self._warm_up)
                 self._send_phases()
                 self._latency()
-                self._backlog()
-                self._fill_to_recovery_size()
-            self.outcome.metrics["rss_load_mib"] = peak.peak
-            self._recovery()
+                if recovered:
+                    self._record("drain_tps", self._drain)
+            self.outcome.metrics["rss_load_mib"] = max(before_crash.peak, after_crash.peak)
         except Unavailable as e:
             self.outcome.unavailable = f"not available: {e}"
         finally:
@@ -74,6 +82,9 @@ class Session:
 
     def _home(self) -> Path:
         return self.log_dir / "client"
+
+    def _warn(self, text: str) -> None:
+        self.outcome.extra.setdefault("warnings", []).append(text)
 
     def _record(self, key: str, fn) -> None:
         """Run one phase; keep its figure, or the reason it has none."""
@@ -137,6 +148,8 @@ class Session:
                 self.outcome.metrics[key] = line.mps
                 self.outcome.extra[name] = {"tps": line.tps, "mps": line.mps, "avg_rt_ms": line.avg_rt_ms,
                                             "max_rt_ms": line.max_rt_ms, "failed": line.failed}
+                if line.failed:
+                    self._warn(f"{name}: {line.failed} sends failed (the figure counts successes only; see {self._log(name)})")
             self._record(key, phase)
 
         def async_phase():
@@ -145,6 +158,8 @@ class Session:
             res = parse.result(run_to_end("async", argv, self._log("async"), p.duration_s + 60), "async")
             self.outcome.extra["async"] = res
             self.outcome.metrics["async_send_tps"] = res["tps"]
+            if res["failed"]:
+                self._warn(f"async: {res['failed']} of {res['ok'] + res['failed']} sends failed ({res['failures']})")
         self._record("async_send_tps", async_phase)
 
     def _latency(self) -> None:
@@ -154,8 +169,10 @@ class Session:
             argv = self.tools.probe(self._home(), "latency", namesrv=self.side.namesrv_addr, topic=LATENCY_TOPIC,
                                     group="bench_latency_group", rate=p.latency_rate, seconds=int(p.duration_s),
                                     warmup=int(p.latency_warmup_s), size=p.message_size, threads=p.consume_threads)
-            res = parse.result(run_to_end("latency", argv, self._log("latency"), p.latency_warmup_s + p.duration_s + 60), "latency")
+            res = parse.result(run_to_end("latency", argv, self._log("latency"), p.latency_warmup_s + p.duration_s + 120), "latency")
             self.outcome.extra["latency"] = res
+            if res["send_errors"]:
+                self._warn(f"latency: {res['send_errors']} sends failed ({res.get('failures', '')})")
             if res["received"] < 0.99 * res["sent"]:
                 raise RuntimeError(f"only {res['received']} of {res['sent']} measured messages arrived within 15 s")
             for q in ("p50", "p99", "p999"):
@@ -168,43 +185,43 @@ class Session:
                                 size=p.message_size, threads=16, batch=p.batch_size)
         return parse.result(run_to_end(name, argv, self._log(name), 120 + count / 500), name)
 
-    def _backlog(self) -> None:
+    def _fill_backlog(self) -> None:
+        """The backlog, and as many more messages as the recovery size asks for: the same bytes for both brokers."""
         p = self.plan
+        count = max(p.backlog, math.ceil(p.recovery_mib * 1024 * 1024 / (p.message_size + STORED_OVERHEAD)))
+        self.outcome.extra["fill"] = self._fill("fill", count)
+        self.outcome.extra["commitlog_messages_at_kill"] = count
+        self.outcome.extra["commitlog_mib_at_kill"] = round(count * (p.message_size + STORED_OVERHEAD) / 2**20, 1)
 
-        def phase():
-            self.outcome.extra["fill"] = self._fill("fill", p.backlog)
-            argv = self.tools.probe(self._home(), "drain", namesrv=self.side.namesrv_addr, topic=BACKLOG_TOPIC,
-                                    group="bench_drain_group", count=p.backlog, threads=p.consume_threads,
-                                    timeout_ms=int((120 + p.backlog / 500) * 1000))
-            res = parse.result(run_to_end("drain", argv, self._log("drain"), 180 + p.backlog / 500), "drain")
-            self.outcome.extra["drain"] = res
-            if not res["complete"]:
-                raise RuntimeError(f"drained only {res['consumed']} of {p.backlog} messages before the time limit")
-            self.outcome.metrics["drain_tps"] = res["tps"]
-        self._record("drain_tps", phase)
-
-    def _fill_to_recovery_size(self) -> None:
+    def _drain(self) -> None:
         p = self.plan
+        argv = self.tools.probe(self._home(), "drain", namesrv=self.side.namesrv_addr, topic=BACKLOG_TOPIC,
+                                group="bench_drain_group", count=p.backlog, threads=p.consume_threads,
+                                timeout_ms=int((120 + p.backlog / 500) * 1000))
+        res = parse.result(run_to_end("drain", argv, self._log("drain"), 180 + p.backlog / 500), "drain")
+        self.outcome.extra["drain"] = res
+        if not res["complete"]:
+            raise RuntimeError(f"drained only {res['consumed']} of {p.backlog} messages before the time limit")
+        self.outcome.metrics["drain_tps"] = res["tps"]
 
-        def phase():
-            have = allocated_mib(self.side.store / "commitlog")
-            if have < p.recovery_mib:
-                per_msg = (have * 1024 * 1024 / p.backlog) if p.backlog and have else p.message_size + 200
-                more = math.ceil((p.recovery_mib - have) * 1024 * 1024 / per_msg * 1.02)
-                self.outcome.extra["recovery_fill"] = self._fill("recovery-fill", more)
-        self._record("recovery_s", phase)
+    def _recovery(self) -> bool:
+        """SIGKILL the broker holding the backlog and time its restart. True if it came back with the backlog.
 
-    def _recovery(self) -> None:
-        def phase():
-            self.outcome.extra["commitlog_mib_at_kill"] = round(allocated_mib(self.side.store / "commitlog"), 1)
+        If it did not, a fresh broker takes its place so the remaining figures are still measured.
+        """
+        if "drain_tps" in self.outcome.errors:
+            self.outcome.errors["recovery_s"] = f"not measured: the backlog fill failed ({self.outcome.errors['drain_tps'][:200]})"
+        else:
+            self.outcome.extra["commitlog_allocated_mib_at_kill"] = round(allocated_mib(self.side.store / "commitlog"), 1)
             self.side.kill_broker()
-            self.outcome.metrics["recovery_s"] = self._launch_and_probe(
-                BACKLOG_TOPIC, self.plan.recovery_timeout_s, create_topics=None, what="recovery")
-        if "recovery_s" in self.outcome.errors:
-            return
-        try:
-            phase()
-        except Unavailable as e:  # the session did serve before; only this figure is missing
-            self.outcome.errors["recovery_s"] = str(e)
-        except Exception as e:
-            self.outcome.errors["recovery_s"] = f"{type(e).__name__}: {e}"[:2000]
+            try:
+                self.outcome.metrics["recovery_s"] = self._launch_and_probe(
+                    BACKLOG_TOPIC, self.plan.recovery_timeout_s, create_topics=None, what="recovery")
+                return True
+            except Exception as e:  # the broker served before; only this figure (and the drain) is lost
+                self.outcome.errors["recovery_s"] = f"{type(e).__name__}: {e}"[:2000]
+        self.side.kill_broker()
+        self.side.remove_store()
+        self._launch_and_probe(PROBE_TOPIC, self.plan.boot_timeout_s, create_topics=self._topics(), what="restart")
+        self.outcome.errors.setdefault("drain_tps", "not measured: the backlog did not survive the crash test")
+        return False

@@ -39,7 +39,7 @@ def test_result_line_is_json_even_with_control_characters():
     assert parse.result(text, "async") == {"tps": 25103.1, "failures": "3x busy\tqueue"}
 
 
-@pytest.mark.parametrize("line", ["PROBE_TIMEOUT after 764 attempts; last error: No route", "FILL_FAILED sent 3 of 9; last error: x"])
+@pytest.mark.parametrize("line", ["PROBE_TIMEOUT after 764 attempts; last error: No route", "FILL_FAILED sent 3 of 9; last error: x", "LATENCY_FAILED the consumer did not catch up"])
 def test_failure_lines_become_the_error(line):
     with pytest.raises(ValueError, match="probe: " + line.split()[0]):
         parse.result(f"READY\n{line}\n", "probe")

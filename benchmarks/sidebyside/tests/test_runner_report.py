@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks.sidebyside import cli
 from benchmarks.sidebyside.plan import METRICS, Outcome, Plan
-from benchmarks.sidebyside.procstat import PeakRss, allocated_mib, rss_mib
+from benchmarks.sidebyside.procstat import PeakRss, allocated_mib, descendants, rss_mib, tree_rss_mib
 from benchmarks.sidebyside.report import plot, table
 from benchmarks.sidebyside.runner import session_order, summarize
 
@@ -47,12 +47,14 @@ def _results(outcomes):
 def test_table_has_every_figure_ratio_and_reason_for_gaps():
     outcomes = _outcomes()
     outcomes.append(Outcome(3, "ferrymq", "ASYNC_FLUSH", unavailable="not available: broker not built"))
+    outcomes[0].extra.update(commitlog_messages_at_kill=1_000_000, commitlog_mib_at_kill=1148.2)
     text = table(_results(outcomes))
     assert "| sync send, 32 threads (msg/s) | ASYNC_FLUSH | 200 | 70 | 0.35x | higher |" in text
     assert "| end-to-end latency p99 (ms) | ASYNC_FLUSH | 4.00 | n/a | n/a | lower |" in text
     assert len([line for line in text.splitlines() if line.startswith("| ") and "ASYNC_FLUSH" in line]) == len(METRICS)
     assert "- ferrymq ASYNC_FLUSH round 1: end-to-end latency p99 failed: boom" in text
     assert "- ferrymq ASYNC_FLUSH round 4: not available: broker not built" in text
+    assert "Recovery: the broker is SIGKILLed holding 1,000,000 messages (~1,148 MiB) of commitlog, then relaunched." in text
 
 
 def test_plot_writes_a_png(tmp_path):
@@ -95,3 +97,19 @@ def test_allocated_counts_blocks_not_length(tmp_path: Path):
         f.truncate(1 << 30)  # a 1 GiB mapped file that holds nothing yet
         f.write(b"y" * (2 << 20))
     assert 1.9 < allocated_mib(tmp_path) < 10
+
+
+def test_tree_rss_counts_children():
+    import subprocess
+    import sys
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(48 << 20); time.sleep(30)"])
+    try:
+        import time
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and (child.pid not in descendants(os.getpid()) or rss_mib(child.pid) < 40):
+            time.sleep(0.05)
+        assert child.pid in descendants(os.getpid())
+        assert tree_rss_mib(os.getpid()) >= rss_mib(os.getpid()) + 40
+    finally:
+        child.kill()
+        child.wait()

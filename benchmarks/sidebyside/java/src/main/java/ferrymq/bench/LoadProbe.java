@@ -224,8 +224,7 @@ public final class LoadProbe {
             public void onException(Throwable e) {
                 window.release();
                 failed.incrementAndGet();
-                String why = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).split("\n")[0];
-                reasons.merge(why.substring(0, Math.min(why.length(), 100)), 1L, Long::sum);
+                countReason(reasons, e);
             }
         };
         long now;
@@ -244,12 +243,9 @@ public final class LoadProbe {
         }
         long okMeasured = ok.get() - Math.max(okAtMeasureFrom[0], 0);
         double secs = (System.nanoTime() - measureFrom) / 1e9;
-        StringBuilder top = new StringBuilder();
-        reasons.entrySet().stream().sorted((x, y) -> Long.compare(y.getValue(), x.getValue())).limit(3).forEach(
-            en -> top.append(top.length() == 0 ? "" : "; ").append(en.getValue()).append("x ").append(en.getKey().replace("\"", "'")));
         result(String.format(Locale.ROOT,
             "{\"tps\": %.1f, \"ok\": %d, \"failed\": %d, \"inflight\": %d, \"measured_s\": %.3f, \"failures\": \"%s\"}",
-            okMeasured / secs, ok.get(), failed.get(), inflight, secs, top.toString().replace("\\", "/")));
+            okMeasured / secs, ok.get(), failed.get(), inflight, secs, topReasons(reasons)));
         p.shutdown();
     }
 
@@ -264,6 +260,9 @@ public final class LoadProbe {
         long[] samples = new long[capacity];
         AtomicInteger received = new AtomicInteger();
         AtomicLong sendErrors = new AtomicLong();
+        AtomicLong warmupLatestSent = new AtomicLong(Long.MIN_VALUE);
+        ConcurrentHashMap<String, Long> reasons = new ConcurrentHashMap<>();
+        long runId = new java.util.Random().nextLong() | 1L;
 
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(req(o, "group"));
         c.setNamesrvAddr(req(o, "namesrv"));
@@ -277,11 +276,14 @@ public final class LoadProbe {
             for (MessageExt m : msgs) {
                 ByteBuffer b = ByteBuffer.wrap(m.getBody());
                 long sent = b.getLong();
-                if (b.getLong() == 1L) {
+                long tag = b.getLong();
+                if (tag == runId) {  // sent after warm-up by this run (not an older run's leftovers)
                     int i = received.getAndIncrement();
                     if (i < samples.length) {
                         samples[i] = now - sent;
                     }
+                } else if (tag == -runId) {
+                    warmupLatestSent.accumulateAndGet(sent, Math::max);
                 }
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
@@ -292,8 +294,13 @@ public final class LoadProbe {
         byte[] template = body(size);
         long period = 1_000_000_000L / rate;
         long t0 = System.nanoTime();
-        long measureFrom = t0 + warmup * 1_000_000_000L;
-        long end = measureFrom + seconds * 1_000_000_000L;
+        // Warm-up lasts --warmup seconds and until the consumer has caught up: it has received a warm-up message
+        // of this run sent less than 200 ms ago (it may first need a rebalance to be given queues, then work
+        // through what was sent meanwhile). Measuring starts only then.
+        long warmupMin = t0 + warmup * 1_000_000_000L;
+        long warmupMax = warmupMin + 60_000_000_000L;
+        long measureFrom = Long.MAX_VALUE;
+        long end = Long.MAX_VALUE;
         long measuredSent = 0;
         SendCallback cb = new SendCallback() {
             @Override
@@ -303,6 +310,7 @@ public final class LoadProbe {
             @Override
             public void onException(Throwable e) {
                 sendErrors.incrementAndGet();
+                countReason(reasons, e);
             }
         };
         for (long i = 0; ; i++) {
@@ -316,8 +324,17 @@ public final class LoadProbe {
             }
             byte[] b = template.clone();
             long now = System.nanoTime();
+            if (measureFrom == Long.MAX_VALUE && now >= warmupMin && warmupLatestSent.get() > now - 200_000_000L) {
+                measureFrom = now;
+                end = now + seconds * 1_000_000_000L;
+            } else if (measureFrom == Long.MAX_VALUE && now >= warmupMax) {
+                System.out.println("LATENCY_FAILED the consumer did not catch up with the warm-up messages within "
+                    + (warmup + 60) + " s; send errors: " + sendErrors.get() + " " + topReasons(reasons));
+                System.out.flush();
+                System.exit(4);
+            }
             boolean measured = now >= measureFrom;
-            ByteBuffer.wrap(b).putLong(now).putLong(measured ? 1L : 0L);
+            ByteBuffer.wrap(b).putLong(now).putLong(measured ? runId : -runId);
             if (measured) {
                 measuredSent++;
             }
@@ -331,12 +348,25 @@ public final class LoadProbe {
         long[] sorted = Arrays.copyOf(samples, n);
         Arrays.sort(sorted);
         result(String.format(Locale.ROOT,
-            "{\"rate\": %d, \"sent\": %d, \"received\": %d, \"send_errors\": %d, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
-                + "\"p999_ms\": %.3f, \"max_ms\": %.3f}",
-            rate, measuredSent, n, sendErrors.get(), pct(sorted, 0.50), pct(sorted, 0.99), pct(sorted, 0.999),
-            n == 0 ? Double.NaN : sorted[n - 1] / 1e6));
+            "{\"rate\": %d, \"sent\": %d, \"received\": %d, \"send_errors\": %d, \"p50_ms\": %.3f, \"p90_ms\": %.3f, "
+                + "\"p99_ms\": %.3f, \"p999_ms\": %.3f, \"max_ms\": %.3f, \"failures\": \"%s\"}",
+            rate, measuredSent, n, sendErrors.get(), pct(sorted, 0.50), pct(sorted, 0.90), pct(sorted, 0.99), pct(sorted, 0.999),
+            n == 0 ? Double.NaN : sorted[n - 1] / 1e6, topReasons(reasons)));
         p.shutdown();
         c.shutdown();
+    }
+
+    private static void countReason(ConcurrentHashMap<String, Long> reasons, Throwable e) {
+        String why = e.getClass().getSimpleName() + ": " + String.valueOf(e.getMessage()).split("\n")[0];
+        reasons.merge(why.substring(0, Math.min(why.length(), 100)), 1L, Long::sum);
+    }
+
+    /** The three commonest failure texts, made safe to embed in a JSON string. */
+    private static String topReasons(ConcurrentHashMap<String, Long> reasons) {
+        StringBuilder top = new StringBuilder();
+        reasons.entrySet().stream().sorted((x, y) -> Long.compare(y.getValue(), x.getValue())).limit(3).forEach(
+            en -> top.append(top.length() == 0 ? "" : "; ").append(en.getValue()).append("x ").append(en.getKey()));
+        return top.toString().replace("\\", "/").replace("\"", "'");
     }
 
     private static double pct(long[] sorted, double q) {
