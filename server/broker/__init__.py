@@ -6,9 +6,11 @@
 * :mod:`.context` — the shared state handed to every processor.
 * Tables: :mod:`.topics` (topics.json), :mod:`.subscriptions` (subscriptionGroup.json), :mod:`.offsets`
   (consumerOffset.json), :mod:`.clients` (producers/consumers from heartbeats), :mod:`.locks` (orderly queues).
-* :mod:`.longpoll` holds pulls until data arrives; :mod:`.filter` matches TAG subscriptions by hash.
-* :mod:`.schedule` delivers delay-level messages (SCHEDULE_TOPIC_XXXX); :mod:`.transactions` keeps half
-  messages, END_TRANSACTION and check-back (basic versions; SQL92 and timers are issue 5).
+* :mod:`.longpoll` holds pulls until data arrives; :mod:`.filter` matches TAG subscriptions by hash;
+  :mod:`.sqlfilter` compiles SQL92 subscriptions per (group, topic) and evaluates them at pull time.
+* Thin adapters over :mod:`server.schedule` and :mod:`server.transaction`: :mod:`.schedule` parks timer
+  and delay-level messages on send (and builds the two delivery services); :mod:`.transactions` stores
+  half messages, answers END_TRANSACTION and sends CHECK_TRANSACTION_STATE to a live producer.
 * :mod:`.store_port` / :mod:`.store_adapter` — the broker's view of ``server.store.MessageStore``.
 * :mod:`.registration` — REGISTER_BROKER / UNREGISTER_BROKER with every name server.
 """

@@ -47,11 +47,15 @@ class BrokerContext:
     holder: PullRequestHoldService | None = None
     #: Called after a broker config change through UPDATE_BROKER_CONFIG (persist, re-register).
     on_config_change: Callable[[], None] | None = None
-    #: Delayed-message scheduler (SCHEDULE_TOPIC_XXXX delivery); None until one exists.
+    #: Delay-level service (:class:`server.schedule.delay.ScheduleMessageService`); None: DELAY is ignored.
     scheduler: Any = None
-    #: Transactional message service (half messages, END_TRANSACTION, check-back); None until one exists,
-    #: and then half messages are refused as with rejectTransactionMessage. ``prepare_message(msg)`` stores
-    #: a half message and returns the PutMessageResult (or a Deferred of it) the producer is answered with.
+    #: Timer wheel (:class:`server.schedule.timer.TimerMessageService`); None: timer properties are ignored.
+    timer: Any = None
+    #: SQL92 filters compiled per (group, topic) (:class:`server.broker.sqlfilter.ConsumerFilterManager`).
+    filters: Any = None
+    #: Transactions (:class:`server.broker.transactions.TransactionProcessor`); None: half messages are
+    #: refused as with rejectTransactionMessage. ``prepare_message(msg)`` stores a half message and returns
+    #: the PutMessageResult (or a Deferred of it) the producer is answered with.
     transactions: Any = None
     #: ``(timeout s) -> Deferred`` firing once a pending name-server registration answered (None: no name server).
     registration_pending: Callable[[float], Any] | None = None

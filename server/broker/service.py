@@ -17,7 +17,7 @@ from twisted.internet import defer, task, threads
 from server.config import BrokerConfig, NettyServerConfig
 from server.remoting import Channel, RemotingServer
 from server.store.config import MessageStoreConfig
-from server.store.config_files import CONSUMER_OFFSETS, DELAY_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
+from server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
 from server.store.message_store import MessageStore
 from wire.codes import RequestCode
 from wire.command import request
@@ -34,8 +34,9 @@ from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, 
 from .stats import BrokerStats
 from .store_adapter import StoreAdapter
 from .subscriptions import SubscriptionGroupManager
-from .schedule import ScheduleService, TICK_S
-from .transactions import TransactionService
+from .schedule import build_services
+from .sqlfilter import ConsumerFilterManager
+from .transactions import TransactionProcessor
 from .topics import TopicConfigManager, TopicDefaults
 
 log = logging.getLogger("ferrymq.broker")
@@ -101,7 +102,7 @@ class Broker:
         self.store = MessageStore(store_config)
         self.store.start()
         self._files = {name: config_file(store_config.config_dir, name)
-                       for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS, DELAY_OFFSETS)}
+                       for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS)}
         topics = TopicConfigManager(
             TopicDefaults(
                 brokerName=c.brokerName, brokerClusterName=c.brokerClusterName,
@@ -125,12 +126,9 @@ class Broker:
         )
         pull = PullProcessor(ctx)
         ctx.holder = PullRequestHoldService(self.reactor, pull.repull)
-        ctx.transactions = TransactionService(ctx)
-        ctx.transactions.load()
-        ctx.scheduler = ScheduleService(ctx)
-        delay_offsets = self._files[DELAY_OFFSETS].load()
-        if delay_offsets:
-            ctx.scheduler.load_json_obj(delay_offsets)
+        ctx.transactions = TransactionProcessor(ctx, self.store)
+        ctx.scheduler, ctx.timer = build_services(self.store, self.reactor, c)
+        ctx.filters = ConsumerFilterManager()
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         ctx.store.add_arrival_listener(ctx.holder.notify)
         topics.on_change = self._topics_changed
@@ -175,9 +173,10 @@ class Broker:
         self._every(c.flushConsumerOffsetInterval / 1000.0, self.persist_offsets, "consumer offset persistence", now=False)
         self._every(CLIENT_SCAN_INTERVAL_MS / 1000.0, self.scan_clients, "client channel expiry", now=False)
         self._every(1.0, self.ctx.stats.sample, "stats sampling")
-        self._every(c.transactionCheckInterval / 1000.0, self.ctx.transactions.check, "transaction check-back",
+        self._every(c.transactionCheckInterval / 1000.0, self.check_transactions, "transaction check-back",
                     now=False)
-        self._every(TICK_S, self.ctx.scheduler.tick, "delayed message delivery", now=False)
+        self.ctx.scheduler.start()
+        self.ctx.timer.start()
         self.started = True
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
                  self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",
@@ -207,6 +206,8 @@ class Broker:
             if loop.running:
                 loop.stop()
         self._loops.clear()
+        self.ctx.scheduler.stop()
+        self.ctx.timer.stop()
         if self.ctx.holder is not None:
             self.ctx.holder.wake_all()
         if self.registration is not None:
@@ -236,11 +237,16 @@ class Broker:
         return self._writes
 
     def persist_offsets(self, force: bool = False) -> None:
-        """Consumer offsets and delay-level delivery offsets, when they changed (or ``force``)."""
-        for name, table in ((CONSUMER_OFFSETS, self.ctx.offsets), (DELAY_OFFSETS, self.ctx.scheduler)):
-            if table.changed or force:
-                table.changed = False
-                self._persist(name, table)
+        """Consumer offsets (the transaction check's progress included), when they changed (or ``force``)."""
+        table = self.ctx.offsets
+        if table.changed or force:
+            table.changed = False
+            self._persist(CONSUMER_OFFSETS, table)
+
+    def check_transactions(self) -> None:
+        """One check-back pass; its progress is saved at once so a crash does not ask the same again."""
+        self.ctx.transactions.check()
+        self.persist_offsets()
 
     def _topics_changed(self, _config: Any) -> None:
         self._persist(TOPICS, self.ctx.topics)

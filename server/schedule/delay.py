@@ -142,6 +142,13 @@ class ScheduleMessageService:
             next_delay = DELAY_FOR_A_PERIOD_MS
         self._schedule(level, next_delay)
 
+    def tick(self) -> int:
+        """Deliver what is due on every level now (outside the reactor's pacing); returns how many."""
+        before = self.delivered
+        for level in range(1, self.max_level + 1):
+            self.deliver_due(level)
+        return self.delivered - before
+
     def deliver_due(self, level: int) -> int:
         """Deliver every due message of ``level``; return how long to wait before looking again (ms)."""
         cq = self.store.find_consume_queue(SCHEDULE_TOPIC, level - 1)

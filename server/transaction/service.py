@@ -150,7 +150,7 @@ class TransactionalMessageService:
                 "END_TRANSACTION for %s refused: within its CHECK_IMMUNITY_TIME_IN_SECONDS, the check decides",
                 half.uniq_key,
             )
-            return EndResult(ResponseCode.ILLEGAL_OPERATION, "commit or rollback within the check immunity time")
+            return EndResult(ResponseCode.ILLEGAL_OPERATION)  # Apache answers 604 with no remark: wait for the check
         if half.properties.get(MessageConst.PRODUCER_GROUP) != producer_group:
             return EndResult(ResponseCode.SYSTEM_ERROR, "The producer group wrong")
         if half.queue_offset != tran_state_table_offset:

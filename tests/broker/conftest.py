@@ -24,8 +24,9 @@ from server.broker.stats import BrokerStats
 from server.broker.store_adapter import StoreAdapter
 from server.broker.subscriptions import SubscriptionGroupManager
 from server.broker.topics import TopicConfigManager, TopicDefaults
-from server.broker.schedule import ScheduleService
-from server.broker.transactions import TransactionService
+from server.broker.schedule import build_services
+from server.broker.sqlfilter import ConsumerFilterManager
+from server.broker.transactions import TransactionProcessor
 from server.config import BrokerConfig
 from server.remoting import dispatch
 from server.store.config import MessageStoreConfig
@@ -82,12 +83,16 @@ class Bk:
         pull = PullProcessor(ctx)
         ctx.holder = PullRequestHoldService(self.clock, pull.repull)
         ctx.store.add_arrival_listener(ctx.holder.notify)
-        ctx.transactions = TransactionService(ctx)
-        #: shifts the scheduler's wall clock (delay levels are due by store time)
+        #: shifts the wall clock of the delay, timer and transaction services (they go by store/born time)
         self.later_ms = 0
-        ctx.scheduler = ScheduleService(ctx, now_ms=lambda: int(time.time() * 1000) + self.later_ms)
+        ctx.transactions = TransactionProcessor(ctx, self.store, clock=self.wall)
+        ctx.scheduler, ctx.timer = build_services(self.store, self.clock, c, clock=self.wall)
+        ctx.filters = ConsumerFilterManager()
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         self.channel = FakeChannel()
+
+    def wall(self) -> float:
+        return time.time() + self.later_ms / 1000
 
     def _ids_changed(self, group, channels):
         self.notified.append((group, len(channels)))
@@ -119,7 +124,7 @@ class Bk:
         props.update(extra_props or {})
         h = SendMessageRequestHeader(
             producer_group="pg", topic=topic, default_topic="TBW102", default_topic_queue_nums=4, queue_id=queue_id,
-            sys_flag=0, born_timestamp=1, flag=0, properties=encode_properties(props), **header,
+            sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0, properties=encode_properties(props), **header,
         )
         ext = h.to_ext_v2() if code != RequestCode.SEND_MESSAGE else h.to_ext()
         return self.call(code, ext, body)

@@ -1,10 +1,13 @@
-"""Delay levels: parked in SCHEDULE_TOPIC_XXXX, delivered to the real topic when due, offsets persisted."""
+"""Delay levels and timer messages through SEND: parked, delivered to the real topic when due, not before."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from server.broker.schedule import ScheduleService, parse_delay_levels
+from server.store.config import MessageStoreConfig
+from wire.codes import ResponseCode
 from wire.message import decode_records
 
 
@@ -13,9 +16,10 @@ def real(bk, topic="DelayT"):
 
 
 def test_delay_levels_parse():
-    assert parse_delay_levels("1s 5m 2h 1d") == [1000, 300_000, 7_200_000, 86_400_000]
+    cfg = MessageStoreConfig(messageDelayLevel="1s 5m 2h 1d")
+    assert cfg.delay_level_millis() == [1000, 300_000, 7_200_000, 86_400_000]
     with pytest.raises(ValueError, match="3x"):
-        parse_delay_levels("1s 3x")
+        MessageStoreConfig(messageDelayLevel="1s 3x").delay_level_millis()
 
 
 def test_delayed_send_is_parked_then_delivered_when_due(bk):
@@ -29,7 +33,7 @@ def test_delayed_send_is_parked_then_delivered_when_due(bk):
     assert bk.ctx.scheduler.tick() == 1
     (msg,) = real(bk)
     assert msg.body == b"later" and msg.tags == "TagA" and msg.properties["REAL_TOPIC"] == "DelayT"
-    assert bk.ctx.scheduler.offsets == {2: 1} and bk.ctx.scheduler.changed
+    assert bk.ctx.scheduler.offsets[2] == 1
     assert bk.ctx.scheduler.tick() == 0  # delivered once
 
 
@@ -38,12 +42,54 @@ def test_levels_above_the_table_are_clamped_and_offsets_round_trip(bk):
     assert bk.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 17) == 1
     bk.later_ms = 3 * 3_600_000
     assert bk.ctx.scheduler.tick() == 1
-    copy = ScheduleService(bk.ctx)
-    copy.load_json_obj(bk.ctx.scheduler.to_json_obj())
-    assert copy.offsets == {18: 1} and copy.tick() == 0
+    bk.ctx.scheduler.persist()
+    from server.schedule.delay import ScheduleMessageService
+
+    copy = ScheduleMessageService(bk.store, bk.clock, clock=bk.wall)
+    copy.load()
+    assert copy.offsets[18] == 1 and copy.tick() == 0
 
 
 def test_no_scheduler_means_immediate_delivery(bk):
     bk.ctx.scheduler = None
     bk.send("DelayT", b"now", extra_props={"DELAY": "3"})
     assert [m.body for m in real(bk)] == [b"now"]
+
+
+def test_timer_message_is_parked_then_delivered_within_its_slot(bk):
+    due = int(time.time() * 1000) + 30_000
+    resp = bk.send("DelayT", b"timer", tags="TagT", extra_props={"TIMER_DELIVER_MS": str(due)})
+    assert resp.code == 0, resp.remark
+    assert real(bk) == [] and bk.store.get_max_offset("rmq_sys_wheel_timer", 0) == 1
+    timer = bk.ctx.timer
+    bk.later_ms = 28_000
+    assert timer.run_once() == 0 and timer.pending == 1
+    bk.later_ms = 30_001
+    assert timer.run_once() == 1
+    (msg,) = real(bk)
+    assert msg.body == b"timer" and msg.tags == "TagT" and msg.properties["REAL_TOPIC"] == "DelayT"
+    assert "TIMER_ENQUEUE_MS" in msg.properties and "TIMER_DEQUEUE_MS" in msg.properties
+    assert timer.run_once() == 0 and timer.pending == 0
+
+
+def test_timer_delay_properties_and_a_delay_level_wins(bk):
+    assert bk.send("DelayT", b"s", extra_props={"TIMER_DELAY_SEC": "10"}).code == 0
+    assert bk.send("DelayT", b"ms", extra_props={"TIMER_DELAY_MS": "10000"}).code == 0
+    assert bk.store.get_max_offset("rmq_sys_wheel_timer", 0) == 2
+    assert bk.send("DelayT", b"lvl", extra_props={"DELAY": "1", "TIMER_DELAY_SEC": "10"}).code == 0
+    assert bk.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 0) == 1  # HookUtils: the level wins
+    past = bk.send("DelayT", b"past", extra_props={"TIMER_DELIVER_MS": str(int(time.time() * 1000) - 5)})
+    assert past.code == 0 and [m.body for m in real(bk)] == [b"past"]  # already due: stored as sent
+
+
+def test_timer_errors_answer_as_apache(bk):
+    too_far = bk.send("DelayT", b"x", extra_props={"TIMER_DELAY_SEC": str(4 * 24 * 3600)})
+    assert too_far.code == ResponseCode.MESSAGE_ILLEGAL
+    assert too_far.remark.startswith("timer message illegal, the delay time should not be bigger than the max delay 259200000ms")
+    garbage = bk.send("DelayT", b"x", extra_props={"TIMER_DELAY_MS": "soon"})
+    assert garbage.code == ResponseCode.MESSAGE_ILLEGAL
+    bk.ctx.timer.config.timerWheelEnable = False
+    off = bk.send("DelayT", b"x", extra_props={"TIMER_DELAY_SEC": "5"})
+    assert off.code == ResponseCode.SYSTEM_ERROR
+    assert off.remark == "accurate timer message is not enabled, timerWheelEnable is false"
+    assert real(bk) == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from server.broker.transactions import TransactionService
 from tests.broker.conftest import FakeChannel
 from wire.bodies import HeartbeatData, ProducerData
 from wire.codes import RequestCode, ResponseCode
@@ -44,7 +43,7 @@ def test_half_is_invisible_until_commit(bk):
     assert [m.body for m in committed] == [b"tx"]
     assert committed[0].sys_flag & 0xC == 8 and committed[0].prepared_transaction_offset == phys
     assert committed[0].properties["TRAN_MSG"] == "true"  # as Apache 5.5.0 delivers it (clients read it)
-    assert bk.ctx.transactions.pending == {}
+    assert end(bk, resp, phys, 8).code == 0 and visible(bk) == [b"tx"]  # a second commit delivers nothing more
 
 
 def test_rollback_and_wrong_end_requests(bk):
@@ -54,7 +53,7 @@ def test_rollback_and_wrong_end_requests(bk):
     assert end(bk, resp, phys + 1, 8).remark == "Find prepared transaction message failed"
     assert end(bk, resp, phys, 0) is None  # unknown: no action, no answer
     assert end(bk, resp, phys, 12).code == 0
-    assert visible(bk) == [] and bk.ctx.transactions.pending == {}
+    assert visible(bk) == [] and int(resp.ext_fields["queueOffset"]) in bk.ctx.transactions.service.done
 
 
 def test_check_back_asks_a_live_producer_then_discards(bk):
@@ -65,26 +64,36 @@ def test_check_back_asks_a_live_producer_then_discards(bk):
     tx = bk.ctx.transactions
     tx.check()
     assert not producer.sent  # younger than transactionTimeOut
-    tx.pending[int(resp.ext_fields["queueOffset"])].store_timestamp -= 10_000
+    bk.later_ms = 10_000
     tx.check()
     (asked,) = producer.sent
-    assert asked.code == C.CHECK_TRANSACTION_STATE and asked.ext_fields["commitLogOffset"] == str(phys)
+    # Apache asks about a re-appended copy carrying the check count
+    assert asked.code == C.CHECK_TRANSACTION_STATE and asked.ext_fields["commitLogOffset"] != str(phys)
+    assert asked.ext_fields["topic"] == "RMQ_SYS_TRANS_HALF_TOPIC"
     assert asked.ext_fields["msgId"] == resp.ext_fields["transactionId"]
     shown, _ = decode_record(asked.body)
-    assert shown.topic == "TxTopic" and shown.body == b"tx"
-    for _ in range(bk.config.transactionCheckMax + 1):
+    assert shown.topic == "TxTopic" and shown.body == b"tx" and shown.properties["TRANSACTION_CHECK_TIMES"] == "1"
+    for i in range(bk.config.transactionCheckMax + 1):
+        bk.later_ms += 10_000
         tx.check()
-    assert tx.pending == {} and visible(bk) == []
+    assert len(producer.sent) == bk.config.transactionCheckMax and visible(bk) == []
     assert [m.body for m in decode_records(bk.store.get_message("", "TRANS_CHECK_MAX_TIME_TOPIC", 0, 0, 8).body())] == [b"tx"]
 
 
-def test_open_transactions_are_rebuilt_at_start(bk):
-    r1, p1 = half(bk, b"a")
-    r2, p2 = half(bk, b"b")
-    end(bk, r1, p1, 12)
-    fresh = TransactionService(bk.ctx)
-    fresh.load()
-    assert list(fresh.pending) == [int(r2.ext_fields["queueOffset"])] and fresh.pending[1].group == "txg"
+def test_answer_to_a_check_commits_once(bk):
+    producer = FakeChannel("127.0.0.1:7001")
+    bk.call(C.HEART_BEAT, None, HeartbeatData(client_id="p", producer_data_set=[ProducerData("txg")]).encode(),
+            channel=producer)
+    resp, phys = half(bk)
+    bk.later_ms = 10_000
+    bk.ctx.transactions.check()
+    (asked,) = producer.sent
+    copy = {"queueOffset": asked.ext_fields["tranStateTableOffset"], "transactionId": resp.ext_fields["transactionId"]}
+    assert end(bk, type(resp)(code=0, ext_fields=copy), int(asked.ext_fields["commitLogOffset"]), 8, check=True).code == 0
+    assert visible(bk) == [b"tx"]
+    bk.later_ms = 20_000
+    bk.ctx.transactions.check()
+    assert len(producer.sent) == 1  # decided: never asked again
 
 
 def test_rejected_when_configured(bk):

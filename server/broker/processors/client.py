@@ -20,6 +20,8 @@ from wire.codes import Perm, RequestCode, ResponseCode
 from wire.command import RemotingCommand
 from wire.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader, decode_request_header
 
+from server.filter.sql92 import FilterSyntaxError, compile_expression
+
 from ..clients import ClientChannelInfo
 from ..context import BrokerContext
 from ..filter import SUB_ALL, build_subscription, is_tag_type
@@ -79,6 +81,10 @@ class ClientProcessor:
                 retry = names.retry_topic(group)
                 created = created or retry not in ctx.topics
                 ctx.topics.create_if_absent(retry, group_config.retry_queue_nums, Perm.READ | Perm.WRITE)
+            if ctx.filters is not None and ctx.config.enablePropertyFilter:
+                for sub in consumer.subscription_data_set:
+                    if sub.topic and not is_tag_type(sub.expression_type):
+                        ctx.filters.register(group, sub.topic, sub.sub_string or "", sub.sub_version)
             changed = ctx.consumers.register(
                 group, self._channel_info(cmd, channel, client_id),
                 consumer.consume_type or "CONSUME_PASSIVELY", consumer.message_model or "CLUSTERING",
@@ -118,7 +124,12 @@ class ClientProcessor:
             if not self.ctx.config.enablePropertyFilter:
                 return fail(cmd, ResponseCode.SYSTEM_ERROR,
                             f"The broker does not support consumer to filter message by {sub.expression_type}")
-            # SQL92 compilation arrives with the filter issue; until then an enabled filter accepts it.
+            try:
+                compile_expression(sub.sub_string or "")
+            except FilterSyntaxError as exc:
+                log.warning("client %s of group %s: SQL92 expression %r does not compile: %s", body.client_id,
+                            body.group, sub.sub_string, exc)
+                return fail(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return ok(cmd)
 
     def lock(self, cmd: RemotingCommand, channel: Any):

@@ -18,7 +18,10 @@ from wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, de
 from server.store.status import GetMessageResult, GetMessageStatus
 
 from ..context import PERM_READ, BrokerContext, suggest_todo
+from server.filter.sql92 import FilterSyntaxError, compile_expression
+
 from ..filter import TagFilter, build_subscription, is_tag_type
+from ..sqlfilter import RetrySqlFilter, SqlMessageFilter, is_retry_topic
 from .common import fail, peer_addr, then
 from .send import topic_not_exist_remark
 
@@ -106,25 +109,49 @@ class PullProcessor:
                 log.warning("subscription of %s to %s is not the latest (%d < %d)", h.consumer_group, h.topic,
                             sub.sub_version, h.sub_version)
                 return fail(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
-            if not is_tag_type(sub.expression_type) and ctx.config.enablePropertyFilter:
-                # SQL92 filter data is registered by a later issue's filter manager.
-                return fail(cmd, ResponseCode.FILTER_DATA_NOT_EXIST,
-                            "The broker's consumer filter data is not exist!Your expression may be wrong!")
         if not is_tag_type(sub.expression_type) and not ctx.config.enablePropertyFilter:
             return fail(cmd, ResponseCode.SYSTEM_ERROR,
                         f"The broker does not support consumer to filter message by {sub.expression_type}")
-
-        tag_filter = TagFilter(sub)
+        message_filter, error = self._sql_filter(cmd, h, sub)
+        if error is not None:
+            return error
+        if message_filter is None:
+            tag_filter = TagFilter(sub)
+            message_filter = None if tag_filter.matches_all else tag_filter
         max_bytes = min(h.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
         result = ctx.store.get_message(
-            h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), max_bytes,
-            None if tag_filter.matches_all else tag_filter,
+            h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), max_bytes, message_filter,
         )
-        return then(result, lambda r: self._answer(cmd, channel, h, r, topic_config, group_config, tag_filter,
+        return then(result, lambda r: self._answer(cmd, channel, h, r, topic_config, group_config, message_filter,
                                                    allow_suspend))
 
+    def _sql_filter(self, cmd: RemotingCommand, h: PullMessageRequestHeader, sub):
+        """(store filter or None, error response or None) for a SQL92 subscription (Apache's order of checks)."""
+        ctx = self.ctx
+        if is_tag_type(sub.expression_type):
+            if ctx.config.filterSupportRetry and ctx.filters is not None and is_retry_topic(h.topic):
+                group = h.consumer_group
+                lookup = lambda topic: (d.selector if (d := ctx.filters.get(group, topic)) else None)  # noqa: E731
+                return RetrySqlFilter(lookup), None
+            return None, None
+        if h.sys_flag & _SUBSCRIPTION:
+            try:
+                selector = compile_expression(sub.sub_string or "")
+            except FilterSyntaxError as exc:
+                log.warning("pull of group %s: SQL92 subscription %r does not compile: %s", h.consumer_group,
+                            sub.sub_string, exc)
+                return None, fail(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
+            return SqlMessageFilter(selector), None
+        data = ctx.filters.get(h.consumer_group, h.topic) if ctx.filters is not None else None
+        if data is None:
+            return None, fail(cmd, ResponseCode.FILTER_DATA_NOT_EXIST,
+                              "The broker's consumer filter data is not exist!Your expression may be wrong!")
+        if data.version < h.sub_version:
+            return None, fail(cmd, ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
+        return SqlMessageFilter(data.selector), None
+
     def _answer(self, cmd, channel, h: PullMessageRequestHeader, result: GetMessageResult, topic_config,
-                group_config, tag_filter: TagFilter, allow_suspend: bool):
+                group_config, message_filter, allow_suspend: bool):
         ctx = self.ctx
         code = pull_code(result.status, h.queue_offset)
         header = PullMessageResponseHeader(
@@ -154,5 +181,5 @@ class PullProcessor:
                 and ctx.holder is not None:
             timeout = h.suspend_timeout_millis if ctx.config.longPollingEnable else ctx.config.shortPollingTimeMills
             return ctx.holder.hold(cmd, channel, h.topic, h.queue_id, h.queue_offset, timeout,
-                                   None if tag_filter.matches_all else tag_filter)
+                                   message_filter.is_matched_by_consume_queue if message_filter else None)
         return cmd.response(code, result.status.name, header.to_ext())

@@ -2,7 +2,7 @@
 
 The copy goes to ``%RETRY%<group>`` with the delay level ``3 + reconsumeTimes`` (unless the client
 chose one), or to ``%DLQ%<group>`` once it was retried ``maxReconsumeTimes`` times. The delay makes it
-a SCHEDULE_TOPIC_XXXX message when a scheduler exists (see :func:`.send.apply_delay`).
+a SCHEDULE_TOPIC_XXXX message when a scheduler exists (see :func:`server.broker.schedule.park`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from server.store.status import PutMessageStatus
 
 from ..context import BrokerContext, suggest_todo
 from .common import fail, ok, then
-from .send import DLQ_NUMS_PER_GROUP, apply_delay
+from ..schedule import park
+from .send import DLQ_NUMS_PER_GROUP
 
 log = logging.getLogger("ferrymq.broker.retry")
 
@@ -83,7 +84,9 @@ class SendBackProcessor:
             sys_flag=original.sys_flag, born_timestamp=original.born_timestamp, born_host=original.born_host,
             store_host=ctx.store_host, reconsume_times=original.reconsume_times + 1,
         )
-        msg = apply_delay(ctx, msg)
+        refused = park(ctx, msg)  # the retry waits on its delay level
+        if refused is not None:
+            return fail(cmd, refused.code, refused.remark)
         log.debug("send back %s of group %s to %s (reconsume %d, delay %d)", h.offset, h.group, msg.topic,
                   msg.reconsume_times, delay)
 

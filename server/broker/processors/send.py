@@ -25,9 +25,11 @@ from wire.message import (
 )
 from wire.msgid import UniqKeyGenerator
 
+from server.schedule.delay import delay_level
 from server.store.status import PutMessageResult, PutMessageStatus
 
 from ..context import PERM_WRITE, BrokerContext, suggest_todo
+from ..schedule import park
 from .common import after_registration, fail, peer_addr, peer_host, then
 
 log = logging.getLogger("ferrymq.broker.send")
@@ -191,7 +193,7 @@ class SendProcessor:
         props[MessageConst.CLUSTER] = ctx.config.brokerClusterName
 
         half = props.get(MessageConst.TRANSACTION_PREPARED, "").lower() == "true" and not (
-            reconsume_times > 0 and _delay_level(props) > 0
+            reconsume_times > 0 and delay_level(props) > 0
         )
         if half:
             if ctx.config.rejectTransactionMessage or ctx.transactions is None:
@@ -209,7 +211,9 @@ class SendProcessor:
         if half:
             result = ctx.transactions.prepare_message(msg)  # parks it in RMQ_SYS_TRANS_HALF_TOPIC
         else:
-            msg = apply_delay(ctx, msg)
+            refused = park(ctx, msg)  # timer or delay level: parked until due
+            if refused is not None:
+                return fail(cmd, refused.code, refused.remark, base)
             result = ctx.store.put_message(msg)
         response = then(result, lambda r: put_result_response(ctx, cmd, r, reply_queue, uniq_key, base))
         return after_registration(ctx, created, response)
@@ -261,30 +265,3 @@ class SendProcessor:
         result = ctx.store.put_messages(msgs)
         response = then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
         return after_registration(ctx, created, response)
-
-
-def _delay_level(props: dict[str, str]) -> int:
-    try:
-        return int(props.get(MessageConst.DELAY_TIME_LEVEL, "0"))
-    except ValueError:
-        return 0
-
-
-def apply_delay(ctx: BrokerContext, msg: MessageExt) -> MessageExt:
-    """Park a DELAY>0 message in SCHEDULE_TOPIC_XXXX (queue level-1) when a scheduler will deliver it.
-
-    Without a scheduler the message goes straight to its topic: delivered at once rather than lost.
-    """
-    level = _delay_level(msg.properties)
-    tx = MessageSysFlag.transaction_type(msg.sys_flag)
-    if level <= 0 or ctx.scheduler is None or tx in (
-        MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
-    ):
-        return msg
-    level = min(level, ctx.scheduler.max_level)
-    msg.properties[MessageConst.DELAY_TIME_LEVEL] = str(level)
-    msg.properties[MessageConst.REAL_TOPIC] = msg.topic
-    msg.properties[MessageConst.REAL_QUEUE_ID] = str(msg.queue_id)
-    msg.topic = names.SCHEDULE_TOPIC
-    msg.queue_id = level - 1
-    return msg
