@@ -34,17 +34,20 @@ class ConsumerFilterManager:
         self._table: dict[tuple[str, str], ConsumerFilterData] = {}
 
     def register(self, group: str, topic: str, expression: str, version: int) -> ConsumerFilterData | None:
-        """Compile ``expression`` unless the same or a newer version is held; None when it does not compile."""
+        """Compile ``expression`` for a newer version (older or equal versions are ignored, as Apache);
+        None when it does not compile, and then the old filter is dropped so pulls report it (27)."""
         held = self._table.get((group, topic))
-        if held is not None and (held.version > version or (held.version == version and held.expression == expression)):
+        if held is not None and version <= held.version:
             return held
+        if held is not None and held.expression == expression:
+            data = self._table[(group, topic)] = ConsumerFilterData(group, topic, expression, version, held.selector)
+            return data
         try:
             selector = compile_expression(expression)
         except FilterSyntaxError as exc:
             log.warning("group %s topic %s: SQL92 expression %r does not compile (%s); pulls answer 27",
                         group, topic, expression, exc)
-            if held is not None and held.expression != expression:
-                del self._table[(group, topic)]
+            self._table.pop((group, topic), None)
             return None
         data = self._table[(group, topic)] = ConsumerFilterData(group, topic, expression, version, selector)
         return data
