@@ -20,7 +20,7 @@ from sdk_py import reactor_thread
 from server.remoting import RemotingClient
 from tests.broker.test_broker_e2e import _free_pair
 from tests.broker.test_cli_broker import BROKER_UP, NAMESRV_UP, start
-from wire.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from wire.bodies import ResetOffsetBody, ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from wire.codes import PullSysFlag, RequestCode
 from wire.command import RemotingCommand, request
 from wire.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeader
@@ -44,9 +44,12 @@ class WireClient:
         self.addr = addr
         self.on_check = on_check
         self.checks: list[CheckSeen] = []
+        #: RESET_CONSUMER_CLIENT_OFFSET requests received: (header, ResetOffsetBody)
+        self.resets: list[tuple[dict[str, str], ResetOffsetBody]] = []
         self._lock = threading.Lock()
         reactor_thread.ensure_running()
-        self.client = reactor_thread.call(RemotingClient, {C.CHECK_TRANSACTION_STATE: self._check})
+        self.client = reactor_thread.call(RemotingClient, {
+            C.CHECK_TRANSACTION_STATE: self._check, C.RESET_CONSUMER_CLIENT_OFFSET: self._reset})
 
     def close(self) -> None:
         reactor_thread.call(self.client.close)
@@ -112,6 +115,11 @@ class WireClient:
                 commit_log_offset=int(ext["commitLogOffset"]), commit_or_rollback=decision, msg_id=ext.get("msgId", ""),
                 transaction_id=ext.get("transactionId"), from_transaction_check=True)
             channel.invoke_oneway(request(C.END_TRANSACTION, h.to_ext(), b"", oneway=True))
+        return None
+
+    def _reset(self, cmd: RemotingCommand, channel) -> None:
+        with self._lock:
+            self.resets.append((dict(cmd.ext_fields or {}), ResetOffsetBody.decode(cmd.body)))
         return None
 
     # ------------------------------------------------------------------ consuming

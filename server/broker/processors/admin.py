@@ -369,7 +369,8 @@ class AdminProcessor:
         ctx = self.ctx
         config = ctx.topics.get(h.topic)
         if config is None:
-            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"[reset offset] topic not exist: {h.topic}")
+            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST,
+                        f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}")
         info = ctx.consumers.get(h.group)
         if info is None or not info.channels:
             return fail(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
