@@ -158,3 +158,66 @@ def namesrv(request):
     if request.param == "apache":
         return request.getfixturevalue("apache_bare_namesrv")
     return request.getfixturevalue("ferrymq_namesrv")
+
+
+@pytest.fixture(scope="session", params=["apache", "ferrymq"])
+def server(request, compat_home):
+    """Name server + broker with :data:`servers.FEATURE_CONFIG` (property filters, short delay levels and
+    transaction checks): Apache RocketMQ 5.5.0's, then ``ferrymq standalone``. One of each per session."""
+    from .servers import FerryStandalone, NotBuilt, Server, start_apache
+
+    if request.param == "apache":
+        _need("java", "mvn")
+        ns, broker = start_apache(compat_home / "apache-feature")
+        yield Server("apache", ns.addr, broker.addr, broker.name, broker.cluster)
+        broker.stop()
+        ns.stop()
+        return
+    if not (REPO / "server" / "cli.py").exists():
+        pytest.skip("FerryMQ's command line (server/cli.py) does not exist in this tree yet")
+    from .servers import FEATURE_CONFIG
+
+    ferry = FerryStandalone(compat_home / "ferrymq-feature", _ferrymq_cli(), cluster="FeatureCluster",
+                            name="feature-broker-a", extra=FEATURE_CONFIG)
+    try:
+        ferry.start()
+    except NotBuilt as exc:
+        pytest.skip(str(exc))
+    yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.name, ferry.cluster)
+    ferry.stop()
+
+
+@pytest.fixture(scope="session", params=[toolchain.ROCKETMQ_5], ids=lambda v: f"java-{v}")
+def java5(request, compat_home) -> JavaScenarios:
+    """The Java scenario program on the 5.x client only (for scenarios run once per broker, not per client)."""
+    _need("java", "javac", "mvn")
+    return JavaScenarios(_java_clients(request.param), compat_home / f"java-{request.param}")
+
+
+@pytest.fixture(scope="session")
+def mqadmin5(compat_home) -> MqAdmin:
+    """mqadmin of rocketmq-tools 5.x (4.9.x's clusterList cannot read a 5.x broker's runtime info)."""
+    _need("java", "javac", "mvn")
+    return MqAdmin(_java_clients(toolchain.ROCKETMQ_5), compat_home / f"mqadmin-{toolchain.ROCKETMQ_5}")
+
+
+@pytest.fixture(scope="session", params=[f"java-{v}" for v in toolchain.CLIENT_VERSIONS] + ["go"])
+def client(request, compat_home):
+    """Each official client in turn: the Java client 5.x and 4.9.x, then the Go client."""
+    return _client(request.param, compat_home)
+
+
+@pytest.fixture(scope="session", params=[f"java-{toolchain.ROCKETMQ_5}", "go"])
+def client5(request, compat_home):
+    """The Java 5.x client and the Go client (scenarios the 4.9.x client adds nothing to, or cannot do)."""
+    return _client(request.param, compat_home)
+
+
+def _client(name: str, compat_home: Path):
+    from .clients import Client
+
+    if name == "go":
+        _need("go")
+        return Client("go", GoHarness(toolchain.go_harness()))
+    _need("java", "javac", "mvn")
+    return Client(name, JavaScenarios(_java_clients(name.removeprefix("java-")), compat_home / name))

@@ -82,6 +82,62 @@ class ScenarioResult:
         return self
 
 
+class Running:
+    """A client scenario running in the background (a consumer that must be up while something else
+    happens): its JSON lines are collected as they come; :meth:`finish` waits and returns the result."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None):
+        import threading
+
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     stdin=subprocess.DEVNULL, env=env)
+        self._out: list[str] = []
+        self._err: list[str] = []
+        self._readers = [threading.Thread(target=self._pump, args=(s, buf), daemon=True)
+                         for s, buf in ((self.proc.stdout, self._out), (self.proc.stderr, self._err))]
+        for t in self._readers:
+            t.start()
+
+    @staticmethod
+    def _pump(stream, buf: list[str]) -> None:
+        for line in stream:
+            buf.append(line)
+
+    def result(self) -> ScenarioResult:
+        rc = self.proc.returncode if self.proc.returncode is not None else -1
+        return ScenarioResult(self.argv, rc, "".join(self._out), "".join(self._err))
+
+    def wait_for(self, event: str, timeout: float = 60) -> None:
+        """Block until the client printed ``{"event": event}``; fail if it exits or time runs out."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.result().of(event):
+                return
+            if self.proc.poll() is not None:
+                time.sleep(0.2)
+                raise ClientRunFailed(f"client exited before '{event}':\n" + self.result().explain())
+            time.sleep(0.1)
+        raise ClientRunFailed(f"no '{event}' within {timeout}s:\n" + self.result().explain())
+
+    def finish(self, timeout: float = 120) -> ScenarioResult:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise ClientRunFailed(f"timed out after {timeout}s:\n" + self.result().explain()) from None
+        for t in self._readers:
+            t.join(5)
+        return self.result()
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
 @dataclass
 class MqAdmin:
     """``mqadmin`` of one rocketmq-tools version: ``mqadmin(namesrv, "topicRoute", "-t", "T")`` -> stdout."""
@@ -131,10 +187,16 @@ class JavaScenarios:
 
     def __call__(self, scenario: str, *args: str, timeout: float = 120,
                  system_properties: dict[str, str] | None = None) -> ScenarioResult:
+        proc = _run(self._argv(scenario, args, system_properties), timeout)
+        return ScenarioResult(proc.args, proc.returncode, proc.stdout, proc.stderr)
+
+    def _argv(self, scenario: str, args: tuple[str, ...], system_properties: dict[str, str] | None) -> list[str]:
         props = {**CLIENT_SYSTEM_PROPERTIES, **(system_properties or {})}
-        argv = self.clients.command(SCENARIOS_MAIN, [scenario, *args], home=self.home, system_properties=props)
-        proc = _run(argv, timeout)
-        return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)
+        return self.clients.command(SCENARIOS_MAIN, [scenario, *args], home=self.home, system_properties=props)
+
+    def spawn(self, scenario: str, *args: str, system_properties: dict[str, str] | None = None) -> Running:
+        """Start the scenario in the background (see :class:`Running`)."""
+        return Running(self._argv(scenario, args, system_properties))
 
 
 @dataclass
@@ -150,3 +212,7 @@ class GoHarness:
         argv = [str(self.binary), subcommand, *args]
         proc = _run(argv, timeout, env={**os.environ, **(env or {})})
         return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)
+
+    def spawn(self, subcommand: str, *args: str) -> Running:
+        """Start the subcommand in the background (see :class:`Running`)."""
+        return Running([str(self.binary), subcommand, *args])

@@ -14,7 +14,6 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -27,9 +26,9 @@ from sdk_py.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from sdk_py.message import Message, PullStatus, SendStatus
 from sdk_py.producer import LocalTransactionState, select_by_hash
 
-from .apache import write_conf
 from .conftest import REPO, _ferrymq_cli
-from .processes import LOOPBACK, Child, free_port, port_open
+from .processes import LOOPBACK
+from .servers import FerryStandalone, NotBuilt
 
 #: how long a scenario waits for its messages before failing
 WAIT = 45.0
@@ -45,67 +44,16 @@ class Cluster:
     broker_addr: str
 
 
-class FerryStandalone:
-    """``ferrymq standalone``: name server and broker in one process, store in a temp dir."""
-
-    NOT_BUILT = "FerryMQ broker not built yet: `ferrymq broker` reports it"
-
-    def __init__(self, home: Path):
-        home.mkdir(parents=True, exist_ok=True)
-        self.ns_port = free_port()
-        self.port = free_port(also_free=(-2, 1))
-        conf = write_conf(home / "standalone.conf", {
-            "namesrvListenPort": self.ns_port,
-            "listenPort": self.port,
-            "haListenPort": self.port + 1,
-            "brokerIP1": LOOPBACK,
-            "brokerClusterName": "SdkCluster",
-            "brokerName": "sdk-broker-a",
-            "storePathRootDir": home / "store",
-            "autoCreateTopicEnable": "true",
-            "autoCreateSubscriptionGroup": "true",
-            "mappedFileSizeCommitLog": 64 * 1024 * 1024,
-        })
-        self.child = Child("ferrymq standalone", [str(_ferrymq_cli()), "standalone", "-c", str(conf)],
-                           home / "standalone.out")
-
-    @property
-    def namesrv_addr(self) -> str:
-        return f"{LOOPBACK}:{self.ns_port}"
-
-    def start(self) -> None:
-        self.child.start()
-        self.child.wait_until(lambda: port_open(LOOPBACK, self.ns_port), f"listening on {self.ns_port}", 30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if "not built yet" in self.child.log_tail(5000):
-                self.child.kill()
-                pytest.skip(self.NOT_BUILT)
-            if port_open(LOOPBACK, self.port) and self._registered():
-                return
-            time.sleep(0.2)
-        log = self.child.log_tail()
-        self.child.kill()
-        raise RuntimeError(f"ferrymq standalone: broker not registered on {self.port} after 30 s; log:\n{log}")
-
-    def _registered(self) -> bool:
-        try:
-            with BlockingAdmin(self.namesrv_addr) as admin:
-                return bool(admin.get_cluster_info().broker_addr_table)
-        except Exception:  # noqa: BLE001 - not up yet
-            return False
-
-    def stop(self) -> None:
-        self.child.kill()
-
-
 @pytest.fixture(scope="module")
 def ferrymq_standalone(tmp_path_factory):
     if not (REPO / "server" / "cli.py").exists():
         pytest.skip("FerryMQ's command line (server/cli.py) does not exist in this tree yet")
-    server = FerryStandalone(tmp_path_factory.mktemp("ferrymq-standalone"))
+    server = FerryStandalone(tmp_path_factory.mktemp("ferrymq-standalone"), _ferrymq_cli())
     try:
-        server.start()
+        try:
+            server.start()
+        except NotBuilt as exc:
+            pytest.skip(str(exc))
         yield server
     finally:
         server.stop()

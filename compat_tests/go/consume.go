@@ -23,6 +23,12 @@ func runConsume(args []string) error {
 	from := fs.String("from", "first", "where a new group starts: first or last")
 	model := fs.String("model", "clustering", "clustering or broadcasting")
 	orderly := fs.Bool("orderly", false, "consume orderly (queue locks, one message at a time per queue)")
+	sql := fs.String("sql", "", "SQL92 expression (replaces -expr)")
+	linger := fs.Duration("linger", 0, "keep consuming this long after -count arrived (to catch messages that should not come)")
+	idle := fs.Duration("idle", 0, "leave once no message came for this long (after the first), instead of at -count")
+	reconsume := fs.Int("reconsume", 0, "answer ConsumeRetryLater while a message was re-consumed fewer times than this")
+	maxReconsume := fs.Int("maxReconsume", -1, "consumer maxReconsumeTimes (-1: client default)")
+	instance := fs.String("instance", "", "client instance name")
 	fs.Parse(args)
 	if *namesrv == "" || *topic == "" {
 		return fmt.Errorf("consume needs -n NAMESRV and -t TOPIC")
@@ -35,13 +41,24 @@ func runConsume(args []string) error {
 	if *model == "broadcasting" {
 		messageModel = consumer.BroadCasting
 	}
-	c, err := consumer.NewPushConsumer(
+	opts := []consumer.Option{
 		consumer.WithNsResolver(primitive.NewPassthroughResolver([]string{*namesrv})),
 		consumer.WithGroupName(*group),
 		consumer.WithConsumeFromWhere(where),
 		consumer.WithConsumerModel(messageModel),
 		consumer.WithConsumerOrder(*orderly),
-	)
+	}
+	if *maxReconsume >= 0 {
+		opts = append(opts, consumer.WithMaxReconsumeTimes(int32(*maxReconsume)))
+	}
+	if *instance != "" {
+		opts = append(opts, consumer.WithInstance(*instance))
+	}
+	selector := consumer.MessageSelector{Type: consumer.TAG, Expression: *expr}
+	if *sql != "" {
+		selector = consumer.MessageSelector{Type: consumer.SQL92, Expression: *sql}
+	}
+	c, err := consumer.NewPushConsumer(opts...)
 	if err != nil {
 		return fmt.Errorf("NewPushConsumer: %w", err)
 	}
@@ -50,22 +67,30 @@ func runConsume(args []string) error {
 		received int
 		done     = make(chan struct{})
 		once     sync.Once
+		last     time.Time
 	)
-	err = c.Subscribe(*topic, consumer.MessageSelector{Type: consumer.TAG, Expression: *expr},
+	err = c.Subscribe(*topic, selector,
 		func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, m := range msgs {
 				received++
 				emit(map[string]any{
-					"event": "received", "msgId": m.MsgId, "offsetMsgId": m.OffsetMsgId, "topic": m.Topic,
+					"event": "received", "receivedAt": time.Now().UnixMilli(), "bornTimestamp": m.BornTimestamp,
+					"storeTimestamp": m.StoreTimestamp, "msgId": m.MsgId, "offsetMsgId": m.OffsetMsgId, "topic": m.Topic,
 					"tags": m.GetTags(), "keys": m.GetKeys(), "body": string(m.Body),
 					"queueId": m.Queue.QueueId, "brokerName": m.Queue.BrokerName, "queueOffset": m.QueueOffset,
 					"reconsumeTimes": m.ReconsumeTimes, "properties": m.GetProperties(),
 				})
 			}
-			if received >= *count {
+			last = time.Now()
+			if received >= *count && *idle == 0 {
 				once.Do(func() { close(done) })
+			}
+			for _, m := range msgs {
+				if int(m.ReconsumeTimes) < *reconsume {
+					return consumer.ConsumeRetryLater, nil
+				}
 			}
 			return consumer.ConsumeSuccess, nil
 		})
@@ -73,12 +98,29 @@ func runConsume(args []string) error {
 		return fmt.Errorf("subscribe: %w", err)
 	}
 	if err := c.Start(); err != nil {
+		emit(map[string]any{"event": "start_error", "error": err.Error()})
 		return fmt.Errorf("consumer start: %w", err)
+	}
+	emit(map[string]any{"event": "started"})
+	if *idle > 0 {
+		go func() {
+			for {
+				time.Sleep(100 * time.Millisecond)
+				mu.Lock()
+				quiet := !last.IsZero() && time.Since(last) > *idle
+				mu.Unlock()
+				if quiet {
+					once.Do(func() { close(done) })
+					return
+				}
+			}
+		}()
 	}
 	select {
 	case <-done:
 	case <-time.After(*timeout):
 	}
+	time.Sleep(*linger)
 	c.Shutdown()
 	mu.Lock()
 	defer mu.Unlock()

@@ -26,6 +26,8 @@ type command struct {
 var commands = map[string]command{
 	"route":   {"fetch a topic route from the name server through the Go client", runRoute},
 	"send":    {"send messages synchronously with a DefaultProducer", runSend},
+	"pull":    {"pull messages with the pull consumer (Pull) until -count arrive or -timeout passes", runPull},
+	"txn":     {"send transactional messages; the listener answers per message property txmode", runTxn},
 	"consume": {"consume messages with a push consumer until -count arrive or -timeout passes", runConsume},
 }
 

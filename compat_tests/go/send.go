@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -22,7 +24,11 @@ func runSend(args []string) error {
 	keys := fs.String("keys", "", "message keys")
 	body := fs.String("body", "hello from the Go client", "message body; a message number is appended when -count > 1")
 	timeout := fs.Duration("timeout", 3*time.Second, "send timeout")
-	mode := fs.String("mode", "sync", "sync, async, oneway, or batch (all messages in one SEND_BATCH_MESSAGE)")
+	mode := fs.String("mode", "sync", "sync, async, oneway, batch (all messages in one SEND_BATCH_MESSAGE) or selector (sync, queue by hash of each spec entry's shard)")
+	spec := fs.String("spec", "", "JSON file: [{body, tag, keys, props, shard, delayLevel}]; replaces -count/-tag/-keys/-body")
+	delayLevel := fs.Int("delayLevel", 0, "delay level for every message (0: none)")
+	deliverAfter := fs.Duration("deliverAfter", 0, "timer message: deliver this long after sending (property __STARTDELIVERTIME)")
+	linger := fs.Duration("linger", 0, "stay connected this long after sending (for producerConnection)")
 	fs.Parse(args)
 	if *namesrv == "" || *topic == "" {
 		return fmt.Errorf("send needs -n NAMESRV and -t TOPIC")
@@ -32,6 +38,7 @@ func runSend(args []string) error {
 		producer.WithGroupName(*group),
 		producer.WithRetry(2),
 		producer.WithSendMsgTimeout(*timeout),
+		producer.WithQueueSelector(producer.NewHashQueueSelector()),
 	)
 	if err != nil {
 		return fmt.Errorf("NewDefaultProducer: %w", err)
@@ -55,8 +62,37 @@ func runSend(args []string) error {
 		}
 		msgs = append(msgs, msg)
 	}
+	if *spec != "" {
+		if msgs, err = messagesFromSpec(*topic, *spec); err != nil {
+			return err
+		}
+		*count = len(msgs)
+	}
+	for _, msg := range msgs {
+		if *delayLevel > 0 {
+			msg.WithDelayTimeLevel(*delayLevel)
+		}
+	}
+	if *deliverAfter > 0 {
+		// v2.1.2 has no timer-message API; the 5.x Java client's setDeliverTimeMs sets this property.
+		at := time.Now().Add(*deliverAfter).UnixMilli()
+		for _, msg := range msgs {
+			msg.WithProperty("__STARTDELIVERTIME", strconv.FormatInt(at, 10))
+		}
+		emit(map[string]any{"event": "deliver_at", "deliverTimeMs": at})
+	}
 	sent := 0
 	switch *mode {
+	case "selector":
+		for i, msg := range msgs {
+			res, err := p.SendSync(context.Background(), msg)
+			if err != nil {
+				emit(map[string]any{"event": "send_error", "index": i, "error": err.Error()})
+				continue
+			}
+			sent++
+			emitSent(i, res)
+		}
 	case "sync":
 		for i, msg := range msgs {
 			res, err := p.SendSync(context.Background(), msg)
@@ -110,6 +146,10 @@ func runSend(args []string) error {
 	default:
 		return fmt.Errorf("-mode must be sync, async, oneway or batch, not %q", *mode)
 	}
+	if *linger > 0 {
+		emit(map[string]any{"event": "lingering"})
+		time.Sleep(*linger)
+	}
 	emit(map[string]any{"event": "done", "sent": sent, "requested": *count, "mode": *mode})
 	if sent != *count {
 		return fmt.Errorf("%d of %d sends failed", *count-sent, *count)
@@ -119,8 +159,49 @@ func runSend(args []string) error {
 
 func emitSent(index int, res *primitive.SendResult) {
 	emit(map[string]any{
-		"event": "sent", "index": index, "status": int(res.Status), "msgId": res.MsgID,
+		"event": "sent", "index": index, "sentAt": time.Now().UnixMilli(), "status": int(res.Status), "msgId": res.MsgID,
 		"offsetMsgId": res.OffsetMsgID, "queueOffset": res.QueueOffset,
 		"brokerName": res.MessageQueue.BrokerName, "queueId": res.MessageQueue.QueueId,
 	})
+}
+
+// messagesFromSpec reads [{body, tag, keys, props, shard, delayLevel}] into messages; "shard" becomes the
+// sharding key the hash queue selector uses.
+func messagesFromSpec(topic, file string) ([]*primitive.Message, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var spec []struct {
+		Body       string         `json:"body"`
+		Tag        string         `json:"tag"`
+		Keys       string         `json:"keys"`
+		Shard      string         `json:"shard"`
+		DelayLevel int            `json:"delayLevel"`
+		Props      map[string]any `json:"props"`
+	}
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return nil, fmt.Errorf("spec %s: %w", file, err)
+	}
+	out := make([]*primitive.Message, 0, len(spec))
+	for _, e := range spec {
+		m := primitive.NewMessage(topic, []byte(e.Body))
+		if e.Tag != "" {
+			m.WithTag(e.Tag)
+		}
+		if e.Keys != "" {
+			m.WithKeys([]string{e.Keys})
+		}
+		if e.Shard != "" {
+			m.WithShardingKey(e.Shard)
+		}
+		if e.DelayLevel > 0 {
+			m.WithDelayTimeLevel(e.DelayLevel)
+		}
+		for k, v := range e.Props {
+			m.WithProperty(k, fmt.Sprint(v))
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }

@@ -69,6 +69,15 @@ public final class Scenarios {
             case "consume":
                 ok = consume(args);
                 break;
+            case "sqlmatrix":
+                ok = Advanced.sqlMatrix(args);
+                break;
+            case "litepull":
+                ok = Advanced.litePull(args);
+                break;
+            case "txn":
+                ok = Advanced.transactions(args);
+                break;
             default:
                 System.err.println("unknown scenario " + argv[0]);
                 System.exit(2);
@@ -175,12 +184,40 @@ public final class Scenarios {
         int sent = 0;
         try {
             List<Message> msgs = new ArrayList<>();
-            for (int i = 0; i < count; i++) {
-                String body = args.getOrDefault("body", "hello from the Java client") + (count > 1 ? " #" + i : "");
-                msgs.add(new Message(need(args, "t"), args.getOrDefault("tag", ""),
-                    args.getOrDefault("keys", ""), body.getBytes("UTF-8")));
+            List<String> shards = new ArrayList<>();
+            if (args.containsKey("spec")) {
+                msgs = Advanced.messagesFromSpec(need(args, "t"), args.get("spec"), shards);
+                count = msgs.size();
+            } else {
+                for (int i = 0; i < count; i++) {
+                    String body = args.getOrDefault("body", "hello from the Java client") + (count > 1 ? " #" + i : "");
+                    msgs.add(new Message(need(args, "t"), args.getOrDefault("tag", ""),
+                        args.getOrDefault("keys", ""), body.getBytes("UTF-8")));
+                }
+            }
+            if (args.containsKey("delayLevel")) {
+                for (Message m : msgs) {
+                    m.setDelayTimeLevel(Integer.parseInt(args.get("delayLevel")));
+                }
+            }
+            if (args.containsKey("deliverAfterMs")) {
+                long at = System.currentTimeMillis() + Long.parseLong(args.get("deliverAfterMs"));
+                for (Message m : msgs) {
+                    Advanced.setDeliverTimeMs(m, at);
+                }
+                emit("event", "deliver_at", "deliverTimeMs", at);
             }
             switch (mode) {
+                case "selector":
+                    for (int i = 0; i < count; i++) {
+                        try {
+                            emitSent(i, producer.send(msgs.get(i), Advanced.HASH_SELECTOR, shards.get(i)));
+                            sent++;
+                        } catch (Exception e) {
+                            emit("event", "send_error", "index", i, "error", e.toString());
+                        }
+                    }
+                    break;
                 case "sync":
                     for (int i = 0; i < count; i++) {
                         try {
@@ -232,6 +269,10 @@ public final class Scenarios {
                 default:
                     throw new IllegalArgumentException("-mode must be sync, async, oneway or batch, not " + mode);
             }
+            if (args.containsKey("linger")) {
+                emit("event", "lingering");
+                Thread.sleep(Long.parseLong(args.get("linger")));
+            }
             finish(sent == count, "sent", sent, "requested", count, "mode", mode);
         } finally {
             producer.shutdown();
@@ -239,8 +280,8 @@ public final class Scenarios {
         return sent == count;
     }
 
-    private static void emitSent(int index, SendResult r) {
-        emit("event", "sent", "index", index, "status", r.getSendStatus().name(), "msgId", r.getMsgId(),
+    static void emitSent(int index, SendResult r) {
+        emit("event", "sent", "index", index, "sentAt", System.currentTimeMillis(), "status", r.getSendStatus().name(), "msgId", r.getMsgId(),
             "offsetMsgId", r.getOffsetMsgId(), "queueOffset", r.getQueueOffset(),
             "brokerName", r.getMessageQueue().getBrokerName(), "queueId", r.getMessageQueue().getQueueId());
     }
@@ -257,9 +298,10 @@ public final class Scenarios {
         throw new IllegalStateException("DefaultMQPushConsumer has no setMessageModel");
     }
 
-    private static void onMessage(MessageExt m, AtomicInteger received, CountDownLatch enough) {
+    static void onMessage(MessageExt m, AtomicInteger received, CountDownLatch enough) {
         received.incrementAndGet();
-        emit("event", "received", "msgId", m.getMsgId(), "topic", m.getTopic(), "tags", m.getTags(),
+        emit("event", "received", "receivedAt", System.currentTimeMillis(), "bornTimestamp", m.getBornTimestamp(),
+            "storeTimestamp", m.getStoreTimestamp(), "msgId", m.getMsgId(), "topic", m.getTopic(), "tags", m.getTags(),
             "keys", m.getKeys(), "body", new String(m.getBody(), java.nio.charset.StandardCharsets.UTF_8),
             "queueId", m.getQueueId(), "brokerName", m.getBrokerName(), "queueOffset", m.getQueueOffset(),
             "reconsumeTimes", m.getReconsumeTimes(), "properties", m.getProperties());
@@ -277,22 +319,65 @@ public final class Scenarios {
         consumer.setConsumeFromWhere("last".equals(args.get("from"))
             ? ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET : ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         setMessageModel(consumer, "broadcasting".equals(args.get("model")) ? "BROADCASTING" : "CLUSTERING");
-        consumer.subscribe(need(args, "t"), args.getOrDefault("expr", "*"));
+        consumer.setPersistConsumerOffsetInterval(FAST_INTERVAL_MS);
+        if (args.containsKey("instance")) {
+            consumer.setInstanceName(args.get("instance"));
+        }
+        if (args.containsKey("maxReconsume")) {
+            consumer.setMaxReconsumeTimes(Integer.parseInt(args.get("maxReconsume")));
+        }
+        if (args.containsKey("sql")) {
+            consumer.subscribe(need(args, "t"), org.apache.rocketmq.client.consumer.MessageSelector.bySql(args.get("sql")));
+        } else {
+            consumer.subscribe(need(args, "t"), args.getOrDefault("expr", "*"));
+        }
         CountDownLatch enough = new CountDownLatch(count);
         AtomicInteger received = new AtomicInteger();
+        // -reconsume N: answer RECONSUME_LATER while a message has been re-consumed fewer than N times.
+        int reconsume = Integer.parseInt(args.getOrDefault("reconsume", "0"));
+        long[] last = {0L};
         if ("true".equals(args.get("orderly"))) {
             consumer.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {
                 msgs.forEach(m -> onMessage(m, received, enough));
+                last[0] = System.currentTimeMillis();
                 return ConsumeOrderlyStatus.SUCCESS;
             });
         } else {
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
                 msgs.forEach(m -> onMessage(m, received, enough));
+                last[0] = System.currentTimeMillis();
+                for (MessageExt m : msgs) {
+                    if (m.getReconsumeTimes() < reconsume) {
+                        return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                    }
+                }
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
         }
-        consumer.start();
-        enough.await(timeout, TimeUnit.MILLISECONDS);
+        try {
+            consumer.start();
+        } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+            emit("event", "start_error", "responseCode", e.getResponseCode(), "error", e.toString());
+            finish(false, "received", 0, "expected", count);
+            return false;
+        }
+        emit("event", "started");
+        long idle = Long.parseLong(args.getOrDefault("idle", "0"));
+        if (idle > 0) {
+            // -idle: leave once messages stop arriving (after the first), or at -timeout.
+            long end = System.currentTimeMillis() + timeout;
+            while (System.currentTimeMillis() < end) {
+                Thread.sleep(100);
+                if (last[0] > 0 && System.currentTimeMillis() - last[0] > idle) {
+                    break;
+                }
+            }
+        } else {
+            enough.await(timeout, TimeUnit.MILLISECONDS);
+        }
+        if (args.containsKey("linger")) {
+            Thread.sleep(Long.parseLong(args.get("linger")));  // catch messages that should not come
+        }
         int got = received.get();
         finish(got >= count, "received", got, "expected", count);
         consumer.shutdown();
