@@ -172,7 +172,7 @@ class Broker:
         self._every(period, self.registration.register_all, "name server registration")
         self._every(c.flushConsumerOffsetInterval / 1000.0, self.persist_offsets, "consumer offset persistence", now=False)
         self._every(CLIENT_SCAN_INTERVAL_MS / 1000.0, self.scan_clients, "client channel expiry", now=False)
-        self._every(1.0, self.ctx.stats.sample, "stats sampling")
+        self._every(1.0, self.sample_stats, "stats sampling")
         self._every(c.transactionCheckInterval / 1000.0, self.check_transactions, "transaction check-back",
                     now=False)
         self.ctx.scheduler.start()
@@ -242,6 +242,11 @@ class Broker:
         if table.changed or force:
             table.changed = False
             self._persist(CONSUMER_OFFSETS, table)
+
+    def sample_stats(self) -> None:
+        stats, timer = self.ctx.stats, self.ctx.timer
+        stats.timer_enqueue.total, stats.timer_dequeue.total = timer.enqueued, timer.delivered
+        stats.sample()
 
     def check_transactions(self) -> None:
         """One check-back pass; its progress is saved at once so a crash does not ask the same again."""

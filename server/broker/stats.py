@@ -50,6 +50,9 @@ class BrokerStats:
         self.get_found = RateCounter(clock)
         self.get_miss = RateCounter(clock)
         self.get_transferred = RateCounter(clock)
+        #: timers taken into the wheel / fired (totals copied from the timer service before each sample)
+        self.timer_enqueue = RateCounter(clock)
+        self.timer_dequeue = RateCounter(clock)
         self.put_today_morning = 0
         self.put_yesterday_morning = 0
         self.get_today_morning = 0
@@ -62,5 +65,6 @@ class BrokerStats:
             self._day = day
             self.put_yesterday_morning, self.put_today_morning = self.put_today_morning, self.put.total
             self.get_yesterday_morning, self.get_today_morning = self.get_today_morning, self.get_transferred.total
-        for counter in (self.put, self.get_found, self.get_miss, self.get_transferred):
+        for counter in (self.put, self.get_found, self.get_miss, self.get_transferred, self.timer_enqueue,
+                        self.timer_dequeue):
             counter.sample()

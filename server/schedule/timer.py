@@ -132,6 +132,10 @@ class TimerMessageService:
         low = min((min(offsets) for offsets in self.slots.values() if offsets), default=self.scanned)
         self.file.save({"deliveredThroughMs": self.delivered_through, "lowWaterOffset": low})
 
+    def next_due_ms(self) -> int | None:
+        """Start of the earliest slot still holding timers (None when the wheel is empty)."""
+        return self._due[0] * self.config.timerPrecisionMs if self._due else None
+
     # ------------------------------------------------------------------ wheel
 
     def _slot(self, due_ms: int) -> int:

@@ -93,3 +93,20 @@ def test_timer_errors_answer_as_apache(bk):
     assert off.code == ResponseCode.SYSTEM_ERROR
     assert off.remark == "accurate timer message is not enabled, timerWheelEnable is false"
     assert real(bk) == []
+
+
+def test_runtime_info_reports_the_timer_wheel(bk):
+    from wire.bodies import KVTable
+    from wire.codes import RequestCode
+
+    def figures():
+        table = KVTable.decode(bk.call(RequestCode.GET_BROKER_RUNTIME_INFO).body).table
+        return {k: table[k] for k in ("timerOffsetBehind", "timerCongestNum", "timerReadBehind")}
+
+    for i in range(3):
+        assert bk.send("DelayT", b"t", extra_props={"TIMER_DELAY_SEC": str(5 + i)}).code == 0
+    assert figures() == {"timerOffsetBehind": "3", "timerCongestNum": "0", "timerReadBehind": "0"}
+    bk.ctx.timer.run_once()
+    assert figures() == {"timerOffsetBehind": "0", "timerCongestNum": "3", "timerReadBehind": "0"}
+    bk.later_ms = 20_000  # due long ago, not yet fired: the wheel lags
+    assert int(figures()["timerReadBehind"]) >= 14_000
