@@ -47,25 +47,32 @@ def park(ctx: Any, msg: MessageExt) -> ParkError | None:
     Without the services (``ctx.scheduler`` / ``ctx.timer`` None) a message goes straight to its topic:
     delivered at once rather than lost.
     """
-    if MessageSysFlag.transaction_type(msg.sys_flag) not in _PLAIN_OR_COMMIT:
-        return None
+    where, error = park_props(ctx, msg.topic, msg.queue_id, msg.properties, msg.sys_flag)
+    if where is not None:
+        msg.topic, msg.queue_id = where
+    return error
+
+
+def park_props(ctx: Any, topic: str, queue_id: int, props: dict[str, str],
+               sys_flag: int) -> tuple[tuple[str, int] | None, ParkError | None]:
+    """(parking place or None, refusal or None) for a message bound to ``topic``/``queue_id``; ``props``
+    gains the real destination (and TIMER_OUT_MS) when parked."""
+    if MessageSysFlag.transaction_type(sys_flag) not in _PLAIN_OR_COMMIT:
+        return None, None
     if ctx.timer is not None:
         cfg = ctx.timer.config
         try:
-            where = park_timer(msg.topic, msg.queue_id, msg.properties, int(ctx.timer.clock() * 1000), cfg)
+            where = park_timer(topic, queue_id, props, int(ctx.timer.clock() * 1000), cfg)
         except TimerMessageError as exc:
             if not cfg.timerWheelEnable:
-                return ParkError(ResponseCode.SYSTEM_ERROR,
-                                 f"accurate timer message is not enabled, timerWheelEnable is {str(cfg.timerWheelEnable).lower()}")
-            return ParkError(ResponseCode.MESSAGE_ILLEGAL, timer_illegal_remark(cfg.timerMaxDelaySec, str(exc)))
+                return None, ParkError(ResponseCode.SYSTEM_ERROR, "accurate timer message is not enabled, "
+                                       f"timerWheelEnable is {str(cfg.timerWheelEnable).lower()}")
+            return None, ParkError(ResponseCode.MESSAGE_ILLEGAL, timer_illegal_remark(cfg.timerMaxDelaySec, str(exc)))
         if where is not None:
-            msg.topic, msg.queue_id = where
-            return None
+            return where, None
     if ctx.scheduler is not None:
-        where = park_delayed(msg.topic, msg.queue_id, msg.properties, msg.sys_flag, ctx.scheduler.max_level)
-        if where is not None:
-            msg.topic, msg.queue_id = where
-    return None
+        return park_delayed(topic, queue_id, props, sys_flag, ctx.scheduler.max_level), None
+    return None, None
 
 
 def timer_illegal_remark(max_delay_sec: int, _why: str = "") -> str:

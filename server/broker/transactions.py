@@ -19,6 +19,7 @@ from wire.message import MessageExt
 
 from .context import BrokerContext
 from .processors.common import fail
+from .schedule import park_props
 
 log = logging.getLogger("ferrymq.broker.transactions")
 
@@ -33,10 +34,15 @@ class TransactionProcessor:
             TransactionConfig(transactionTimeOut=c.transactionTimeOut, transactionCheckMax=c.transactionCheckMax,
                               transactionCheckInterval=c.transactionCheckInterval, fileReservedTime=c.fileReservedTime),
             broker_name=c.brokerName, ensure_topic=lambda t: ctx.topics.create_if_absent(t, 1, Perm.READ | Perm.WRITE),
-            **extra,
+            park=self._park_commit, **extra,
         )
         #: CHECK_TRANSACTION_STATE requests sent (tests and runtime info read it).
         self.checks_sent = 0
+
+    def _park_commit(self, topic: str, queue_id: int, props: dict[str, str], sys_flag: int):
+        """A committed message with a delay level or timer waits like any other (a timer error: sent as is)."""
+        where, _error = park_props(self.ctx, topic, queue_id, props, sys_flag)
+        return where
 
     def table(self) -> dict[int, Any]:
         return {RequestCode.END_TRANSACTION: self.end_transaction}

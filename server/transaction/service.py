@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 from wire.codes import ResponseCode
-from wire.message import MessageConst, MessageExt, MessageSysFlag, decode_record, encode_record, peek_record
+from wire.message import (
+    MessageConst,
+    MessageExt,
+    MessageSysFlag,
+    decode_record,
+    encode_properties,
+    encode_record,
+    peek_record,
+)
 from wire.msgid import create_offset_msg_id
 from wire.topics import TRANS_CHECK_GROUP, TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
@@ -76,6 +84,7 @@ class TransactionalMessageService:
         broker_name: str = "broker-a",
         clock: Callable[[], float] = time.time,
         ensure_topic: Callable[[str], None] | None = None,
+        park: Callable[[str, int, dict[str, str], int], tuple[str, int] | None] | None = None,
     ):
         self.store = store
         self.offsets = offsets
@@ -84,6 +93,9 @@ class TransactionalMessageService:
         self.broker_name = broker_name
         self.clock = clock
         self.ensure_topic = ensure_topic or (lambda topic: None)
+        #: ``park(topic, queue, props, sys_flag)``: where a committed message waits instead (a delay level or
+        #: timer, as Apache's put hook does for commits), updating ``props``; None to store it as it is.
+        self.park = park
         #: Half-queue offsets decided by an op record, above the check pass's progress.
         self.done: set[int] = set()
         self._op_read = 0
@@ -181,13 +193,20 @@ class TransactionalMessageService:
             real_queue = int(half.properties.get(MessageConst.REAL_QUEUE_ID, "0"))
         except ValueError:
             real_queue = 0
+        topic = half.properties.get(MessageConst.REAL_TOPIC, "")
+        sys_flag = (half.sys_flag & ~MessageSysFlag.TRANSACTION_MASK) | COMMIT
+        if self.park is not None:
+            props = dict(half.properties)
+            where = self.park(topic, real_queue, props, sys_flag)
+            if where is not None:
+                (topic, real_queue), properties = where, encode_properties(props)
         return self.store.put_message(
-            half.properties.get(MessageConst.REAL_TOPIC, ""),
+            topic,
             real_queue,
             half.body,
             properties,
             flag=half.flag,
-            sys_flag=(half.sys_flag & ~MessageSysFlag.TRANSACTION_MASK) | COMMIT,
+            sys_flag=sys_flag,
             born_timestamp=half.born_timestamp,
             born_host=half.born_host,
             reconsume_times=half.reconsume_times,

@@ -99,3 +99,13 @@ def test_answer_to_a_check_commits_once(bk):
 def test_rejected_when_configured(bk):
     bk.config.rejectTransactionMessage = True
     assert bk.send("TxTopic", extra_props=TX).code == ResponseCode.NO_PERMISSION
+
+
+def test_a_committed_message_with_a_delay_level_waits_for_it(bk):
+    resp, phys = half(bk, b"later", DELAY="2")
+    assert end(bk, resp, phys, 8).code == 0
+    assert visible(bk) == [] and bk.store.get_max_offset("SCHEDULE_TOPIC_XXXX", 1) == 1
+    bk.later_ms = 5_500
+    assert bk.ctx.scheduler.tick() == 1
+    (msg,) = decode_records(bk.store.get_message("", "TxTopic", 0, 0, 32).body())
+    assert msg.body == b"later" and msg.sys_flag & 0xC == 8

@@ -81,7 +81,7 @@ class ClientProcessor:
                 retry = names.retry_topic(group)
                 created = created or retry not in ctx.topics
                 ctx.topics.create_if_absent(retry, group_config.retry_queue_nums, Perm.READ | Perm.WRITE)
-            if ctx.filters is not None and ctx.config.enablePropertyFilter:
+            if ctx.filters is not None:  # compiled even while disabled, ready when enablePropertyFilter is set
                 for sub in consumer.subscription_data_set:
                     if sub.topic and not is_tag_type(sub.expression_type):
                         ctx.filters.register(group, sub.topic, sub.sub_string or "", sub.sub_version)
