@@ -8,6 +8,7 @@ held (see :mod:`server.broker.longpoll`) instead of answered.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -49,6 +50,10 @@ def pull_code(status: GetMessageStatus, requested_offset: int) -> int:
     if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
         return ResponseCode.PULL_OFFSET_MOVED if requested_offset != 0 else ResponseCode.PULL_NOT_FOUND
     return _CODES[status]
+
+
+#: Pulls that carry their SQL92 expression (lite pull consumers) send the same one every time: compile once.
+_compiled = functools.lru_cache(maxsize=512)(compile_expression)
 
 
 class PullProcessor:
@@ -136,7 +141,7 @@ class PullProcessor:
             return None, None
         if h.sys_flag & _SUBSCRIPTION:
             try:
-                selector = compile_expression(sub.sub_string or "")
+                selector = _compiled(sub.sub_string or "")
             except FilterSyntaxError as exc:
                 log.warning("pull of group %s: SQL92 subscription %r does not compile: %s", h.consumer_group,
                             sub.sub_string, exc)
