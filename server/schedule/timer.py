@@ -194,7 +194,9 @@ class TimerMessageService:
         precision = self.config.timerPrecisionMs
         fired = 0
         handled = 0
-        while self._due and self._due[0] * precision <= now:
+        # As Apache's wheel, a slot fires once it has fully passed: with due times rounded down to the slot
+        # (an exact multiple to the slot before), a timer is never early and at most one slot late.
+        while self._due and (self._due[0] + 1) * precision <= now:
             key = self._due[0]
             offsets = self.slots[key]
             for i, cq_offset in enumerate(offsets):
