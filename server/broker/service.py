@@ -173,10 +173,11 @@ class Broker:
         self._every(c.flushConsumerOffsetInterval / 1000.0, self.persist_offsets, "consumer offset persistence", now=False)
         self._every(CLIENT_SCAN_INTERVAL_MS / 1000.0, self.scan_clients, "client channel expiry", now=False)
         self._every(1.0, self.sample_stats, "stats sampling")
-        self._every(c.transactionCheckInterval / 1000.0, self.check_transactions, "transaction check-back",
-                    now=False)
-        self.ctx.scheduler.start()
-        self.ctx.timer.start()
+        if c.brokerRole != "SLAVE":  # a slave holds copies: only the master delivers and checks (as Apache)
+            self._every(c.transactionCheckInterval / 1000.0, self.check_transactions, "transaction check-back",
+                        now=False)
+            self.ctx.scheduler.start()
+            self.ctx.timer.start()
         self.started = True
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
                  self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",
@@ -206,8 +207,10 @@ class Broker:
             if loop.running:
                 loop.stop()
         self._loops.clear()
-        self.ctx.scheduler.stop()
-        self.ctx.timer.stop()
+        if self.ctx.scheduler.running:
+            self.ctx.scheduler.stop()
+        if self.ctx.timer.running:
+            self.ctx.timer.stop()
         if self.ctx.holder is not None:
             self.ctx.holder.wake_all()
         if self.registration is not None:
