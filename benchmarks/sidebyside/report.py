@@ -38,6 +38,10 @@ def table(results: dict) -> str:
              for s in results["sessions"] if s.get("extra", {}).get("commitlog_messages_at_kill") is not None}
     if sizes:
         rows += ["", f"Recovery: the broker is SIGKILLed holding {' / '.join(sorted(sizes))} of commitlog, then relaunched."]
+    loads = [v for s in results["sessions"] for v in s.get("extra", {}).get("loadavg_1min", [])]
+    if loads:
+        cores = results["meta"].get("machine", {}).get("cores", "?")
+        rows += [f"Machine load (1-min load average at session start/end, {cores} cores): {min(loads):.1f} to {max(loads):.1f}."]
     notes = []
     for s in results["sessions"]:
         who = f"{s['broker']} {s['flush']} round {s['round'] + 1}"

@@ -92,7 +92,10 @@ class Run:
                 side = make_side(broker, home, flush)
                 t0 = time.monotonic()
                 self.progress(f"  round {r + 1}/{self.plan.rounds} {flush} {broker} ...")
+                load_before = os.getloadavg()[0]
                 outcome = Session(side, tools, self.plan, Outcome(r, broker, flush), log_dir=home / "logs").run()
+                # Other work on the machine shows up here; figures from a loaded machine deserve less weight.
+                outcome.extra["loadavg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
                 side.remove_store()
                 self.outcomes.append(outcome)
                 self.progress(f"    {self._one_line(outcome)} ({time.monotonic() - t0:.0f}s)")
