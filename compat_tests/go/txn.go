@@ -76,7 +76,7 @@ func runTxn(args []string) error {
 			"msgId": res.MsgID, "transactionId": res.TransactionID, "localState": int(res.State)})
 	}
 	time.Sleep(*linger)
-	emit(map[string]any{"event": "done", "sent": len(msgs) - failed})
+	emit(map[string]any{"event": "done", "sent": len(msgs) - failed, "at": time.Now().UnixMilli()})
 	if failed > 0 {
 		return fmt.Errorf("%d transactional sends failed", failed)
 	}

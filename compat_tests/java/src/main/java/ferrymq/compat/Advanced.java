@@ -219,7 +219,7 @@ final class Advanced {
                 }
             }
             Thread.sleep(Long.parseLong(args.getOrDefault("linger", "0")));
-            Scenarios.finish(ok, "sent", msgs.size());
+            Scenarios.finish(ok, "sent", msgs.size(), "at", System.currentTimeMillis());
         } finally {
             p.shutdown();
         }
