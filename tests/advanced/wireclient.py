@@ -166,6 +166,7 @@ class Standalone:
     root: Path
     extra: dict[str, str] = field(default_factory=dict)
     port: int = 0
+    ns_port: int = 0
     proc: subprocess.Popen | None = None
     logs: list[str] = field(default_factory=list)
 
@@ -178,7 +179,7 @@ class Standalone:
                 "kvConfigPath": str(self.root / "kv.json"), "mappedFileSizeCommitLog": "4194304",
                 "brokerName": "crash-broker", **self.extra}
         conf.write_text("".join(f"{k}={v}\n" for k, v in keys.items()))
-        self.proc, _, log = start(["standalone", "-c", str(conf)], NAMESRV_UP, BROKER_UP)
+        self.proc, (self.ns_port, _), log = start(["standalone", "-c", str(conf)], NAMESRV_UP, BROKER_UP)
         self.logs.append("")  # filled at stop/kill
         self._log = log
         return self
@@ -186,6 +187,10 @@ class Standalone:
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def namesrv(self) -> str:
+        return f"127.0.0.1:{self.ns_port}"
 
     def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, nothing is flushed or persisted beyond what already was."""
