@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from server.transaction.service import COMMIT, ROLLBACK, TransactionConfig, TransactionalMessageService, prepare_half
+from server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
 from wire.codes import Perm, RequestCode, ResponseCode
 from wire.command import RemotingCommand, request
 from wire.headers import EndTransactionRequestHeader, decode_request_header
@@ -31,8 +31,7 @@ class TransactionProcessor:
         extra = {} if clock is None else {"clock": clock}
         self.service = TransactionalMessageService(
             raw_store, ctx.offsets, self._send_check,
-            TransactionConfig(transactionTimeOut=c.transactionTimeOut, transactionCheckMax=c.transactionCheckMax,
-                              transactionCheckInterval=c.transactionCheckInterval, fileReservedTime=c.fileReservedTime),
+            c,  # BrokerConfig has TransactionConfig's keys: UPDATE_BROKER_CONFIG changes apply to the next pass
             broker_name=c.brokerName, ensure_topic=lambda t: ctx.topics.create_if_absent(t, 1, Perm.READ | Perm.WRITE),
             park=self._park_commit, **extra,
         )

@@ -71,7 +71,8 @@ class EndResult:
 
 
 class TransactionalMessageService:
-    """``store`` is a MessageStore; ``offsets`` keeps the check pass's progress like a consumer group
+    """``config`` is a TransactionConfig or anything with its four keys (the broker passes its live
+    BrokerConfig). ``store`` is a MessageStore; ``offsets`` keeps the check pass's progress like a consumer group
     (a :class:`server.broker.offsets.ConsumerOffsetManager`); ``send_check(group, ext, body)`` sends
     CHECK_TRANSACTION_STATE to one live producer of ``group`` and returns False when there is none."""
 

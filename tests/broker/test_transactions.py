@@ -109,3 +109,17 @@ def test_a_committed_message_with_a_delay_level_waits_for_it(bk):
     assert bk.ctx.scheduler.tick() == 1
     (msg,) = decode_records(bk.store.get_message("", "TxTopic", 0, 0, 32).body())
     assert msg.body == b"later" and msg.sys_flag & 0xC == 8
+
+
+def test_check_settings_follow_broker_config_updates(bk):
+    producer = FakeChannel("127.0.0.1:7001")
+    bk.call(C.HEART_BEAT, None, HeartbeatData(client_id="p", producer_data_set=[ProducerData("txg")]).encode(),
+            channel=producer)
+    half(bk)
+    bk.later_ms = 10_000
+    bk.config.transactionTimeOut = 60_000  # as UPDATE_BROKER_CONFIG would set it
+    bk.ctx.transactions.check()
+    assert producer.sent == []
+    bk.config.transactionTimeOut = 6_000
+    bk.ctx.transactions.check()
+    assert len(producer.sent) == 1
