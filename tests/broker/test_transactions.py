@@ -123,3 +123,19 @@ def test_check_settings_follow_broker_config_updates(bk):
     bk.config.transactionTimeOut = 6_000
     bk.ctx.transactions.check()
     assert len(producer.sent) == 1
+
+
+def test_open_transactions_are_found_again_by_a_fresh_service(bk):
+    """What a restart sees: the op records in the store decide which halves are still open."""
+    from server.broker.transactions import TransactionProcessor
+
+    r1, p1 = half(bk, b"a")
+    half(bk, b"b")
+    end(bk, r1, p1, 12)
+    producer = FakeChannel("127.0.0.1:7001")
+    bk.call(C.HEART_BEAT, None, HeartbeatData(client_id="p", producer_data_set=[ProducerData("txg")]).encode(),
+            channel=producer)
+    fresh = TransactionProcessor(bk.ctx, bk.store, clock=bk.wall)
+    bk.later_ms = 10_000
+    fresh.check()
+    assert [decode_record(c.body)[0].body for c in producer.sent] == [b"b"]
