@@ -27,7 +27,7 @@ func runSend(args []string) error {
 	mode := fs.String("mode", "sync", "sync, async, oneway, batch (all messages in one SEND_BATCH_MESSAGE) or selector (sync, queue by hash of each spec entry's shard)")
 	spec := fs.String("spec", "", "JSON file: [{body, tag, keys, props, shard, delayLevel}]; replaces -count/-tag/-keys/-body")
 	delayLevel := fs.Int("delayLevel", 0, "delay level for every message (0: none)")
-	deliverAfter := fs.Duration("deliverAfter", 0, "timer message: deliver this long after sending (property __STARTDELIVERTIME)")
+	deliverAfter := fs.Duration("deliverAfter", 0, "timer message: deliver this long after sending (property TIMER_DELIVER_MS)")
 	linger := fs.Duration("linger", 0, "stay connected this long after sending (for producerConnection)")
 	fs.Parse(args)
 	if *namesrv == "" || *topic == "" {
@@ -77,7 +77,7 @@ func runSend(args []string) error {
 		// v2.1.2 has no timer-message API; the 5.x Java client's setDeliverTimeMs sets this property.
 		at := time.Now().Add(*deliverAfter).UnixMilli()
 		for _, msg := range msgs {
-			msg.WithProperty("__STARTDELIVERTIME", strconv.FormatInt(at, 10))
+			msg.WithProperty("TIMER_DELIVER_MS", strconv.FormatInt(at, 10))
 		}
 		emit(map[string]any{"event": "deliver_at", "deliverTimeMs": at})
 	}
