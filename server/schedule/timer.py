@@ -185,7 +185,14 @@ class TimerMessageService:
         except Exception:
             log.exception("timer tick failed; retrying")
         if self.running:
-            self._call = self.reactor.callLater(TICK_MS / 1000, self._tick)
+            self._call = self.reactor.callLater(self._next_tick_ms() / 1000, self._tick)
+
+    def _next_tick_ms(self) -> int:
+        """Every TICK_MS, and exactly at the next slot boundary when that comes sooner: a slot fires as
+        soon as it has passed instead of up to a tick later."""
+        precision = self.config.timerPrecisionMs
+        to_boundary = precision - int(self.clock() * 1000) % precision
+        return max(1, min(TICK_MS, to_boundary + 1))
 
     def run_once(self) -> int:
         """Scan new timers and deliver every slot now due; returns how many were delivered."""
