@@ -30,8 +30,11 @@ def parser() -> argparse.ArgumentParser:
                     "and the official Java client. Default sizes are the quick ones (about 8 minutes).",
     )
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="small sizes (the default): 1 round, 10 s warm-up, 12 s phases, 100k backlog, 100 MiB recovery")
-    size.add_argument("--full", action="store_true", help="the documented run: 3 rounds, 30 s warm-up and phases, 1,000,000 backlog, 1 GiB recovery (about an hour)")
+    size.add_argument("--quick", action="store_true",
+                      help="small sizes (the default): 1 round, 10 s warm-up, 12 s phases, 100k backlog, 100 MiB recovery")
+    size.add_argument("--full", action="store_true",
+                      help="the documented run: 3 rounds, 30 s warm-up and phases, 1,000,000 backlog, 1 GiB recovery "
+                           "(about an hour)")
     p.add_argument("--rounds", type=int, help="rounds per broker and flush mode (medians are taken across them)")
     p.add_argument("--duration", type=float, help="seconds per send phase, judged over its last 9 s (at least 12)")
     p.add_argument("--warmup", type=float, help="seconds of untimed sync sends before the send phases (0: none)")
