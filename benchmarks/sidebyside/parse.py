@@ -72,9 +72,13 @@ def result(text: str, what: str) -> dict:
     raise ValueError(f"{what}: no RESULT line. Output tail:\n{text[-1500:]}")
 
 
-def vm_rss_kib(status_text: str) -> int:
-    """``VmRSS`` of a /proc/<pid>/status text, in KiB."""
+def status_kib(status_text: str, field: str = "VmRSS") -> int:
+    """A memory field (``VmRSS``, ``RssAnon``, ``RssFile``) of a /proc/<pid>/status text, in KiB."""
     for raw in status_text.splitlines():
-        if raw.startswith("VmRSS:"):
+        if raw.startswith(f"{field}:"):
             return int(raw.split()[1])
-    raise ValueError("no VmRSS line (kernel thread or exited process?)")
+    raise ValueError(f"no {field} line (kernel thread or exited process?)")
+
+
+def vm_rss_kib(status_text: str) -> int:
+    return status_kib(status_text, "VmRSS")

@@ -11,12 +11,13 @@ import os
 import threading
 from pathlib import Path
 
-from .parse import vm_rss_kib
+from .parse import status_kib
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """``field`` of /proc/<pid>/status in MiB: VmRSS, or its parts RssAnon (heap) and RssFile (mapped files)."""
     with open(f"/proc/{pid}/status") as f:
-        return vm_rss_kib(f.read()) / 1024
+        return status_kib(f.read(), field) / 1024
 
 
 def descendants(pid: int) -> list[int]:
@@ -40,12 +41,12 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def tree_rss_mib(pid: int) -> float:
+def tree_rss_mib(pid: int, field: str = "VmRSS") -> float:
     """RSS of ``pid`` and its descendants (a descendant that exits meanwhile counts as 0)."""
-    total = rss_mib(pid)
+    total = rss_mib(pid, field)
     for child in descendants(pid):
         try:
-            total += rss_mib(child)
+            total += rss_mib(child, field)
         except (OSError, ValueError):
             pass
     return total
@@ -64,12 +65,17 @@ def allocated_mib(path: Path) -> float:
 
 
 class PeakRss:
-    """Samples a process's RSS on a thread while in a ``with`` block; ``peak`` is the largest seen."""
+    """Samples a process's RSS on a thread while in a ``with`` block; ``peak`` is the largest seen.
+
+    ``peak_anon`` is the largest anonymous part (heap, stacks): the rest are mapped store pages, which the
+    kernel can drop, so the two tell a heavy heap from a busy page cache.
+    """
 
     def __init__(self, pid: int, interval_s: float = 0.5):
         self.pid = pid
         self.interval_s = interval_s
         self.peak = 0.0
+        self.peak_anon = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"rss-{pid}", daemon=True)
 
@@ -77,6 +83,7 @@ class PeakRss:
         while not self._stop.is_set():
             try:
                 self.peak = max(self.peak, tree_rss_mib(self.pid))
+                self.peak_anon = max(self.peak_anon, tree_rss_mib(self.pid, "RssAnon"))
             except (OSError, ValueError):
                 return
             self._stop.wait(self.interval_s)

@@ -38,6 +38,10 @@ def table(results: dict) -> str:
              for s in results["sessions"] if s.get("extra", {}).get("commitlog_messages_at_kill") is not None}
     if sizes:
         rows += ["", f"Recovery: the broker is SIGKILLed holding {' / '.join(sorted(sizes))} of commitlog, then relaunched."]
+    anon = [f"{s['broker']} {s['flush']} round {s['round'] + 1}: {s['extra']['rss_anon_load_mib']:,.0f}"
+            for s in results["sessions"] if s.get("extra", {}).get("rss_anon_load_mib") is not None]
+    if anon:
+        rows += ["Peak anonymous RSS in MiB (heap and stacks; the rest of RSS is mapped store pages): " + "; ".join(anon) + "."]
     loads = [v for s in results["sessions"] for v in s.get("extra", {}).get("loadavg_1min", [])]
     if loads:
         cores = results["meta"].get("machine", {}).get("cores", "?")

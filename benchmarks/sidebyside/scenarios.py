@@ -55,6 +55,7 @@ class Session:
                 PROBE_TOPIC, self.plan.boot_timeout_s, create_topics=self._topics(), what="start-up")
             time.sleep(3)  # let start-up work (JIT, route registration) settle before "at rest"
             self.outcome.metrics["rss_rest_mib"] = tree_rss_mib(self.side.broker_pid)
+            self.outcome.extra["rss_anon_rest_mib"] = round(tree_rss_mib(self.side.broker_pid, "RssAnon"), 1)
             with PeakRss(self.side.broker_pid) as before_crash:
                 self._record("drain_tps", self._fill_backlog)
             recovered = self._recovery()
@@ -65,6 +66,7 @@ class Session:
                 if recovered:
                     self._record("drain_tps", self._drain)
             self.outcome.metrics["rss_load_mib"] = max(before_crash.peak, after_crash.peak)
+            self.outcome.extra["rss_anon_load_mib"] = round(max(before_crash.peak_anon, after_crash.peak_anon), 1)
         except Unavailable as e:
             self.outcome.unavailable = f"not available: {e}"
         finally:

@@ -53,5 +53,6 @@ def test_missing_result_shows_the_tail():
 def test_vm_rss():
     status = "Name:\tjava\nVmPeak:\t 9999 kB\nVmRSS:\t  426300 kB\nRssAnon:\t 1 kB\n"
     assert parse.vm_rss_kib(status) == 426300
+    assert parse.status_kib(status, "RssAnon") == 1
     with pytest.raises(ValueError, match="no VmRSS"):
         parse.vm_rss_kib("Name:\tkthreadd\n")

@@ -47,13 +47,14 @@ def _results(outcomes):
 def test_table_has_every_figure_ratio_and_reason_for_gaps():
     outcomes = _outcomes()
     outcomes.append(Outcome(3, "ferrymq", "ASYNC_FLUSH", unavailable="not available: broker not built"))
-    outcomes[0].extra.update(commitlog_messages_at_kill=1_000_000, commitlog_mib_at_kill=1148.2)
+    outcomes[0].extra.update(commitlog_messages_at_kill=1_000_000, commitlog_mib_at_kill=1148.2, rss_anon_load_mib=2100.4)
     text = table(_results(outcomes))
     assert "| sync send, 32 threads (msg/s) | ASYNC_FLUSH | 200 | 70 | 0.35x | higher |" in text
     assert "| end-to-end latency p99 (ms) | ASYNC_FLUSH | 4.00 | n/a | n/a | lower |" in text
     assert len([line for line in text.splitlines() if line.startswith("| ") and "ASYNC_FLUSH" in line]) == len(METRICS)
     assert "- ferrymq ASYNC_FLUSH round 1: end-to-end latency p99 failed: boom" in text
     assert "- ferrymq ASYNC_FLUSH round 4: not available: broker not built" in text
+    assert "(heap and stacks; the rest of RSS is mapped store pages): apache ASYNC_FLUSH round 1: 2,100." in text
     assert "Recovery: the broker is SIGKILLed holding 1,000,000 messages (~1,148 MiB) of commitlog, then relaunched." in text
 
 
