@@ -12,7 +12,6 @@ from typing import Any
 from ..context import BrokerContext
 from .admin import AdminProcessor
 from .client import ClientProcessor
-from .java_bools import lenient_bools
 from .offsets import OffsetProcessor
 from .pull import PullProcessor
 from .query import QueryProcessor
@@ -29,4 +28,4 @@ def build_table(ctx: BrokerContext, pull: PullProcessor | None = None, extra: tu
         if overlap:
             raise RuntimeError(f"request codes {sorted(overlap)} have two processors")
         table.update(proc.table())
-    return lenient_bools(table)
+    return table
