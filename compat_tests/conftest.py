@@ -221,3 +221,17 @@ def _client(name: str, compat_home: Path):
         return Client("go", GoHarness(toolchain.go_harness()))
     _need("java", "javac", "mvn")
     return Client(name, JavaScenarios(_java_clients(name.removeprefix("java-")), compat_home / name))
+
+
+#: fixtures that stand for an official client or tool, as the compatibility table names them
+_TOOL_FIXTURES = {"mqadmin": "mqadmin", "mqadmin5": "mqadmin", "cpp": "cpp", "java5": "java",
+                  "java_scenarios": "java", "go_harness": "go"}
+
+
+@pytest.fixture(autouse=True)
+def _record_tools(request, record_property):
+    """Names the clients/tools a test drives in its junit-xml properties (read by report.py)."""
+    tools = sorted({tool for name, tool in _TOOL_FIXTURES.items() if name in request.fixturenames})
+    record_property("tools", ",".join(tools))
+    doc = (request.function.__doc__ or "").strip().split("\n\n")[0]
+    record_property("doc", " ".join(doc.split()))
