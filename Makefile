@@ -26,6 +26,7 @@ compat: $(STAMP)
 	$(BIN)/pytest -q compat_tests
 
 bench: $(STAMP)
+	$(BIN)/pip install -q -e '.[test,bench]'
 	$(BIN)/python -m benchmarks
 
 clean:
