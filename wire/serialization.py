@@ -21,6 +21,7 @@ _I32 = struct.Struct(">i")
 _U16 = struct.Struct(">H")
 
 _LANGUAGE_NAMES = {member: member.name for member in LanguageCode}
+_LANGUAGE_BY_NUMBER = {int(member): member for member in LanguageCode}
 _SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
 
 
@@ -148,6 +149,8 @@ def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
 
 
 def decode_ext_fields(data: bytes, start: int, end: int) -> dict[str, str]:
+    if data.isascii():
+        return _decode_ascii_ext_fields(data, start, end)
     ext: dict[str, str] = {}
     pos = start
     u16 = _U16.unpack_from
@@ -165,6 +168,33 @@ def decode_ext_fields(data: bytes, start: int, end: int) -> dict[str, str]:
             ext[key] = data[pos : pos + vlen].decode()
             pos += vlen
     except (struct.error, UnicodeDecodeError) as exc:
+        raise HeaderError(f"ROCKETMQ header: unreadable extFields ({exc})") from None
+    if pos != end:
+        raise HeaderError("ROCKETMQ header: extFields overrun their declared length")
+    return ext
+
+
+def _decode_ascii_ext_fields(data: bytes, start: int, end: int) -> dict[str, str]:
+    """The same walk over an all-ASCII header (what clients send): decoded once, byte offsets are string
+    offsets, so each key and value is one slice instead of a slice and a decode."""
+    text = data.decode("ascii")
+    ext: dict[str, str] = {}
+    pos = start
+    u16 = _U16.unpack_from
+    i32 = _I32.unpack_from
+    try:
+        while pos < end:
+            klen = u16(data, pos)[0]
+            pos += 2
+            key = text[pos : pos + klen]
+            pos += klen
+            vlen = i32(data, pos)[0]
+            pos += 4
+            if vlen < 0 or pos + vlen > end:
+                raise HeaderError(f"ROCKETMQ header: value of '{key}' overruns the header")
+            ext[key] = text[pos : pos + vlen]
+            pos += vlen
+    except struct.error as exc:
         raise HeaderError(f"ROCKETMQ header: unreadable extFields ({exc})") from None
     if pos != end:
         raise HeaderError("ROCKETMQ header: extFields overrun their declared length")
@@ -196,7 +226,7 @@ def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
         code=code,
         opaque=opaque,
         flag=flag,
-        language=LanguageCode.parse(language),
+        language=_LANGUAGE_BY_NUMBER.get(language) or LanguageCode.parse(language),
         version=version,
         remark=remark,
         ext_fields=ext,

@@ -14,9 +14,9 @@ from typing import Any
 
 from server.config import BrokerConfig
 from server.schedule.delay import ScheduleMessageService, park_delayed
-from server.schedule.timer import TimerConfig, TimerMessageError, TimerMessageService, park_timer
+from server.schedule.timer import _TIMER_KEYS, TimerConfig, TimerMessageError, TimerMessageService, park_timer
 from wire.codes import ResponseCode
-from wire.message import MessageExt, MessageSysFlag
+from wire.message import MessageConst, MessageExt, MessageSysFlag
 
 _PLAIN_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 
@@ -51,6 +51,15 @@ def park(ctx: Any, msg: MessageExt) -> ParkError | None:
     if where is not None:
         msg.topic, msg.queue_id = where
     return error
+
+
+#: Properties that can make a message wait (timer keys or a delay level); a message without any is never parked.
+_PARK_KEYS = frozenset((*_TIMER_KEYS, MessageConst.DELAY_TIME_LEVEL))
+
+
+def may_park(props: dict[str, str]) -> bool:
+    """False when ``props`` hold none of the keys that park a message: the send path skips the services."""
+    return not _PARK_KEYS.isdisjoint(props)
 
 
 def park_props(ctx: Any, topic: str, queue_id: int, props: dict[str, str],

@@ -37,11 +37,12 @@ class StoreAdapter:
             return deferred_for(self.store, result, self.reactor)
         return result
 
-    def put_message(self, msg: MessageExt) -> Any:
+    def put_message(self, msg: MessageExt, properties_str: str | None = None) -> Any:
+        """``properties_str``: ``msg.properties`` already encoded (the send path has it), stored verbatim."""
         return self._promise(self.store.put_message(
             msg.topic, msg.queue_id, msg.body, msg.properties, flag=msg.flag, sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp, born_host=msg.born_host, reconsume_times=msg.reconsume_times,
-            prepared_transaction_offset=msg.prepared_transaction_offset,
+            prepared_transaction_offset=msg.prepared_transaction_offset, properties_str=properties_str,
         ))
 
     def put_messages(self, msgs: list[MessageExt]) -> Any:

@@ -17,7 +17,7 @@ ArrivalListener = Callable[[str, int, int, int], None]
 
 
 class BrokerStore(Protocol):
-    def put_message(self, msg: MessageExt) -> PutMessageResult | Any:
+    def put_message(self, msg: MessageExt, properties_str: str | None = None) -> PutMessageResult | Any:
         """Append one message (topic/queue/properties already final); may return a Deferred."""
 
     def put_messages(self, msgs: list[MessageExt]) -> PutMessageResult | Any:

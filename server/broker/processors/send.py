@@ -29,7 +29,7 @@ from server.schedule.delay import delay_level
 from server.store.status import PutMessageResult, PutMessageStatus
 
 from ..context import PERM_WRITE, BrokerContext, suggest_todo
-from ..schedule import park
+from ..schedule import may_park, park
 from .common import after_registration, fail, peer_addr, peer_host, then
 
 log = logging.getLogger("ferrymq.broker.send")
@@ -39,6 +39,8 @@ APPLY_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 DLQ_NUMS_PER_GROUP = 1
 
 _uniq = UniqKeyGenerator()
+#: A UTF-8 encoding is at most 3 bytes per UTF-16 unit: a string this short cannot exceed the byte limit.
+_MAX_PROPERTIES_CHARS = MAX_PROPERTIES_LEN // 3
 
 
 def topic_not_exist_remark(topic: str) -> str:
@@ -206,15 +208,19 @@ class SendProcessor:
             born_timestamp=h.born_timestamp, born_host=peer_host(channel), store_host=ctx.store_host,
             reconsume_times=reconsume_times,
         )
-        if len(encode_properties(props).encode()) > MAX_PROPERTIES_LEN:
+        pstr = encode_properties(props)
+        if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
             return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
         if half:
             result = ctx.transactions.prepare_message(msg)  # parks it in RMQ_SYS_TRANS_HALF_TOPIC
         else:
-            refused = park(ctx, msg)  # timer or delay level: parked until due
-            if refused is not None:
-                return fail(cmd, refused.code, refused.remark, base)
-            result = ctx.store.put_message(msg)
+            if may_park(props):
+                refused = park(ctx, msg)  # timer or delay level: parked until due
+                if refused is not None:
+                    return fail(cmd, refused.code, refused.remark, base)
+                pstr = None  # parking rewrote the properties
+            # The encoded string goes to the store as is: encoded once per message, not twice.
+            result = ctx.store.put_message(msg, pstr)
         response = then(result, lambda r: put_result_response(ctx, cmd, r, reply_queue, uniq_key, base))
         return after_registration(ctx, created, response)
 
