@@ -22,6 +22,8 @@ _U16 = struct.Struct(">H")
 
 _LANGUAGE_NAMES = {member: member.name for member in LanguageCode}
 _LANGUAGE_BY_NUMBER = {int(member): member for member in LanguageCode}
+_LANGUAGE_BY_NAME = {member.name: member for member in LanguageCode}
+_STR_ONLY = {str}
 _SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
 
 
@@ -83,18 +85,22 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     if ext is not None:
         if not isinstance(ext, dict):
             raise HeaderError("JSON header field 'extFields' must be an object")
-        for key, value in ext.items():
-            if not isinstance(value, str):
-                ext[key] = _as_str(value)
+        if not set(map(type, ext.values())) <= _STR_ONLY:  # one C-level pass; the loop only when needed
+            for key, value in ext.items():
+                if not isinstance(value, str):
+                    ext[key] = _as_str(value)
     remark = header.get("remark")
     if remark is not None and not isinstance(remark, str):
         remark = _as_str(remark)
+    code, opaque, flag, version = (header.get("code"), header.get("opaque", 0), header.get("flag", 0),
+                                   header.get("version", 0))
+    language = header.get("language", "JAVA")
     return RemotingCommand(
-        code=_int_field(header, "code"),
-        opaque=_int_field(header, "opaque"),
-        flag=_int_field(header, "flag"),
-        language=LanguageCode.parse(header.get("language", "JAVA")),
-        version=_int_field(header, "version"),
+        code=code if type(code) is int else _int_field(header, "code"),
+        opaque=opaque if type(opaque) is int else _int_field(header, "opaque"),
+        flag=flag if type(flag) is int else _int_field(header, "flag"),
+        language=(type(language) is str and _LANGUAGE_BY_NAME.get(language)) or LanguageCode.parse(language),
+        version=version if type(version) is int else _int_field(header, "version"),
         remark=remark,
         ext_fields=ext,
         serialize_type=SerializeType.JSON,
