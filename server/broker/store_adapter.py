@@ -45,10 +45,13 @@ class StoreAdapter:
             prepared_transaction_offset=msg.prepared_transaction_offset, properties_str=properties_str,
         ))
 
-    def put_messages(self, msgs: list[MessageExt]) -> Any:
+    def put_messages(self, msgs: list[MessageExt], properties_strs: list[str] | None = None) -> Any:
+        """``properties_strs``: each message's properties already encoded, stored verbatim."""
         first = msgs[0]
+        entries = ([(m.flag, m.body, m.properties) for m in msgs] if properties_strs is None else
+                   [(m.flag, m.body, m.properties, s) for m, s in zip(msgs, properties_strs)])
         return self._promise(self.store.put_messages(
-            first.topic, first.queue_id, [(m.flag, m.body, m.properties) for m in msgs],
+            first.topic, first.queue_id, entries,
             sys_flag=first.sys_flag, born_timestamp=first.born_timestamp, born_host=first.born_host,
             reconsume_times=first.reconsume_times,
             wait_store_msg_ok=first.properties.get(MessageConst.WAIT_STORE_MSG_OK) != "false",

@@ -20,7 +20,7 @@ class BrokerStore(Protocol):
     def put_message(self, msg: MessageExt, properties_str: str | None = None) -> PutMessageResult | Any:
         """Append one message (topic/queue/properties already final); may return a Deferred."""
 
-    def put_messages(self, msgs: list[MessageExt]) -> PutMessageResult | Any:
+    def put_messages(self, msgs: list[MessageExt], properties_strs: list[str] | None = None) -> PutMessageResult | Any:
         """Append a batch to one queue with consecutive offsets; may return a Deferred."""
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int, max_bytes: int,

@@ -476,14 +476,19 @@ class MessageStore:
         wait_store_msg_ok: bool = True,
     ) -> PutMessageResult:
         """Append a batch (SEND_BATCH_MESSAGE): each (flag, body, properties) entry becomes its own record,
-        with consecutive queue offsets, written contiguously in one segment."""
+        with consecutive queue offsets, written contiguously in one segment. An entry may carry a fourth
+        item, the properties dict's encoded string, which is then stored as is (nothing re-encoded)."""
         refusal = self._refusal()
         if refusal is not None:
             return refusal
         records, metas = [], []
         total = 0
-        for flag, body, properties in entries:
-            if isinstance(properties, str):
+        for entry in entries:
+            flag, body, properties = entry[0], entry[1], entry[2]
+            if len(entry) > 3 and entry[3] is not None:
+                pstr = entry[3]
+                props = properties if isinstance(properties, dict) else decode_properties(pstr)
+            elif isinstance(properties, str):
                 pstr = properties
                 props = decode_properties(pstr) if pstr else {}
             else:
@@ -521,8 +526,9 @@ class MessageStore:
             return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
         index = self.config.messageIndexEnable
         ids = []
+        scheduled = topic == SCHEDULE_TOPIC
         for rec, props, phys, qo in zip(records, metas, physs, qoffs):
-            tc = self._tags_code(topic, props, now)
+            tc = self._tags_code(topic, props, now) if scheduled else compute_tags_code(props.get("TAGS"))
             cq.put(phys, len(rec), tc, qo)
             if index:
                 keys, uniq = props.get("KEYS"), props.get("UNIQ_KEY")

@@ -256,18 +256,21 @@ class SendProcessor:
             sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         born_host = peer_host(channel)
         msgs = []
+        pstrs = []
         for entry in entries:
             props = decode_properties(entry.properties)
             for k, v in container.items():
                 props.setdefault(k, v)
-            if len(encode_properties(props).encode()) > MAX_PROPERTIES_LEN:
+            pstr = encode_properties(props)
+            if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
                 return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+            pstrs.append(pstr)
             msgs.append(MessageExt(
                 topic=h.topic, body=entry.body, flag=entry.flag, properties=props, queue_id=queue_id,
                 sys_flag=sys_flag, born_timestamp=h.born_timestamp, born_host=born_host,
                 store_host=ctx.store_host, reconsume_times=h.reconsume_times or 0,
             ))
         uniq = ",".join(k for m in msgs if (k := m.properties.get(MessageConst.UNIQ_KEY))) or None
-        result = ctx.store.put_messages(msgs)
+        result = ctx.store.put_messages(msgs, pstrs)
         response = then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
         return after_registration(ctx, created, response)
