@@ -159,29 +159,23 @@ class ScheduleMessageService:
             log.warning("delay level %d offset %d is below the queue's minimum %d; skipping ahead", level, offset, cq.min_offset)
             offset = cq.min_offset
         delay_ms = self.levels[level - 1]
-        while offset < cq.max_offset:
-            unit = cq.get_unit(offset)
-            if unit is None:
-                offset = cq.roll_next_file(offset)
-                continue
-            phys, size, deliver_at = unit
+        end = cq.max_offset
+        for unit_offset, deliver_at, view in self.store.iter_queue(SCHEDULE_TOPIC, level - 1, offset, end):
             now = self._now_ms()
             if deliver_at > now + delay_ms:  # the clock went back: deliver at most one delay from now
                 deliver_at = now
             if deliver_at > now:
-                self.offsets[level] = offset
+                self.offsets[level] = unit_offset
                 return max(1, min(deliver_at - now, DELAY_FOR_A_WHILE_MS))
-            if not self._deliver_one(level, offset, phys, size):
-                self.offsets[level] = offset
+            if not self._deliver_one(level, unit_offset, view):
+                self.offsets[level] = unit_offset
                 return DELAY_FOR_A_PERIOD_MS
-            offset += 1
-        self.offsets[level] = offset
+        self.offsets[level] = max(offset, end)
         return DELAY_FOR_A_WHILE_MS
 
-    def _deliver_one(self, level: int, offset: int, phys: int, size: int) -> bool:
-        view = self.store.select_one_message_by_offset(phys, size)
+    def _deliver_one(self, level: int, offset: int, view) -> bool:
         if view is None:  # the commit log no longer has it: nothing to deliver
-            log.warning("delay level %d offset %d: message at %d is gone from the commit log", level, offset, phys)
+            log.warning("delay level %d offset %d: the message is gone from the commit log", level, offset)
             return True
         info = peek_record(view)
         props = decode_properties(info.properties)

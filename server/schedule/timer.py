@@ -155,15 +155,10 @@ class TimerMessageService:
         cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
         if cq is None:
             return 0
-        offset = max(self.scanned, cq.min_offset)
+        start = max(self.scanned, cq.min_offset)
         end = cq.max_offset
         added = 0
-        while offset < end:
-            unit = cq.get_unit(offset)
-            if unit is None:
-                offset = cq.roll_next_file(offset)
-                continue
-            view = self.store.select_one_message_by_offset(unit[0], unit[1])
+        for offset, _, view in self.store.iter_queue(TIMER_TOPIC, 0, start, end):
             if view is not None:
                 props = decode_properties(peek_record(view).properties)
                 try:
@@ -174,8 +169,7 @@ class TimerMessageService:
                 if due is not None and due > self.delivered_through:
                     self._add(due, offset)
                     added += 1
-            offset += 1
-        self.scanned = offset
+        self.scanned = max(start, end)
         self.enqueued += added
         return added
 

@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from concurrent.futures import Future
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 from wire.message import (
     BatchEntry,
@@ -776,6 +776,23 @@ class MessageStore:
 
     def get_flushed_phy_offset(self) -> int:
         return self.commitlog.flushed_offset
+
+    def iter_queue(self, topic: str, queue_id: int, start: int, end: int) -> Iterator[tuple[int, int, memoryview | None]]:
+        """(queue offset, tags code, record view or None if the commit log no longer has it) for each
+        unit of one queue in ``[start, end)``, skipping the gap a rolled segment leaves. The services
+        that walk a system queue (delay levels, the timer wheel, half and op messages) read it this way."""
+        cq = self.find_consume_queue(topic, queue_id)
+        if cq is None:
+            return
+        offset = start
+        while offset < end:
+            unit = cq.get_unit(offset)
+            if unit is None:
+                offset = cq.roll_next_file(offset)
+                continue
+            phys, size, tags_code = unit
+            yield offset, tags_code, None if size == PAD_SIZE else self.commitlog.read(phys, size)
+            offset += 1
 
     def select_one_message_by_offset(self, phys: int, size: int | None = None) -> memoryview | None:
         """The raw record at commit-log offset ``phys`` (VIEW_MESSAGE_BY_ID), or None."""

@@ -111,20 +111,15 @@ class TransactionalMessageService:
         cq = self.store.find_consume_queue(TRANS_OP_HALF_TOPIC, 0)
         if cq is None:
             return
-        offset = max(self._op_read, cq.min_offset)
-        while offset < cq.max_offset:
-            unit = cq.get_unit(offset)
-            if unit is None:
-                offset = cq.roll_next_file(offset)
-                continue
-            view = self.store.select_one_message_by_offset(unit[0], unit[1])
+        start = max(self._op_read, cq.min_offset)
+        end = cq.max_offset
+        for _, _, view in self.store.iter_queue(TRANS_OP_HALF_TOPIC, 0, start, end):
             if view is not None:
                 msg, _ = decode_record(view)
                 for part in msg.body.decode(errors="replace").split(","):
                     if part.strip().isdigit():
                         self.done.add(int(part))
-            offset += 1
-        self._op_read = offset
+        self._op_read = max(start, end)
 
     def _mark_done(self, half_queue_offset: int) -> bool:
         result = self.store.put_message(
@@ -223,22 +218,14 @@ class TransactionalMessageService:
         if cq is None:
             return 0
         progress = self.offsets.query(TRANS_CHECK_GROUP, TRANS_HALF_TOPIC, 0)
-        offset = max(progress, cq.min_offset)
+        start = max(progress, cq.min_offset)
         pass_start = self._now()
         end = cq.max_offset
         sent = 0
         cfg = self.config
-        while offset < end:
-            if offset in self.done:
-                offset += 1
-                continue
-            unit = cq.get_unit(offset)
-            if unit is None:
-                offset = cq.roll_next_file(offset)
-                continue
-            view = self.store.select_one_message_by_offset(unit[0], unit[1])
-            if view is None:
-                offset += 1
+        stopped_at = None
+        for offset, _, view in self.store.iter_queue(TRANS_HALF_TOPIC, 0, start, end):
+            if offset in self.done or view is None:
                 continue
             half, _ = decode_record(view)
             props = half.properties
@@ -246,21 +233,19 @@ class TransactionalMessageService:
             now = self._now()
             if checks >= cfg.transactionCheckMax or now - half.born_timestamp > cfg.fileReservedTime * 3_600_000:
                 self._discard(half, peek_record(view).properties, checks)
-                offset += 1
                 continue
-            if half.store_timestamp >= pass_start:
-                break
             immunity = cfg.transactionTimeOut
             custom = props.get(MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS)
             if custom and custom.isdigit():
                 immunity = max(immunity, int(custom) * 1000)
-            if now - half.born_timestamp < immunity:
+            if half.store_timestamp >= pass_start or now - half.born_timestamp < immunity:
+                stopped_at = offset  # this one and everything after it are too young
                 break
             if self._recheck(half, checks):
                 sent += 1
-            offset += 1
-        self.offsets.commit(TRANS_CHECK_GROUP, TRANS_HALF_TOPIC, 0, offset)
-        self.done = {o for o in self.done if o >= offset}
+        progress = max(start, end) if stopped_at is None else stopped_at
+        self.offsets.commit(TRANS_CHECK_GROUP, TRANS_HALF_TOPIC, 0, progress)
+        self.done = {o for o in self.done if o >= progress}
         return sent
 
     def _discard(self, half: MessageExt, properties: str, checks: int) -> None:
