@@ -5,7 +5,8 @@ harnesses (last ``{"event": "done", ...}``); exit status 0 only when the scenari
 
     send    -n ADDR -t TOPIC [--count N] [--tag T] [--keys K] [--body TEXT] [--mode sync|oneway]
     consume -n ADDR -t TOPIC -g GROUP [--count N] [--expr EXPR] [--timeout SECONDS] [--linger SECONDS]
-    txn     -n ADDR -t TOPIC --group G --spec FILE [--linger SECONDS]   (property txmode as in Java's txn)
+    txn     -n ADDR -t TOPIC --group G --spec FILE [--linger SECONDS]   (property txmode as in Java's txn;
+            leaves early once every "unknown-commit" message has been checked back)
 """
 
 from __future__ import annotations
@@ -114,10 +115,26 @@ def txn(a) -> bool:
     p = TransactionMQProducer(a.group, check)
     p.set_namesrv_addr(a.n)
     p.start()
+    started = time.monotonic()
     ok = True
     try:
         with open(a.spec) as f:
             spec = json.load(f)
+        if a.heartbeat_wait:
+            # The C++ client heartbeats at start only to brokers it already has routes for (none yet),
+            # then every 30 s; a broker checks back only with producer groups that heartbeated. A plain
+            # producer's send in this process (same client instance) fetches the route; the next
+            # heartbeat tick then registers the group. (send_sync on the TransactionMQProducer itself
+            # crashes librocketmq.so.)
+            from rocketmq.client import Producer
+
+            plain = Producer(f"{a.group}_plain")
+            plain.set_namesrv_addr(a.n)
+            plain.start()
+            plain.send_sync(_message(a.t, "warm-up"))
+            time.sleep(max(0.0, started + a.heartbeat_wait - time.monotonic()))
+            emit(event="heartbeat_waited", seconds=round(time.monotonic() - started, 1))
+            plain.shutdown()
         for i, e in enumerate(spec):
             m = _message(a.t, e["body"], e.get("tag", ""), e.get("keys", ""), e.get("props"))
             try:
@@ -126,7 +143,11 @@ def txn(a) -> bool:
             except Exception as exc:  # noqa: BLE001 - reported, the scenario fails
                 ok = False
                 emit(event="send_error", index=i, error=repr(exc))
-        time.sleep(a.linger)
+        # Stay for check-backs: up to --linger, or until every UNKNOW-then-COMMIT message was checked.
+        waiting = {e.get("keys") for e in spec if (e.get("props") or {}).get("txmode") == "unknown-commit"}
+        end = time.monotonic() + a.linger
+        while time.monotonic() < end and not waiting <= set(checks):
+            time.sleep(0.1)
     finally:
         emit(event="done", sent=len(spec), at=int(time.time() * 1000))
         p.shutdown()
@@ -151,6 +172,8 @@ def main(argv: list[str]) -> int:
         s.add_argument("--timeout", type=float, default=30)
         s.add_argument("--linger", type=float, default=0)
         s.add_argument("--spec")
+        s.add_argument("--heartbeat-wait", type=float, default=0,
+                       help="txn: send a plain message, then wait until this many seconds after start")
     a = ap.parse_args(argv)
     return 0 if {"send": send, "consume": consume, "txn": txn}[a.cmd](a) else 1
 

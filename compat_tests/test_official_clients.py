@@ -9,6 +9,7 @@ leave 4.9.8 out). A test that passes on Apache and fails on FerryMQ is a FerryMQ
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections import Counter, defaultdict
 
@@ -119,8 +120,9 @@ def test_second_consumer_joins_and_leaves_the_group(server, client5, record_prop
     topic, group = fresh("JoinLeave")
     ns = server.namesrv_addr
     client5("send", n=ns, t=topic, count=1, body="warm-up").check()
-    first = client5.spawn("consume", n=ns, t=topic, g=group, idle=6, timeout=120, count=0, instance="join-a")
+    first = client5.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=120, instance="join-a")
     second = None
+    expected = {"warm-up"} | {f"round{r} #{i}" for r in (1, 2, 3) for i in range(20)}
     try:
         first.wait_for("started")
         client5("send", n=ns, t=topic, count=20, body="round1").check()
@@ -129,13 +131,18 @@ def test_second_consumer_joins_and_leaves_the_group(server, client5, record_prop
         client5("send", n=ns, t=topic, count=20, body="round2").check()
         results_b = second.finish(60)
         client5("send", n=ns, t=topic, count=20, body="round3").check()
-        results_a = first.finish(150)
+        # The first consumer runs until everything arrived (or 45 s): it must take the queues back.
+        deadline = time.monotonic() + WAIT
+        while set(bodies(first.result()) + bodies(results_b)) < expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1)  # late duplicates
+        first.kill()
+        results_a = first.finish(30)
     finally:
         first.kill()
         if second is not None:
             second.kill()
     seen = Counter(bodies(results_a) + bodies(results_b))
-    expected = {"warm-up"} | {f"round{r} #{i}" for r in (1, 2, 3) for i in range(20)}
     duplicates = sum(n - 1 for n in seen.values())
     record_property("duplicates", duplicates)
     print(f"{server.kind}/{client5.name}: first consumer {len(bodies(results_a))}, second {len(bodies(results_b))}, "

@@ -102,6 +102,9 @@ func runConsume(args []string) error {
 		return fmt.Errorf("consumer start: %w", err)
 	}
 	emit(map[string]any{"event": "started"})
+	if *count <= 0 && *idle == 0 {
+		once.Do(func() { close(done) }) // nothing to wait for: only -linger (messages that should not come)
+	}
 	if *idle > 0 {
 		go func() {
 			for {
