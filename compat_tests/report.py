@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import sys
 import xml.etree.ElementTree as ET
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 SERVERS = ("ferrymq", "apache")

@@ -13,7 +13,6 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
-import pytest
 
 from .servers import DELAY_LEVEL_3_MS
 

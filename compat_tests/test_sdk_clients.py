@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import pytest
 
 from sdk_py import reactor_thread
-from sdk_py.blocking import BlockingAdmin
 from sdk_py.blocking_clients import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, BlockingPushConsumer
 from sdk_py.client_config import ClientConfig
 from sdk_py.client_instance import MQClientError
@@ -26,9 +25,9 @@ from sdk_py.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from sdk_py.message import Message, PullStatus, SendStatus
 from sdk_py.producer import LocalTransactionState, select_by_hash
 
-from .conftest import REPO, _ferrymq_cli
+from .conftest import _ferrymq_cli
 from .processes import LOOPBACK
-from .servers import FerryStandalone, NotBuilt
+from .servers import FerryStandalone
 
 #: how long a scenario waits for its messages before failing
 WAIT = 45.0
@@ -46,14 +45,9 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def ferrymq_standalone(tmp_path_factory):
-    if not (REPO / "server" / "cli.py").exists():
-        pytest.skip("FerryMQ's command line (server/cli.py) does not exist in this tree yet")
     server = FerryStandalone(tmp_path_factory.mktemp("ferrymq-standalone"), _ferrymq_cli())
     try:
-        try:
-            server.start()
-        except NotBuilt as exc:
-            pytest.skip(str(exc))
+        server.start()
         yield server
     finally:
         server.stop()
