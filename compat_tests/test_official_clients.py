@@ -13,7 +13,6 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
-
 from .servers import DELAY_LEVEL_3_MS
 
 #: how long a client waits for the messages it expects before giving up (seconds)
