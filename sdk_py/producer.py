@@ -38,7 +38,7 @@ from wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_gr
 from .client_config import ClientConfig
 from .client_instance import ClientInstance, MQClientError
 from .errors import MQResponseError
-from .message import Message, SendResult
+from .message import Message
 from .remoting import RemotingError
 from .route import TopicPublishInfo, publish_info
 

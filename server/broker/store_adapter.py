@@ -9,7 +9,7 @@ same ratio Apache uses (``accessMessageInMemoryMaxRatio`` of physical memory beh
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any
 
 from server.store.message_store import MessageStore
 from server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult

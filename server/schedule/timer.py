@@ -65,7 +65,7 @@ def park_timer(topic: str, queue_id: int, props: dict[str, str], now_ms: int, co
     if not any(key in props for key in _TIMER_KEYS):
         return None
     if not config.timerWheelEnable:
-        raise TimerMessageError(f"accurate timer message is not enabled, timerWheelEnable is false")
+        raise TimerMessageError("accurate timer message is not enabled, timerWheelEnable is false")
     try:
         if MessageConst.TIMER_DELAY_SEC in props:
             deliver = now_ms + int(props[MessageConst.TIMER_DELAY_SEC]) * 1000

@@ -23,7 +23,7 @@ from tests.broker.test_cli_broker import BROKER_UP, NAMESRV_UP, start
 from wire.bodies import ResetOffsetBody, ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from wire.codes import PullSysFlag, RequestCode
 from wire.command import RemotingCommand, request
-from wire.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader, SendMessageRequestHeader
+from wire.headers import EndTransactionRequestHeader, SendMessageRequestHeader
 from wire.message import MessageExt, decode_record, decode_records, encode_properties
 
 C = RequestCode

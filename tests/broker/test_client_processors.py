@@ -11,7 +11,7 @@ from wire.bodies import (
     MessageQueue,
     SubscriptionData,
 )
-from wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, RequestCode, ResponseCode
+from wire.codes import CURRENT_VERSION, RequestCode, ResponseCode
 from wire.message import decode_record, decode_records
 from wire.msgid import parse_offset_msg_id
 

@@ -19,7 +19,7 @@ from server.remoting import (
     TransportOptions,
 )
 from wire.codes import Flag, RequestCode, ResponseCode, SerializeType
-from wire.command import RemotingCommand, request
+from wire.command import request
 from wire.errors import MissingField
 
 ECHO = 1000
