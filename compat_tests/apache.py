@@ -7,7 +7,10 @@ store is small and lives in a temp dir.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +31,34 @@ SERVER_JVM_FLAGS = (
 
 BOOT_TIMEOUT = 90.0
 
+#: Apache marks its store "disk full" and refuses every write (SERVICE_NOT_AVAILABLE, which the clients
+#: report only as "Send [3] times, still failed") once the partition holding the commitlog is more than
+#: 90 % used; the ratio cannot be configured higher. Below this margin the store stays where it is.
+DISK_FULL_RATIO = 0.90
+DISK_MARGIN_RATIO = 0.85
+#: Where the store goes when the temp dir's partition is too full: a tmpfs has room on a 24 GiB box.
+TMPFS = Path("/dev/shm")
+
+
+def disk_used_ratio(path: Path) -> float:
+    """The used share of ``path``'s partition as Apache computes it: used / (used + space usable by us)."""
+    st = os.statvfs(path)
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    usable = st.f_bavail * st.f_frsize
+    return used / (used + usable) if used + usable else 0.0
+
+
+def store_root(home: Path) -> Path:
+    """A store directory on a partition Apache will write to (see :data:`DISK_FULL_RATIO`)."""
+    if disk_used_ratio(home) < DISK_MARGIN_RATIO:
+        return home / "store"
+    if TMPFS.is_dir() and disk_used_ratio(TMPFS) < DISK_MARGIN_RATIO:
+        return Path(tempfile.mkdtemp(prefix="ferrymq-apache-store-", dir=TMPFS))
+    raise RuntimeError(
+        f"the partition of {home} is {disk_used_ratio(home):.0%} used and no tmpfs has room: Apache RocketMQ "
+        f"refuses every write above {DISK_FULL_RATIO:.0%}. Free disk space (old pytest temp dirs under "
+        f"{tempfile.gettempdir()} are a usual culprit) and rerun.")
+
 
 def write_conf(path: Path, settings: dict[str, object]) -> Path:
     """An Apache-style ``key=value`` properties file."""
@@ -41,6 +72,7 @@ def _java_command(home: Path, main: str, conf: Path, version: str) -> list[str]:
         *SERVER_JVM_FLAGS,
         f"-Duser.home={home}",  # logs (~/logs/rocketmqlogs) and default store stay in the temp dir
         f"-Drocketmq.home.dir={home}",
+        f"-Djava.io.tmpdir={home}",  # the broker's self-signed TLS files (keyutil_*) go here, not /tmp
         "-cp",
         toolchain.apache_server_classpath(version),
         main,
@@ -94,6 +126,7 @@ class ApacheBroker:
     name: str
     advertised_ip: str
     version: str
+    store: Path
 
     @property
     def addr(self) -> str:
@@ -114,7 +147,7 @@ class ApacheBroker:
     ) -> "ApacheBroker":
         home.mkdir(parents=True, exist_ok=True)
         port = free_port(also_free=(-2, 1))
-        store = home / "store"
+        store = store_root(home)
         settings: dict[str, object] = {
             "brokerClusterName": cluster,
             "brokerName": name,
@@ -146,11 +179,19 @@ class ApacheBroker:
                              f"registered with the name server {namesrv_addr}", BOOT_TIMEOUT)
         except BaseException:
             child.kill()
+            _remove_if_outside(store, home)
             raise
-        return cls(home, port, child, cluster, name, advertised_ip, version)
+        return cls(home, port, child, cluster, name, advertised_ip, version, store)
 
     def stop(self) -> None:
         self.child.kill()
+        _remove_if_outside(self.store, self.home)
+
+
+def _remove_if_outside(store: Path, home: Path) -> None:
+    """A store moved to tmpfs (see :func:`store_root`) is memory: free it with the broker."""
+    if not store.is_relative_to(home):
+        shutil.rmtree(store, ignore_errors=True)
 
 
 def _routes_to(namesrv_addr: str, topic: str, broker_name: str) -> bool:

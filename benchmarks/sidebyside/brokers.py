@@ -142,12 +142,17 @@ class ApacheSide(Side):
         self.namesrv = apache.ApacheNamesrv.start(self.home / "namesrv", self.version)
 
     def launch(self) -> Child:
+        ratio = apache.disk_used_ratio(self.home)
+        if ratio >= apache.DISK_MARGIN_RATIO:  # a tmpfs store would not measure the same thing: refuse
+            raise RuntimeError(f"the partition of {self.home} is {ratio:.0%} used; Apache RocketMQ refuses writes "
+                               f"above {apache.DISK_FULL_RATIO:.0%}. Free disk space before benchmarking.")
         settings = broker_settings(self.store, self.port, self.port + 1, self.namesrv_addr, self.flush)
         conf = apache.write_conf(self.home / "broker.conf", {**settings, "bindAddress": LOOPBACK})
         argv = [
             toolchain.require("java"),
             *APACHE_BROKER_JVM_FLAGS,
             f"-Duser.home={self.home}",  # logs go to ~/logs/rocketmqlogs
+            f"-Djava.io.tmpdir={self.home}",  # its self-signed TLS files, kept out of /tmp
             f"-Drocketmq.home.dir={self.home}",
             "-cp",
             self.classpath,
@@ -192,6 +197,10 @@ class FerrySide(Side):
         return f"{LOOPBACK}:{self.port}"
 
     def launch(self) -> Child:
+        ratio = apache.disk_used_ratio(self.home)
+        if ratio >= apache.DISK_MARGIN_RATIO:  # a tmpfs store would not measure the same thing: refuse
+            raise RuntimeError(f"the partition of {self.home} is {ratio:.0%} used; Apache RocketMQ refuses writes "
+                               f"above {apache.DISK_FULL_RATIO:.0%}. Free disk space before benchmarking.")
         settings = broker_settings(self.store, self.port, self.port + 1, self.namesrv_addr, self.flush)
         conf = apache.write_conf(self.home / "standalone.conf", {
             **settings,
