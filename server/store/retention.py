@@ -12,6 +12,7 @@ segments and index files whose entries all point before the new commit-log start
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from typing import TYPE_CHECKING
@@ -32,12 +33,35 @@ def _existing(path: str) -> str:
 
 
 def disk_usage_ratio(path: str) -> float:
-    """Used fraction of the partition holding ``path`` (Java's (total - free) / total)."""
+    """Used fraction of the partition holding ``path``, as Apache's store computes it: used space over used
+    plus what this user may still write (blocks reserved for root count as unavailable, as ``df`` shows
+    them), rounded up to a whole percent."""
     st = os.statvfs(_existing(path))
-    total = st.f_blocks * st.f_frsize
-    if total <= 0:
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    entire = used + st.f_bavail * st.f_frsize
+    if st.f_blocks <= 0 or entire <= 0:
         return -1.0
-    return (total - st.f_bfree * st.f_frsize) / total
+    return math.ceil(used * 100 / entire) / 100
+
+
+def _clamped(percent: int, low: int, high: int) -> float:
+    """Apache bounds these ratios whatever the config says: a store is never allowed to run the disk dry."""
+    return min(max(percent, low), high) / 100
+
+
+def warning_ratio(cfg) -> float:
+    """``diskSpaceWarningLevelRatio``, held within 35–90 %: above it the store refuses writes."""
+    return _clamped(cfg.diskSpaceWarningLevelRatio, 35, 90)
+
+
+def clean_forcibly_ratio(cfg) -> float:
+    """``diskSpaceCleanForciblyRatio``, held within 30–85 %: above it segments go before their time."""
+    return _clamped(cfg.diskSpaceCleanForciblyRatio, 30, 85)
+
+
+def max_used_ratio(cfg) -> float:
+    """``diskMaxUsedSpaceRatio``, held within 10–95 %: above it expired segments go outside ``deleteWhen``."""
+    return _clamped(cfg.diskMaxUsedSpaceRatio, 10, 95)
 
 
 def is_delete_hour(delete_when: str, hour: int) -> bool:
@@ -74,10 +98,10 @@ class CleanService:
                 free = 0
             if free >= cfg.mappedFileSizeCommitLog:
                 self.store.allocation_failed = False
-        if ratio > cfg.diskSpaceWarningLevelRatio / 100 or self.store.allocation_failed:
+        if ratio > warning_ratio(cfg) or self.store.allocation_failed:
             if not self.store.disk_full:
                 log.error("disk usage %.1f%% (diskSpaceWarningLevelRatio %d%%%s): refusing writes",
-                          ratio * 100, cfg.diskSpaceWarningLevelRatio,
+                          ratio * 100, round(warning_ratio(cfg) * 100),
                           ", no room for a new segment" if self.store.allocation_failed else "")
             self.store.disk_full = True
             self.clean_immediately = True
@@ -85,8 +109,8 @@ class CleanService:
             if self.store.disk_full:
                 log.warning("disk usage %.1f%%: accepting writes again", ratio * 100)
             self.store.disk_full = False
-            self.clean_immediately = ratio > cfg.diskSpaceCleanForciblyRatio / 100
-        self.space_full = ratio < 0 or ratio > cfg.diskMaxUsedSpaceRatio / 100
+            self.clean_immediately = ratio > clean_forcibly_ratio(cfg)
+        self.space_full = ratio < 0 or ratio > max_used_ratio(cfg)
 
     def run(self, now_ms: int | None = None) -> int:
         """One retention round; returns how many commit-log segments were deleted."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 from server.store import GetMessageStatus as G
 from server.store import PutMessageStatus as P
+from server.store import retention
+from server.store.config import MessageStoreConfig
 from server.store.retention import is_delete_hour
 from wire.message import decode_records
 
@@ -17,6 +20,25 @@ def fill(s, n=60):
 def test_delete_when_hours():
     assert is_delete_hour("04", 4) and not is_delete_hour("04", 5)
     assert is_delete_hour("01;04;23", 23)
+
+
+def test_usage_counts_reserved_blocks_as_used_like_apache(monkeypatch, tmp_path):
+    # 1000 blocks, 100 free of which 50 are reserved for root: used 900 of the 950 this user can reach
+    fake = os.statvfs_result((4096, 4096, 1000, 100, 50, 0, 0, 0, 0, 255))
+    monkeypatch.setattr(retention.os, "statvfs", lambda path: fake)
+    assert retention.disk_usage_ratio(str(tmp_path)) == 0.95  # 94.7 % rounds up, as Apache's does
+
+
+def test_configured_ratios_are_held_within_apaches_bounds():
+    high = MessageStoreConfig(diskSpaceWarningLevelRatio=99, diskSpaceCleanForciblyRatio=99, diskMaxUsedSpaceRatio=99)
+    low = MessageStoreConfig(diskSpaceWarningLevelRatio=1, diskSpaceCleanForciblyRatio=1, diskMaxUsedSpaceRatio=1)
+    assert (retention.warning_ratio(high), retention.clean_forcibly_ratio(high), retention.max_used_ratio(high)) \
+        == (0.90, 0.85, 0.95)
+    assert (retention.warning_ratio(low), retention.clean_forcibly_ratio(low), retention.max_used_ratio(low)) \
+        == (0.35, 0.30, 0.10)
+    default = MessageStoreConfig()
+    assert (retention.warning_ratio(default), retention.clean_forcibly_ratio(default),
+            retention.max_used_ratio(default)) == (0.90, 0.85, 0.75)
 
 
 def test_expired_segments_deleted_and_queues_trimmed(make_store):
