@@ -271,6 +271,10 @@ class BrokerConfig:
     transactionCheckInterval: int = key(30000, "Ms between transaction check rounds.")
     enablePropertyFilter: bool = key(False, "Allow SQL92 filtering on message properties.")
     filterSupportRetry: bool = key(False, "Apply SQL92 subscriptions to the group's retry topic too.")
+    useServerSideResetOffset: bool = key(
+        True, "resetOffsetByTime is kept by the broker and handed to the consumer's next pull (false: pushed "
+        "to the online consumers with RESET_CONSUMER_CLIENT_OFFSET)."
+    )
     timerWheelEnable: bool = key(True, "Accept timer messages (TIMER_DELIVER_MS / TIMER_DELAY_MS / TIMER_DELAY_SEC).")
     timerPrecisionMs: int = key(1000, "Timer slot width, ms: due times are rounded down to it.")
     timerMaxDelaySec: int = key(3 * 24 * 3600, "Longest timer delay accepted, seconds.")

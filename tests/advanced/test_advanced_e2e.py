@@ -169,13 +169,14 @@ def test_reset_offset_by_time_and_search_by_timestamp(client):
     assert resp.code == 0, resp.remark
     table = {mq.queue_id: off for mq, off in ResetOffsetBody.decode(resp.body).offset_table.items()}
     assert table[0] == 3 and all(off == 0 for q, off in table.items() if q != 0)
-    pushed = wait_for(lambda: client.resets, 3, "RESET_CONSUMER_CLIENT_OFFSET")
-    header, body = pushed[0]
-    assert header["topic"] == topic and header["group"] == group and header["timestamp"] == str(t)
-    assert {mq.queue_id: off for mq, off in body.offset_table.items()}[0] == 3
+    # useServerSideResetOffset (default): nothing is pushed; the next pull learns the reset.
     q = client.call(C.QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": 0})
     assert q.ext_fields["offset"] == "3"
-    redelivered = client.pull(group, topic, offset=int(q.ext_fields["offset"]))
+    moved = client.pull(group, topic, offset=6)
+    assert (moved.code, moved.remark, moved.ext_fields["nextBeginOffset"]) == (
+        ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", "3")
+    assert client.resets == []
+    redelivered = client.pull(group, topic, offset=int(moved.ext_fields["nextBeginOffset"]))
     assert [m.body for m in decode_records(redelivered.body)] == [b"new0", b"new1", b"new2"]
     missing = client.call(C.INVOKE_BROKER_TO_RESET_OFFSET, ResetOffsetRequestHeader(
         topic="NoSuchTopicX", group=group, timestamp=t, is_force=True).to_ext())

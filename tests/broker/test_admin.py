@@ -128,23 +128,3 @@ def test_manual_file_cleaning_is_accepted(bk):
     for code in (C.TRIGGER_DELETE_FILES, C.DELETE_EXPIRED_COMMITLOG, C.CLEAN_EXPIRED_CONSUMEQUEUE):
         assert bk.call(code).code == 0
     assert bk.store.cleaner.manual_requests == before + 3
-
-
-def test_reset_offset_by_time_commits_and_tells_online_consumers(bk):
-    from tests.broker.conftest import FakeChannel
-    from wire.bodies import ResetOffsetBody
-
-    create(bk, "RT2", 1, 1)
-    for _ in range(3):
-        bk.send("RT2")
-    req = {"topic": "RT2", "group": "rg", "timestamp": 0, "isForce": "true"}
-    assert bk.call(C.INVOKE_BROKER_TO_RESET_OFFSET, req).code == ResponseCode.CONSUMER_NOT_ONLINE
-    consumer = FakeChannel("127.0.0.1:7100")
-    bk.heartbeat("rg", "RT2", channel=consumer)
-    bk.ctx.offsets.commit("rg", "RT2", 0, 3)
-    resp = bk.call(C.INVOKE_BROKER_TO_RESET_OFFSET, req)
-    assert resp.code == 0
-    assert ResetOffsetBody.decode(resp.body).offset_table == {MessageQueue("RT2", "broker-a", 0): 0}
-    assert bk.ctx.offsets.query("rg", "RT2", 0) == 0
-    (pushed,) = [c for c in consumer.sent if c.code == C.RESET_CONSUMER_CLIENT_OFFSET]
-    assert pushed.ext_fields["group"] == "rg" and b'{{"brokerName":"broker-a","queueId":0,"topic":"RT2"}:0}' in pushed.body

@@ -328,7 +328,8 @@ class AdminProcessor:
                 continue
             for qid in range(config.read_queue_nums):
                 broker_offset = max(0, store.get_max_offset(topic, qid))
-                consumer_offset = max(0, ctx.offsets.query(h.consumer_group, topic, qid))
+                consumer_offset = max(0, ctx.offsets.query(h.consumer_group, topic, qid,
+                                                           with_reset=ctx.config.useServerSideResetOffset))
                 pull_offset = max(consumer_offset, ctx.offsets.query_pull_offset(h.consumer_group, topic, qid))
                 last = store.get_store_time(topic, qid, consumer_offset - 1) if consumer_offset > 0 else 0
                 stats.offset_table[self._mq(topic, qid)] = OffsetWrapper(
@@ -376,47 +377,94 @@ class AdminProcessor:
         return ok(cmd)
 
     def reset_offset(self, cmd: RemotingCommand, channel: Any):
-        """INVOKE_BROKER_TO_RESET_OFFSET: compute offsets by time, commit them, tell the online consumers."""
+        """INVOKE_BROKER_TO_RESET_OFFSET (mqadmin resetOffsetByTime): kept by the broker for the consumers'
+        next pulls (``useServerSideResetOffset``, Apache's default) or pushed to the online consumers."""
         h: ResetOffsetRequestHeader = decode_request_header(cmd)
+        log.info("[reset-offset] reset offset started by %s: topic=%s group=%s timestamp=%s force=%s",
+                 getattr(channel, "remote_address", "?"), h.topic, h.group, h.timestamp, h.is_force)
+        if self.ctx.config.useServerSideResetOffset:
+            return self._reset_on_broker(cmd, h)
+        return self._reset_on_clients(cmd, h, cmd.language == LanguageCode.CPP)
+
+    def _reset_target(self, topic: str, qid: int, timestamp: int) -> int:
+        """A negative timestamp means "the end of the queue", otherwise the first message stored at/after it."""
+        store = self.ctx.store
+        if timestamp < 0:
+            return store.get_max_offset(topic, qid)
+        return store.search_offset_by_time(topic, qid, timestamp, False)
+
+    def _reset_on_broker(self, cmd: RemotingCommand, h: ResetOffsetRequestHeader):
+        """Apache's resetOffsetInner: every read queue (or one, to an explicit offset or by time) gets a
+        pending reset. No consumer needs to be online and no stored offset is needed; the group must exist."""
+        ctx = self.ctx
+        if ctx.config.brokerRole == "SLAVE":
+            return fail(cmd, ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
+        config = ctx.topics.get(h.topic)
+        if config is None:
+            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} does not exist")
+        if ctx.groups.get(h.group) is None:
+            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.group} does not exist")
+        targets: dict[int, int] = {}
+        if h.queue_id >= 0:
+            if h.offset is not None and h.offset != -1:
+                low = ctx.store.get_min_offset(h.topic, h.queue_id)
+                high = ctx.store.get_max_offset(h.topic, h.queue_id)
+                if (low >= 0 and h.offset < low) or h.offset > high + 1:
+                    return fail(cmd, ResponseCode.SYSTEM_ERROR,
+                                f"Target offset {h.offset} not in consume queue range [{low}-{high}]")
+                targets[h.queue_id] = h.offset
+            else:
+                targets[h.queue_id] = self._reset_target(h.topic, h.queue_id, h.timestamp)
+        else:
+            for qid in range(config.read_queue_nums):
+                targets[qid] = self._reset_target(h.topic, qid, h.timestamp)
+        if not targets:
+            return fail(cmd, ResponseCode.SYSTEM_ERROR, "No queues to reset.")
+        reset = ResetOffsetBody()
+        for qid, target in targets.items():
+            ctx.offsets.assign_reset(h.group, h.topic, qid, target)
+            reset.offset_table[self._mq(h.topic, qid)] = target
+        log.info("reset offset of group %s topic %s: %s", h.group, h.topic, targets)
+        return ok(cmd, body=reset.encode())
+
+    def _reset_on_clients(self, cmd: RemotingCommand, h: ResetOffsetRequestHeader, for_cpp: bool):
+        """Apache's Broker2Client.resetOffset: compute per write queue (the reset time, or the current offset
+        when that is earlier and not forced), refuse a group with no stored offset on any queue, and send
+        RESET_CONSUMER_CLIENT_OFFSET to every online consumer; the consumers commit the new offsets."""
         ctx = self.ctx
         config = ctx.topics.get(h.topic)
         if config is None:
             return fail(cmd, ResponseCode.TOPIC_NOT_EXIST,
                         f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}")
+        reset = ResetOffsetBody()
+        for qid in range(config.write_queue_nums):
+            current = ctx.offsets.query(h.group, h.topic, qid, with_reset=False)
+            if current == -1:
+                return fail(cmd, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{h.group}> not exist")
+            if h.timestamp == -1:
+                target = ctx.store.get_max_offset(h.topic, qid)
+            else:
+                target = ctx.store.search_offset_by_time(h.topic, qid, h.timestamp, False)
+            target = max(target, 0)
+            reset.offset_table[self._mq(h.topic, qid)] = target if h.is_force or target < current else current
         info = ctx.consumers.get(h.group)
         if info is None or not info.channels:
             return fail(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
                         f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
                         f"Timestamp: {h.timestamp}")
-        reset = ResetOffsetBody()
-        for qid in range(config.write_queue_nums):
-            if h.queue_id >= 0 and qid != h.queue_id:
-                continue
-            if h.offset is not None and h.offset >= 0 and h.queue_id >= 0:
-                target = h.offset
-            elif h.timestamp == -1:
-                target = ctx.store.get_max_offset(h.topic, qid)
-            else:
-                target = ctx.store.search_offset_by_time(h.topic, qid, h.timestamp, False)
-            current = ctx.offsets.query(h.group, h.topic, qid)
-            if h.is_force or current < 0 or target < current:
-                ctx.offsets.commit(h.group, h.topic, qid, target)
-                reset.offset_table[self._mq(h.topic, qid)] = target
-            else:
-                reset.offset_table[self._mq(h.topic, qid)] = current
         notice = ResetOffsetRequestHeader(topic=h.topic, group=h.group, timestamp=h.timestamp, is_force=h.is_force)
-        for client in info.channels.values():
-            body = reset.encode()
-            if client.language == LanguageCode.CPP:
-                from wire.bodies import ResetOffsetBodyForC
+        if for_cpp:
+            from wire.bodies import ResetOffsetBodyForC
 
-                body = ResetOffsetBodyForC.from_reset(reset).encode()
+            body = ResetOffsetBodyForC.from_reset(reset).encode()
+        else:
+            body = reset.encode()
+        for client in info.channels.values():
             try:
                 client.channel.invoke_oneway(request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, notice.to_ext(), body))
             except Exception as exc:  # noqa: BLE001 - a vanished client must not fail the reset
                 log.warning("could not send RESET_CONSUMER_CLIENT_OFFSET to %s: %s", client.client_addr, exc)
         return ok(cmd, body=reset.encode())
-
 
     def consumer_running_info(self, cmd: RemotingCommand, channel: Any):
         """mqadmin consumerStatus: ask the consumer itself over its own connection, relay its answer."""

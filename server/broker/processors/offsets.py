@@ -1,5 +1,8 @@
 """Consumer offsets and queue offsets: QUERY/UPDATE_CONSUMER_OFFSET (14/15), GET_MAX/MIN_OFFSET (30/31),
-GET_EARLIEST_MSG_STORETIME (32), SEARCH_OFFSET_BY_TIMESTAMP (29)."""
+GET_EARLIEST_MSG_STORETIME (32), SEARCH_OFFSET_BY_TIMESTAMP (29).
+
+With ``useServerSideResetOffset`` a pending admin reset wins: queries return it and the consumer's
+commits of that queue are acknowledged but dropped until its next pull has taken the reset."""
 
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ class OffsetProcessor:
     def query_consumer_offset(self, cmd: RemotingCommand, channel: Any):
         h: QueryConsumerOffsetRequestHeader = decode_request_header(cmd)
         store = self.ctx.store
-        offset = self.ctx.offsets.query(h.consumer_group, h.topic, h.queue_id)
+        offset = self.ctx.offsets.query(h.consumer_group, h.topic, h.queue_id,
+                                        with_reset=self.ctx.config.useServerSideResetOffset)
         if offset >= 0:
             return ok(cmd, {"offset": str(offset)})
         if h.set_zero_if_not_found is False:
@@ -54,6 +58,10 @@ class OffsetProcessor:
             return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
         if self.ctx.topics.get(h.topic) is None:
             return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
+        if self.ctx.config.useServerSideResetOffset and self.ctx.offsets.has_reset(h.consumer_group, h.topic,
+                                                                                    h.queue_id):
+            # The consumer does not know of the reset yet: its offset is stale (Apache answers success).
+            return cmd.response(ResponseCode.SUCCESS, "Offset has been previously reset", {})
         self.ctx.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         return ok(cmd)
 

@@ -123,6 +123,11 @@ class PullProcessor:
         if message_filter is None:
             tag_filter = TagFilter(sub)
             message_filter = None if tag_filter.matches_all else tag_filter
+        # A pending server-side reset is handed out once, instead of messages (Apache takes it even when
+        # the feature is off; the table is then empty).
+        reset = ctx.offsets.take_reset(h.consumer_group, h.topic, h.queue_id)
+        if reset is not None and ctx.config.useServerSideResetOffset:
+            return self._answer_reset(cmd, channel, h, reset, topic_config, group_config, allow_suspend)
         max_bytes = min(h.max_msg_bytes or MAX_PULL_BYTES, MAX_PULL_BYTES)
         result = ctx.store.get_message(
             h.topic, h.queue_id, h.queue_offset, max(1, h.max_msg_nums), max_bytes, message_filter,
@@ -155,6 +160,33 @@ class PullProcessor:
             return None, fail(cmd, ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
         return SqlMessageFilter(data.selector), None
 
+    def _answer_reset(self, cmd, channel, h: PullMessageRequestHeader, reset: int, topic_config, group_config,
+                      allow_suspend: bool):
+        """PULL_OFFSET_MOVED to the reset offset (remark OFFSET_RESET, Apache's status name): the Java and Go
+        clients adopt nextBeginOffset as the queue's offset and commit it."""
+        ctx = self.ctx
+        header = PullMessageResponseHeader(
+            suggest_which_broker_id=0,
+            next_begin_offset=reset,
+            min_offset=ctx.store.get_min_offset(h.topic, h.queue_id),
+            max_offset=ctx.store.get_max_offset(h.topic, h.queue_id),
+            topic_sys_flag=topic_config.topic_sys_flag,
+            group_sys_flag=group_config.group_sys_flag,
+        )
+        log.info("pull of group %s topic %s queue %d at %d: the queue was reset to %d", h.consumer_group, h.topic,
+                 h.queue_id, h.queue_offset, reset)
+        self._track_offsets(h, reset, allow_suspend)
+        ctx.stats.get_miss.add(1)
+        return cmd.response(ResponseCode.PULL_OFFSET_MOVED, "OFFSET_RESET", header.to_ext())
+
+    def _track_offsets(self, h: PullMessageRequestHeader, next_begin_offset: int, allow_suspend: bool) -> None:
+        """Apache's tryCommitOffset: remember how far the group pulled; commit the piggy-backed offset
+        only on a first arrival that may suspend."""
+        ctx = self.ctx
+        ctx.offsets.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, next_begin_offset)
+        if allow_suspend and h.sys_flag & _COMMIT_OFFSET:
+            ctx.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+
     def _answer(self, cmd, channel, h: PullMessageRequestHeader, result: GetMessageResult, topic_config,
                 group_config, message_filter, allow_suspend: bool):
         ctx = self.ctx
@@ -171,11 +203,7 @@ class PullProcessor:
             log.info("pull offset moved: group %s topic %s queue %d requested %d, next %d (min %d max %d) from %s",
                      h.consumer_group, h.topic, h.queue_id, h.queue_offset, result.next_begin_offset,
                      result.min_offset, result.max_offset, peer_addr(channel))
-        # Apache's tryCommitOffset: remember how far the group pulled; commit the piggy-backed offset
-        # only on a first arrival that may suspend.
-        ctx.offsets.commit_pull_offset(h.consumer_group, h.topic, h.queue_id, result.next_begin_offset)
-        if allow_suspend and h.sys_flag & _COMMIT_OFFSET:
-            ctx.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        self._track_offsets(h, result.next_begin_offset, allow_suspend)
 
         if code == ResponseCode.SUCCESS:
             ctx.stats.get_found.add(result.message_count)
