@@ -54,6 +54,23 @@ class ConsumeQueue:
         else:
             self._put_slow(phys, size, tags_code, pos)
 
+    def put_run(self, first_offset: int, units: list[tuple[int, int, int]]) -> None:
+        """Write consecutive units from ``first_offset`` (a batch): one slice store into the tail segment
+        when they all fit there, else unit by unit."""
+        pos = first_offset * UNIT_SIZE
+        mf = self.tail
+        n = len(units) * UNIT_SIZE
+        if mf is not None and mf.start + mf.wrote == pos and mf.wrote + n <= mf.size:
+            buf = bytearray(n)
+            pack = UNIT.pack_into
+            for i, (phys, size, tc) in enumerate(units):
+                pack(buf, i * UNIT_SIZE, phys, size, tc)
+            mf.mm[mf.wrote : mf.wrote + n] = buf
+            mf.wrote += n
+            return
+        for i, (phys, size, tc) in enumerate(units):
+            self.put(phys, size, tc, first_offset + i)
+
     def _put_slow(self, phys: int, size: int, tags_code: int, pos: int) -> None:
         q = self.queue
         cur = q.max_offset

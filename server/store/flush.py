@@ -22,23 +22,30 @@ class GroupCommitService:
         """``flush()`` fsyncs the commit log and returns the offset it is now flushed up to."""
         self._flush = flush
         self._cond = threading.Condition()
-        self._requests: list[tuple[int, Callable[[bool], None]]] = []
+        self._requests: list[tuple[int, Callable[[bool], None], Callable | None]] = []
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, end_offset: int, callback: Callable[[bool], None]) -> None:
+    def submit(self, end_offset: int, callback: Callable[[bool], None], hop: Callable | None = None) -> None:
         """Call ``callback(True)`` once the commit log is fsynced past ``end_offset`` (False on I/O error
-        or shutdown)."""
+        or shutdown). With ``hop`` (e.g. ``reactor.callFromThread``) the callbacks run through it, and all
+        the requests one fsync completes go through it together: one thread hop per group, not per put."""
         with self._cond:
             if self._stopping:
+                stopped = True
+            else:
+                stopped = False
+                self._requests.append((end_offset, callback, hop))
+                if len(self._requests) == 1:
+                    self._cond.notify()
+        if stopped:
+            if hop is None:
                 callback(False)
-                return
-            self._requests.append((end_offset, callback))
-            if len(self._requests) == 1:
-                self._cond.notify()
+            else:
+                hop(callback, False)
 
     def _run(self) -> None:
         while True:
@@ -53,11 +60,17 @@ class GroupCommitService:
                 except OSError as exc:
                     log.error("commit log fsync failed: %s", exc)
                     flushed = -1
-                for end, cb in batch:
-                    try:
-                        cb(flushed >= end)
-                    except Exception:  # a bad callback must not kill the flush thread
-                        log.exception("group commit callback failed")
+                groups: dict[Callable | None, list] = {}
+                for end, cb, hop in batch:
+                    groups.setdefault(hop, []).append((cb, flushed >= end))
+                for hop, done in groups.items():
+                    if hop is None:
+                        _complete(done)
+                    else:
+                        try:
+                            hop(_complete, done)
+                        except Exception:  # e.g. the reactor already stopped
+                            log.exception("group commit could not hand %d completions over", len(done))
             elif stopping:
                 return
 
@@ -68,6 +81,14 @@ class GroupCommitService:
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join(timeout=30)
+
+
+def _complete(done: list[tuple[Callable[[bool], None], bool]]) -> None:
+    for cb, ok in done:
+        try:
+            cb(ok)
+        except Exception:  # a bad callback must not kill the flush thread or the rest of the group
+            log.exception("group commit callback failed")
 
 
 class PeriodicService:

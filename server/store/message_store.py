@@ -25,16 +25,16 @@ from wire.message import (
     MessageExt,
     MessageSysFlag,
     RecordInfo,
-    build_record,
     decode_properties,
     record_parts,
+    record_parts_like,
     write_record,
     decode_record,
     encode_properties,
     peek_record,
     tags_code as compute_tags_code,
 )
-from wire.msgid import create_offset_msg_id, offset_msg_id_prefix
+from wire.msgid import offset_msg_id_prefix
 
 from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
@@ -481,7 +481,14 @@ class MessageStore:
         refusal = self._refusal()
         if refusal is not None:
             return refusal
-        records, metas = [], []
+        # Encode-once batch: the hosts and topic are packed once, each entry's variable part is measured,
+        # one reservation covers the whole batch, every record is written straight into the mapping with
+        # its final offsets, and the consume-queue units go in as one run.
+        try:
+            base = record_parts(topic, b"", "", born_host, self.store_host, sys_flag)
+        except ValueError as exc:
+            return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
+        plan = []  # (parts, flag, body, props)
         total = 0
         for entry in entries:
             flag, body, properties = entry[0], entry[1], entry[2]
@@ -495,17 +502,12 @@ class MessageStore:
                 props = properties or {}
                 pstr = encode_properties(props)
             try:
-                rec = build_record(
-                    topic, body, pstr, queue_id=queue_id, flag=flag, sys_flag=sys_flag, born_timestamp=born_timestamp,
-                    born_host=born_host, store_host=self.store_host, reconsume_times=reconsume_times,
-                )
+                parts = record_parts_like(base, len(body), pstr)
             except ValueError as exc:
-                status = _P.PROPERTIES_SIZE_EXCEEDED if "properties" in str(exc) else _P.MESSAGE_ILLEGAL
-                return PutMessageResult(status, remark=str(exc))
-            records.append(rec)
-            metas.append(props)
-            total += len(rec)
-        if not records:
+                return PutMessageResult(_P.PROPERTIES_SIZE_EXCEEDED, remark=str(exc))
+            plan.append((parts, flag, body, props))
+            total += parts[0]
+        if not plan:
             return PutMessageResult(_P.MESSAGE_ILLEGAL, remark="the batch holds no messages")
         if total > self.config.maxMessageSize or not self.commitlog.fits(total):
             return PutMessageResult(
@@ -518,28 +520,46 @@ class MessageStore:
         except ValueError as exc:
             return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
         first = cq.max_offset
-        qoffs = list(range(first, first + len(records)))
-        try:
-            physs = self.commitlog.append_batch(records, qoffs, now)
-        except (AllocationError, OSError) as exc:
-            self._allocation_failed(exc)
-            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
-        index = self.config.messageIndexEnable
-        ids = []
+        mf = self.commitlog.tail
+        if mf is not None and total + 8 <= mf.size - mf.wrote:
+            pos = mf.wrote
+        else:
+            try:
+                mf, pos = self.commitlog.reserve(total, now)
+            except (AllocationError, OSError) as exc:
+                self._allocation_failed(exc)
+                return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
+        mm, seg_start = mf.mm, mf.start
+        first_phys = seg_start + pos
         scheduled = topic == SCHEDULE_TOPIC
-        for rec, props, phys, qo in zip(records, metas, physs, qoffs):
+        index = self._index_enabled
+        listeners = self.listeners
+        prefix = self._id_prefix
+        units = []
+        ids = []
+        qo = first
+        for parts, flag, body, props in plan:
+            phys = seg_start + pos
+            size = write_record(mm, pos, parts, body, queue_id, flag, qo, phys, born_timestamp, now, reconsume_times)
+            pos += size
             tc = self._tags_code(topic, props, now) if scheduled else compute_tags_code(props.get("TAGS"))
-            cq.put(phys, len(rec), tc, qo)
+            units.append((phys, size, tc))
+            ids.append(f"{prefix}{phys:016X}")
+            qo += 1
+        mf.wrote = pos
+        mf.last_write_ms = now
+        cq.put_run(first, units)
+        qo = first
+        for (phys, _size, tc), (_parts, _flag, _body, props) in zip(units, plan):
             if index:
                 keys, uniq = props.get("KEYS"), props.get("UNIQ_KEY")
                 if keys or uniq:
                     self.index.build(topic, keys, uniq, phys, now)
-            ids.append(create_offset_msg_id(self.store_host, phys))
-            if self.listeners:
-                for listener in self.listeners:
-                    listener(topic, queue_id, qo + 1, tc, now, props)
-        self.dispatched_offset = physs[-1] + len(records[-1])
-        result = PutMessageResult(_P.PUT_OK, physs[0], total, first, ",".join(ids), now, len(records))
+            qo += 1
+            for listener in listeners:
+                listener(topic, queue_id, qo, tc, now, props)
+        self.dispatched_offset = seg_start + pos
+        result = PutMessageResult(_P.PUT_OK, first_phys, total, first, ",".join(ids), now, len(plan))
         result.needs_flush_wait = self._group_commit is not None and wait_store_msg_ok
         return result
 
@@ -549,26 +569,25 @@ class MessageStore:
         self.allocation_failed = True
         self.disk_full = True
 
-    def wait_flush(self, result: PutMessageResult, callback: Callable[[PutMessageResult], None]) -> None:
+    def wait_flush(self, result: PutMessageResult, callback: Callable[[PutMessageResult], None],
+                   hop: Callable | None = None) -> None:
         """Call ``callback(result)`` once the record is on disk: status PUT_OK, or FLUSH_DISK_TIMEOUT
-        if the fsync failed or came later than ``syncFlushTimeout``. Runs via ``call_from_thread``."""
+        if the fsync failed or came later than ``syncFlushTimeout``. Runs via ``hop`` (e.g.
+        ``reactor.callFromThread``; by default the store's ``call_from_thread``), once per group commit
+        for all the puts one fsync covered."""
         if not result.needs_flush_wait:
             callback(result)
             return
         deadline = time.monotonic() + self.config.syncFlushTimeout / 1000
         end = result.commitlog_offset + result.wrote_bytes
-        call = self._call
 
         def done(ok: bool) -> None:
             if not ok or time.monotonic() > deadline:
                 result.status = _P.FLUSH_DISK_TIMEOUT
             result.needs_flush_wait = False
-            if call is not None:
-                call(callback, result)
-            else:
-                callback(result)
+            callback(result)
 
-        self._group_commit.submit(end, done)
+        self._group_commit.submit(end, done, hop if hop is not None else self._call)
 
     def put_message_future(self, *args, **kwargs) -> "Future[PutMessageResult]":
         """:meth:`put_message` whose future resolves when the put's promise is met (after the fsync

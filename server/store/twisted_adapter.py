@@ -1,18 +1,68 @@
 """Deferreds over the store's callbacks, for the broker's reactor.
 
-Create the store without ``call_from_thread``: these helpers hop back to the reactor themselves.
+Create the store without ``call_from_thread``: these helpers hop back to the reactor themselves, once
+per group commit for all the puts one fsync covered.
 A SYNC_FLUSH put's Deferred fires with the PutMessageResult once the fsync that covers it is done,
 or with status FLUSH_DISK_TIMEOUT after ``syncFlushTimeout`` if the disk has not answered by then.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import time
+import weakref
 
 from twisted.internet import defer
 
 from .message_store import MessageStore
 from .status import PutMessageResult, PutMessageStatus
+
+
+class _FlushWatch:
+    """Answers FLUSH_DISK_TIMEOUT for waits the disk has not completed within ``syncFlushTimeout``.
+
+    One timer per store and reactor instead of one per put: the timeout is the same for every wait, so
+    waits expire in the order they started; a deque holds them and the timer is armed for the oldest.
+    Completed waits are dropped from the front as new ones arrive, so the deque stays short.
+    """
+
+    def __init__(self, reactor, timeout_s: float):
+        self.reactor = reactor
+        self.timeout_s = timeout_s
+        self.pending: collections.deque[tuple[float, defer.Deferred, PutMessageResult]] = collections.deque()
+        self.timer = None
+
+    def add(self, d: defer.Deferred, result: PutMessageResult) -> None:
+        pending = self.pending
+        while pending and pending[0][1].called:
+            pending.popleft()
+        pending.append((time.monotonic() + self.timeout_s, d, result))
+        if self.timer is None:
+            self.timer = self.reactor.callLater(self.timeout_s, self._expire)
+
+    def _expire(self) -> None:
+        self.timer = None
+        pending = self.pending
+        now = time.monotonic()
+        while pending and (pending[0][1].called or pending[0][0] <= now):
+            _deadline, d, result = pending.popleft()
+            if not d.called:
+                d.callback(dataclasses.replace(result, status=PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                                               needs_flush_wait=False))
+        if pending:
+            self.timer = self.reactor.callLater(max(0.0, pending[0][0] - now), self._expire)
+
+
+_watches: weakref.WeakKeyDictionary[MessageStore, dict[int, _FlushWatch]] = weakref.WeakKeyDictionary()
+
+
+def _watch(store: MessageStore, reactor) -> _FlushWatch:
+    per_reactor = _watches.setdefault(store, {})
+    watch = per_reactor.get(id(reactor))
+    if watch is None:
+        watch = per_reactor[id(reactor)] = _FlushWatch(reactor, store.config.syncFlushTimeout / 1000)
+    return watch
 
 
 def deferred_for(store: MessageStore, result: PutMessageResult, reactor=None) -> defer.Deferred:
@@ -25,16 +75,10 @@ def deferred_for(store: MessageStore, result: PutMessageResult, reactor=None) ->
 
     def fire(r: PutMessageResult) -> None:
         if not d.called:
-            if timer.active():
-                timer.cancel()
             d.callback(r)
 
-    def timed_out() -> None:
-        if not d.called:
-            d.callback(dataclasses.replace(result, status=PutMessageStatus.FLUSH_DISK_TIMEOUT, needs_flush_wait=False))
-
-    timer = reactor.callLater(store.config.syncFlushTimeout / 1000, timed_out)
-    store.wait_flush(result, lambda r: reactor.callFromThread(fire, r))
+    _watch(store, reactor).add(d, result)
+    store.wait_flush(result, fire, reactor.callFromThread)
     return d
 
 

@@ -98,6 +98,22 @@ def test_batch_send_stores_each_entry_with_consecutive_offsets(bk):
     assert msgs[1].properties["WAIT"] == "true" and msgs[1].properties["CLUSTER"] == "DefaultCluster"
 
 
+def test_batch_entry_properties_win_over_the_containers_and_keep_their_bytes(bk):
+    """The Java client puts WAIT in every entry and in the container: the entry's value stays, the
+    container's other keys are added, and an entry string without a trailing separator still parses."""
+    entries = [(0, b"a", "WAIT\x01false\x02TAGS\x01A\x02"), (0, b"b", "TAGS\x01B"), (0, b"c", "")]
+    h = SendMessageRequestHeader("pg", "TopicP", "TBW102", 4, 0, 0, 1, 0,
+                                 properties=encode_properties({"WAIT": "true", "UNIQ_KEY": "batch"}), batch=True)
+    resp = bk.call(RequestCode.SEND_BATCH_MESSAGE, h.to_ext_v2(), encode_batch(entries))
+    assert resp.code == 0, resp.remark
+    msgs = decode_records(bk.store.get_message("", "TopicP", 0, 0, 32).body())
+    assert [m.properties for m in msgs] == [
+        {"WAIT": "false", "TAGS": "A", "CLUSTER": "DefaultCluster"},
+        {"TAGS": "B", "WAIT": "true", "CLUSTER": "DefaultCluster"},
+        {"WAIT": "true", "CLUSTER": "DefaultCluster"},
+    ]  # the container's UNIQ_KEY is the batch's own, never an entry's
+
+
 def test_batch_to_retry_topic_and_garbage_body_are_refused(bk):
     h = SendMessageRequestHeader("pg", "%RETRY%g", "TBW102", 4, 0, 0, 1, 0, batch=True)
     assert bk.call(RequestCode.SEND_BATCH_MESSAGE, h.to_ext_v2(), encode_batch([(0, b"x", {})])).code == 13

@@ -116,6 +116,53 @@ def test_twisted_adapter_fires_deferred(make_store):
     while not got and time.time() < deadline:
         time.sleep(0.01)
     assert got and got[0].status is P.PUT_OK
-    assert reactor.later[0][1].cancelled
+    fn, _call = reactor.later[0]  # the shared timeout watch: firing it after the answer changes nothing
+    fn()
+    assert len(got) == 1 and got[0].status is P.PUT_OK
     d2 = twisted_adapter.put_message(s, "T", 0, b"y", {"WAIT": "false"}, reactor=reactor)
     assert isinstance(d2, defer.Deferred) and d2.called
+
+
+def test_flush_watch_answers_timeout_for_waits_the_disk_left_hanging():
+    from twisted.internet import defer
+    from server.store.status import PutMessageResult
+    from server.store.twisted_adapter import _FlushWatch
+
+    class Reactor:
+        def __init__(self):
+            self.later = []
+
+        def callLater(self, delay, fn):
+            self.later.append((delay, fn))
+            return object()
+
+    reactor = Reactor()
+    watch = _FlushWatch(reactor, 0.0)
+    answered, hanging = defer.Deferred(), defer.Deferred()
+    watch.add(answered, PutMessageResult(P.PUT_OK, needs_flush_wait=True))
+    watch.add(hanging, PutMessageResult(P.PUT_OK, needs_flush_wait=True))
+    assert len(reactor.later) == 1  # one timer for both waits
+    answered.callback("fsynced")
+    reactor.later.pop()[1]()
+    out = []
+    hanging.addCallback(out.append)
+    assert out[0].status is P.FLUSH_DISK_TIMEOUT and not out[0].needs_flush_wait
+    assert not watch.pending and not reactor.later
+
+
+def test_group_commit_hands_a_whole_group_over_in_one_hop():
+    release = threading.Event()
+    svc = GroupCommitService(lambda: (release.wait(5), 100)[1])
+    svc.start()
+    hops, results = [], []
+
+    def hop(fn, *args):
+        hops.append(fn)
+        fn(*args)
+
+    for end in (10, 20, 30, 200):
+        svc.submit(end, results.append, hop)
+    release.set()
+    svc.stop()
+    assert sorted(results) == [False, True, True, True]  # 200 is beyond what the fsync covered
+    assert len(hops) <= 2  # the first put may get an fsync of its own; the rest share one hop

@@ -255,21 +255,30 @@ class SendProcessor:
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         born_host = peer_host(channel)
+        reconsume_times = h.reconsume_times or 0
+        store_host = ctx.store_host
+        # Each entry's properties string is kept as sent and the container's properties it lacks are appended
+        # (what re-encoding the merged dict gave, without re-encoding): one decode per entry, no encode.
+        # The Java client puts WAIT in every entry and in the container, so the suffix depends on which
+        # container keys an entry already has; it is built once per such combination.
+        suffixes: dict[tuple[str, ...], str] = {}
         msgs = []
         pstrs = []
         for entry in entries:
-            props = decode_properties(entry.properties)
-            for k, v in container.items():
-                props.setdefault(k, v)
-            pstr = encode_properties(props)
+            ep = entry.properties
+            props = decode_properties(ep)
+            missing = tuple(k for k in container if k not in props)
+            suffix = suffixes.get(missing)
+            if suffix is None:
+                suffix = suffixes[missing] = encode_properties({k: container[k] for k in missing})
+            pstr = ep + suffix if not suffix or not ep or ep[-1] == "\x02" else f"{ep}\x02{suffix}"
+            for k in missing:
+                props[k] = container[k]
             if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
                 return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
             pstrs.append(pstr)
-            msgs.append(MessageExt(
-                topic=h.topic, body=entry.body, flag=entry.flag, properties=props, queue_id=queue_id,
-                sys_flag=sys_flag, born_timestamp=h.born_timestamp, born_host=born_host,
-                store_host=ctx.store_host, reconsume_times=h.reconsume_times or 0,
-            ))
+            msgs.append(MessageExt(h.topic, entry.body, entry.flag, props, queue_id, 0, 0, sys_flag, h.born_timestamp,
+                                   born_host, 0, store_host, reconsume_times))
         uniq = ",".join(k for m in msgs if (k := m.properties.get(MessageConst.UNIQ_KEY))) or None
         result = ctx.store.put_messages(msgs, pstrs)
         response = then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
