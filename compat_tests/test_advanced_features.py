@@ -299,3 +299,22 @@ def test_reset_offset_by_time_redelivers_the_later_messages(server, client5, mqa
         consumer.kill()
     again = bodies(res)[7:]
     assert sorted(again) == [f"new #{i}" for i in range(3)], f"mqadmin said:\n{out}\n{res.explain()}"
+
+
+def test_reset_offset_by_time_of_an_offline_group_applies_when_it_returns(server, client5, mqadmin5):
+    """Brokers keep the reset themselves (useServerSideResetOffset, on by default in 5.5): the group
+    need not be online. It consumed all 7 messages and left; after `resetOffsetByTime` to a time
+    between the batches, its next consumer receives exactly the 3 later messages again."""
+    topic, group = fresh("ResetOff")
+    ns = server.namesrv_addr
+    client5("send", n=ns, t=topic, count=4, body="old").check()
+    time.sleep(1.5)
+    boundary = int(time.time() * 1000)
+    time.sleep(1.5)
+    client5("send", n=ns, t=topic, count=3, body="new").check()
+    first = client5("consume", n=ns, t=topic, g=group, count=7, timeout=WAIT).check()
+    assert len(bodies(first)) == 7, first.explain()
+    out = mqadmin5(ns, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(boundary))
+    assert "Consumer not online" not in out, out
+    again = client5("consume", n=ns, t=topic, g=group, count=3, timeout=WAIT + 60, linger=3).check()
+    assert sorted(bodies(again)) == [f"new #{i}" for i in range(3)], f"mqadmin said:\n{out}\n{again.explain()}"
