@@ -33,6 +33,11 @@ from .processes import LOOPBACK, Child, free_port, port_open
 COMPAT_TIMEOUT = 900
 
 
+#: the ``server`` fixture's parameters, in the order the suite runs them
+SERVERS = ("apache", "ferrymq")
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).resolve().parent
     for item in items:
@@ -40,6 +45,27 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.compat)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(COMPAT_TIMEOUT))
+    _group_by_server(items)
+
+
+def _server_of(item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params.get("server") if callspec is not None else None
+
+
+def _group_by_server(items: list) -> None:
+    """Runs every test on Apache's ``server``, then every test on FerryMQ's, keeping pytest's order otherwise.
+
+    pytest's own grouping interleaves the two across modules (module-scoped parameters split them), and
+    each switch back restarts Apache's name server and broker (~10 s); one switch is enough.
+    """
+    on_server = [item for item in items if _server_of(item) is not None]
+    if not on_server:
+        return
+    first = items.index(on_server[0])
+    rest = [item for item in items if _server_of(item) is None]
+    on_server.sort(key=lambda item: SERVERS.index(_server_of(item)))
+    items[:] = rest[:first] + on_server + rest[first:]
 
 
 def _need(*tools: str) -> None:
@@ -157,7 +183,7 @@ def namesrv(request):
     return request.getfixturevalue("ferrymq_namesrv")
 
 
-@pytest.fixture(scope="session", params=["apache", "ferrymq"])
+@pytest.fixture(scope="session", params=SERVERS)
 def server(request, compat_home):
     """Name server + broker with :data:`servers.FEATURE_CONFIG` (property filters, short delay levels and
     transaction checks): Apache RocketMQ 5.5.0's, then ``ferrymq standalone``. One of each per session."""
@@ -189,8 +215,13 @@ def java5(request, compat_home) -> JavaScenarios:
 @pytest.fixture(scope="session")
 def mqadmin5(compat_home) -> MqAdmin:
     """mqadmin of rocketmq-tools 5.x (4.9.x's clusterList cannot read a 5.x broker's runtime info)."""
+    return mqadmin_of(toolchain.ROCKETMQ_5, compat_home)
+
+
+def mqadmin_of(version: str, compat_home: Path) -> MqAdmin:
+    """mqadmin of one rocketmq-tools version, for fixtures that choose the versions themselves."""
     _need("java", "javac", "mvn")
-    return MqAdmin(_java_clients(toolchain.ROCKETMQ_5), compat_home / f"mqadmin-{toolchain.ROCKETMQ_5}")
+    return MqAdmin(_java_clients(version), compat_home / f"mqadmin-{version}")
 
 
 @pytest.fixture(scope="session", params=[f"java-{v}" for v in toolchain.CLIENT_VERSIONS] + ["go"])
@@ -216,14 +247,24 @@ def _client(name: str, compat_home: Path):
 
 
 #: fixtures that stand for an official client or tool, as the compatibility table names them
-_TOOL_FIXTURES = {"mqadmin": "mqadmin", "mqadmin5": "mqadmin", "cpp": "cpp", "java5": "java",
-                  "java_scenarios": "java", "go_harness": "go"}
+_TOOL_FIXTURES = {"mqadmin": "mqadmin", "mqadmin5": "mqadmin", "mqadmin_cli": "mqadmin", "cpp": "cpp",
+                  "java5": "java", "java_scenarios": "java", "go_harness": "go"}
 
 
 @pytest.fixture(autouse=True)
 def _record_tools(request, record_property):
-    """Names the clients/tools a test drives in its junit-xml properties (read by report.py)."""
-    tools = sorted({tool for name, tool in _TOOL_FIXTURES.items() if name in request.fixturenames})
-    record_property("tools", ",".join(tools))
+    """Names the clients/tools a test drives, and the mqadmin versions, in its junit-xml properties (read
+    by report.py)."""
+    tools = {tool for name, tool in _TOOL_FIXTURES.items() if name in request.fixturenames}
+    params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
+    for name in ("client", "client5"):
+        if name in request.fixturenames:
+            tools.add("go" if params.get(name) == "go" else "java")
+    record_property("tools", ",".join(sorted(tools)))
+    versions = {params.get(name) for name in ("mqadmin_cli", "java_clients") if name in request.fixturenames}
+    if "mqadmin5" in request.fixturenames:
+        versions.add(toolchain.ROCKETMQ_5)
+    if "mqadmin" in tools:
+        record_property("mqadmin", ",".join(sorted(v for v in versions if v)))
     doc = (request.function.__doc__ or "").strip().split("\n\n")[0]
     record_property("doc", " ".join(doc.split()))

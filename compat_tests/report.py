@@ -4,8 +4,9 @@
     .venv/bin/python -m compat_tests.report /tmp/compat.xml > table.md
 
 One row per scenario (test function); its parametrization ids say the server (``apache`` / ``ferrymq``)
-and the client (``java-5.5.0``, ``java-4.9.8``, ``go``); the ``tools`` property (conftest.py) adds
-mqadmin, the C++ binding and fixed Java clients. A result cell reads ``passed`` when every case of that
+and the client (``java-5.5.0``, ``java-4.9.8``, ``go``); the ``tools`` property (conftest.py) says which
+of them are Java clients (the ids of mqadmin-only tests name mqadmin's version) and adds mqadmin, the C++
+binding and fixed Java clients; the ``mqadmin`` property gives mqadmin's versions. A result cell reads ``passed`` when every case of that
 server passed, else lists the cases that did not (``xfail`` names a known FerryMQ defect).
 """
 
@@ -34,6 +35,7 @@ class Row:
     name: str
     doc: str = ""
     tools: set[str] = field(default_factory=set)
+    mqadmin: set[str] = field(default_factory=set)
     cases: list[Case] = field(default_factory=list)
 
 
@@ -62,6 +64,7 @@ def parse(path: str) -> list[Row]:
         props = {p.get("name"): p.get("value") for p in tc.iter("property")}
         row.doc = row.doc or props.get("doc", "")
         row.tools |= {t for t in (props.get("tools") or "").split(",") if t}
+        row.mqadmin |= {v for v in (props.get("mqadmin") or "").split(",") if v}
         outcome, message = _outcome(tc)
         row.cases.append(Case(server, client, outcome, message))
     return list(rows.values())
@@ -70,10 +73,10 @@ def parse(path: str) -> list[Row]:
 def _clients(row: Row, prefix: str) -> str:
     found = sorted({c.client for c in row.cases if c.client and c.client.startswith(prefix)}, reverse=True)
     if prefix == "java":
+        if "java" not in row.tools:
+            return "–"
         versions = [c.removeprefix("java-") for c in found]
-        if not versions and "java" in row.tools:
-            versions = ["5.5.0"]
-        return ", ".join(versions) or "–"
+        return ", ".join(versions or ["5.5.0"])
     return "v2.1.2" if found else "–"
 
 
@@ -94,7 +97,7 @@ def table(rows: list[Row]) -> str:
     for row in rows:
         title = row.name.removeprefix("test_").replace("_", " ")
         cpp = "0.5.0rc2" if "cpp" in row.tools else "–"
-        mq = "5.5.0" if "mqadmin" in row.tools else "–"
+        mq = ", ".join(sorted(row.mqadmin, reverse=True)) if "mqadmin" in row.tools else "–"
         cells = [f"**{title}** — {row.doc}" if row.doc else f"**{title}**", _clients(row, "java"),
                  _clients(row, "go"), cpp, mq, _result(row, "ferrymq"), _result(row, "apache")]
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")

@@ -2,8 +2,7 @@
 
 Each test runs for every (server, client) pair: ``server`` is Apache 5.5.0 or ``ferrymq standalone``
 (configured alike, see servers.py), ``client`` the Java client 5.5.0, the Java client 4.9.8 or the Go
-client v2.1.2 (``client5``: the slower scenarios, where 4.9.8 would add run time rather than coverage,
-leave 4.9.8 out). A test that passes on Apache and fails on FerryMQ is a FerryMQ bug.
+client v2.1.2. A test that passes on Apache and fails on FerryMQ is a FerryMQ bug.
 """
 
 from __future__ import annotations
@@ -84,16 +83,16 @@ def test_push_consumer_tag_expression(server, client, tmp_path):
     assert {e["tags"] for e in got.of("received")} == {"TagA", "TagB"}
 
 
-def test_broadcasting_every_consumer_gets_every_message(server, client5):
+def test_broadcasting_every_consumer_gets_every_message(server, client):
     """Two broadcasting consumers of one group each receive all 5 messages."""
     topic, group = fresh("Bcast")
-    client5("send", n=server.namesrv_addr, t=topic, count=1, body="first").check()
-    consumers = [client5.spawn("consume", n=server.namesrv_addr, t=topic, g=group, model="broadcasting", count=5,
+    client("send", n=server.namesrv_addr, t=topic, count=1, body="first").check()
+    consumers = [client.spawn("consume", n=server.namesrv_addr, t=topic, g=group, model="broadcasting", count=5,
                               timeout=WAIT, linger=1, instance=f"bcast-{i}") for i in range(2)]
     try:
         for c in consumers:
             c.wait_for("started")
-        client5("send", n=server.namesrv_addr, t=topic, count=4, body="more").check()
+        client("send", n=server.namesrv_addr, t=topic, count=4, body="more").check()
         results = [c.finish(WAIT + 30) for c in consumers]
     finally:
         for c in consumers:
@@ -102,23 +101,23 @@ def test_broadcasting_every_consumer_gets_every_message(server, client5):
         assert sorted(bodies(res.check())) == ["first"] + [f"more #{i}" for i in range(4)], res.explain()
 
 
-def test_pull_and_lite_pull_consumer(server, client5):
+def test_pull_and_lite_pull_consumer(server, client):
     """Java's DefaultLitePullConsumer / Go's pull consumer drain every message of the topic exactly once."""
     topic, group = fresh("Pull")
-    sent = client5("send", n=server.namesrv_addr, t=topic, count=6, body="pull").check()
-    got = client5("pull", n=server.namesrv_addr, t=topic, g=group, count=6, timeout=WAIT).check()
+    sent = client("send", n=server.namesrv_addr, t=topic, count=6, body="pull").check()
+    got = client("pull", n=server.namesrv_addr, t=topic, g=group, count=6, timeout=WAIT).check()
     assert sorted(bodies(got)) == [f"pull #{i}" for i in range(6)], got.explain()
     assert {e["msgId"] for e in got.of("received")} == {e["msgId"] for e in sent.of("sent")}
 
 
-def test_second_consumer_joins_and_leaves_the_group(server, client5, record_property):
+def test_second_consumer_joins_and_leaves_the_group(server, client, record_property):
     """While 60 messages are sent in 3 rounds, a second consumer joins the group (rebalance splits the
     queues), then leaves (the first takes them back): every message is consumed; duplicates are counted
     and reported (at-least-once allows them around a rebalance)."""
     topic, group = fresh("JoinLeave")
     ns = server.namesrv_addr
-    client5("send", n=ns, t=topic, count=1, body="warm-up").check()
-    first = client5.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=120, instance="join-a")
+    client("send", n=ns, t=topic, count=1, body="warm-up").check()
+    first = client.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=120, instance="join-a")
     second = None
     # Round 2 goes out in four parts a second apart, so the second consumer's first rebalance (which the
     # clients run asynchronously after start) finds messages to take whatever the machine's load.
@@ -127,14 +126,14 @@ def test_second_consumer_joins_and_leaves_the_group(server, client5, record_prop
                 | {f"{name} #{i}" for name in round2 for i in range(5)})
     try:
         first.wait_for("started")
-        client5("send", n=ns, t=topic, count=20, body="round1").check()
-        second = client5.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=12, instance="join-b")
+        client("send", n=ns, t=topic, count=20, body="round1").check()
+        second = client.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=12, instance="join-b")
         second.wait_for("started")
         for name in round2:
-            client5("send", n=ns, t=topic, count=5, body=name).check()
+            client("send", n=ns, t=topic, count=5, body=name).check()
             time.sleep(1)
         results_b = second.finish(60)
-        client5("send", n=ns, t=topic, count=20, body="round3").check()
+        client("send", n=ns, t=topic, count=20, body="round3").check()
         # The first consumer runs until everything arrived (or 45 s): it must take the queues back.
         deadline = time.monotonic() + WAIT
         while set(bodies(first.result()) + bodies(results_b)) < expected and time.monotonic() < deadline:
@@ -149,7 +148,7 @@ def test_second_consumer_joins_and_leaves_the_group(server, client5, record_prop
     seen = Counter(bodies(results_a) + bodies(results_b))
     duplicates = sum(n - 1 for n in seen.values())
     record_property("duplicates", duplicates)
-    print(f"{server.kind}/{client5.name}: first consumer {len(bodies(results_a))}, second {len(bodies(results_b))}, "
+    print(f"{server.kind}/{client.name}: first consumer {len(bodies(results_a))}, second {len(bodies(results_b))}, "
           f"duplicates {duplicates}")
     assert set(seen) == expected, f"missing {sorted(expected - set(seen))}:\n{results_a.explain()}"
     assert bodies(results_b), "the second consumer got no queue while it was in the group:\n" + results_b.explain()
@@ -169,13 +168,13 @@ def test_consumer_restart_resumes_from_committed_offset(server, client):
     assert sorted(bodies(again)) == [f"after #{i}" for i in range(4)], again.explain()
 
 
-def test_reconsume_later_goes_through_the_retry_topic(server, client5):
+def test_reconsume_later_goes_through_the_retry_topic(server, client):
     """RECONSUME_LATER on the first delivery: each message comes back once more, with reconsumeTimes 1,
     through %RETRY%<group>, no sooner than delay level 3 (4 s here)."""
     topic, group = fresh("Retry")
     ns = server.namesrv_addr
-    client5("send", n=ns, t=topic, count=3, body="retry").check()
-    got = client5("consume", n=ns, t=topic, g=group, count=6, reconsume=1, timeout=WAIT, linger=1).check()
+    client("send", n=ns, t=topic, count=3, body="retry").check()
+    got = client("consume", n=ns, t=topic, g=group, count=6, reconsume=1, timeout=WAIT, linger=1).check()
     by_body = defaultdict(list)
     for e in got.of("received"):
         by_body[e["body"]].append(e)
