@@ -39,18 +39,24 @@ SERVERS = ("apache", "ferrymq")
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    here = Path(__file__).resolve().parent
     for item in items:
-        if here in Path(str(item.fspath)).resolve().parents:
+        if _is_compat(item):
             item.add_marker(pytest.mark.compat)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(COMPAT_TIMEOUT))
     _group_by_server(items)
 
 
+def _is_compat(item) -> bool:
+    return Path(__file__).resolve().parent in Path(str(item.fspath)).resolve().parents
+
+
 def _server_of(item) -> str | None:
+    """This suite's ``server`` parameter of the test, or None (other suites' fixtures may share the name)."""
     callspec = getattr(item, "callspec", None)
-    return callspec.params.get("server") if callspec is not None else None
+    if callspec is None or "server" not in callspec.params or not _is_compat(item):
+        return None
+    return callspec.params["server"]
 
 
 def _group_by_server(items: list) -> None:
