@@ -9,7 +9,10 @@ pending timers cost a few tens of MB. Slots are delivered in time order; ``confi
 records how far delivery has got and the lowest queue offset still pending, and is rewritten after
 every tick that delivered something, so a restart rebuilds the wheel from the parked messages and
 neither loses a timer nor fires one twice (a crash can only repeat the few deliveries of the tick it
-interrupted). The delivered copy keeps the parked properties string plus TIMER_ENQUEUE_MS /
+interrupted). Rebuilding by reading every parked message costs seconds per million, so the wheel itself
+(its offsets and how far it had scanned) is also written to ``config/timerwheel`` at stop and every
+``WHEEL_SNAPSHOT_INTERVAL_MS`` while it changes; a restart loads it, drops what timercheck says was
+delivered since, and reads only the messages parked after it: recovery costs what changed since. The delivered copy keeps the parked properties string plus TIMER_ENQUEUE_MS /
 TIMER_DEQUEUE_MS, as Apache's does.
 """
 
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import heapq
 import logging
+import os
 import time
+import zlib
 from array import array
 from dataclasses import dataclass
 from typing import Callable
@@ -30,6 +35,10 @@ from wire.topics import TIMER_TOPIC
 log = logging.getLogger("ferrymq.timer")
 
 TIMER_CHECK_FILE = "timercheck"
+WHEEL_FILE = "timerwheel"
+#: How often a changing wheel is written (a crash rescans at most what was parked in this time).
+WHEEL_SNAPSHOT_INTERVAL_MS = 30_000
+_WHEEL_MAGIC, _WHEEL_VERSION = 0x4645525254494D52, 1  # "FERRTIMR"
 TICK_MS = 100
 _DELIVERED, _DROPPED, _RETRY = object(), object(), object()
 
@@ -110,6 +119,10 @@ class TimerMessageService:
         self.delivered = 0
         self.running = False
         self._call = None
+        self.wheel_path = os.path.join(os.path.dirname(self.file.path), WHEEL_FILE)
+        self._snapshot_at_ms = 0
+        self._snapshot_marks = (0, 0, 0)  # (scanned, enqueued, delivered) when the wheel was last written
+        self.recovery = (0, 0)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -117,8 +130,14 @@ class TimerMessageService:
         state = self.file.load() or {}
         self.delivered_through = int(state.get("deliveredThroughMs", 0))
         self.scanned = int(state.get("lowWaterOffset", 0))
-        self._scan()  # rebuild: everything pending since the low-water mark comes back
-        log.info("timer wheel started: %d pending timers, delivered through %d", self.pending, self.delivered_through)
+        restored = self._restore_wheel(self.scanned)
+        rescanned = self._scan()  # everything parked since the snapshot (or the low-water mark) comes back
+        #: how the last start rebuilt the wheel: (timers from the snapshot, parked messages read)
+        self.recovery = (restored, rescanned)
+        log.info("timer wheel started: %d pending timers (%d from %s, %d read from the store), delivered through %d",
+                 self.pending, restored, WHEEL_FILE, rescanned, self.delivered_through)
+        self._snapshot_at_ms = int(self.clock() * 1000)
+        self._snapshot_marks = (self.scanned, self.enqueued, self.delivered) if restored else (-1, 0, 0)
         self.running = True
         self._call = self.reactor.callLater(TICK_MS / 1000, self._tick)
 
@@ -127,10 +146,100 @@ class TimerMessageService:
         if self._call is not None and self._call.active():
             self._call.cancel()
         self.checkpoint()
+        self.snapshot()
 
     def checkpoint(self) -> None:
         low = min((min(offsets) for offsets in self.slots.values() if offsets), default=self.scanned)
         self.file.save({"deliveredThroughMs": self.delivered_through, "lowWaterOffset": low})
+
+    # ------------------------------------------------------------------ wheel snapshot
+
+    def snapshot(self) -> None:
+        """Write the wheel (slot -> offsets) and how far it has scanned, atomically (tmp, fsync, rename)."""
+        words = array("q", (_WHEEL_MAGIC, _WHEEL_VERSION, self.config.timerPrecisionMs, self.scanned,
+                            self.delivered_through, len(self.slots)))
+        for key, offsets in self.slots.items():
+            words.append(key)
+            words.append(len(offsets))
+            words.extend(offsets)
+        data = words.tobytes()
+        data += zlib.crc32(data).to_bytes(4, "little")
+        tmp = self.wheel_path + ".tmp"
+        os.makedirs(os.path.dirname(self.wheel_path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.wheel_path)
+        dfd = os.open(os.path.dirname(self.wheel_path), os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+        self._snapshot_at_ms = int(self.clock() * 1000)
+        self._snapshot_marks = (self.scanned, self.enqueued, self.delivered)
+
+    def _maybe_snapshot(self) -> None:
+        marks = (self.scanned, self.enqueued, self.delivered)
+        if marks != self._snapshot_marks and \
+                int(self.clock() * 1000) - self._snapshot_at_ms >= WHEEL_SNAPSHOT_INTERVAL_MS:
+            self.snapshot()
+
+    def _read_wheel(self) -> array | None:
+        try:
+            with open(self.wheel_path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        body, crc = data[:-4], data[-4:]
+        if len(data) < 52 or len(body) % 8 or zlib.crc32(body).to_bytes(4, "little") != crc:
+            log.error("%s is damaged; rebuilding the timer wheel from the store", self.wheel_path)
+            return None
+        words = array("q")
+        words.frombytes(body)
+        if words[0] != _WHEEL_MAGIC or words[1] != _WHEEL_VERSION:
+            log.error("%s has an unknown format; rebuilding the timer wheel from the store", self.wheel_path)
+            return None
+        return words
+
+    def _restore_wheel(self, low_water: int) -> int:
+        """Load the snapshot when it fits this store and precision; returns how many timers it gave.
+
+        Kept: slots not fully delivered (timercheck may be newer than the snapshot) and offsets at or above
+        timercheck's low-water mark (below it nothing was pending any more). Scanning resumes where the
+        snapshot had got to."""
+        words = self._read_wheel()
+        if words is None:
+            return 0
+        precision, scanned, delivered_through, nslots = words[2], words[3], words[4], words[5]
+        cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
+        max_offset = cq.max_offset if cq is not None else 0
+        min_offset = cq.min_offset if cq is not None else 0
+        if precision != self.config.timerPrecisionMs or scanned > max_offset:
+            log.warning("%s does not match this store or timerPrecisionMs; rebuilding the timer wheel from the store",
+                        self.wheel_path)
+            return 0
+        self.delivered_through = max(self.delivered_through, delivered_through)
+        floor = max(low_water, min_offset)
+        restored = 0
+        pos = 6
+        for _ in range(nslots):
+            key, count = words[pos], words[pos + 1]
+            offsets = words[pos + 2: pos + 2 + count]
+            pos += 2 + count
+            if key * precision + precision - 1 <= self.delivered_through or not offsets:
+                continue
+            if min(offsets) < floor:
+                offsets = array("q", (o for o in offsets if o >= floor))
+                if not offsets:
+                    continue
+            self.slots[key] = offsets
+            restored += len(offsets)
+        self._due = list(self.slots)
+        heapq.heapify(self._due)
+        self.pending += restored
+        self.scanned = max(scanned, low_water)
+        return restored
 
     def next_due_ms(self) -> int | None:
         """Start of the earliest slot still holding timers (None when the wheel is empty)."""
@@ -176,6 +285,7 @@ class TimerMessageService:
     def _tick(self) -> None:
         try:
             self.run_once()
+            self._maybe_snapshot()
         except Exception:
             log.exception("timer tick failed; retrying")
         if self.running:
