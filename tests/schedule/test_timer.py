@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import uuid
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
 from server.schedule.timer import TimerConfig, TimerMessageError, TimerMessageService, park_timer
@@ -251,3 +256,79 @@ def test_an_unusable_snapshot_falls_back_to_reading_the_store(env, damage):
     wheel.run_once()
     assert sorted(bodies(store)) == [f"m{i}".encode() for i in range(10)]
     wheel.stop()
+
+
+#: rounds of: timers parked (delays, ms), a snapshot taken after they are scanned or not, time advanced
+#: (s), then a tick (delivery) and the round's end: nothing, a kill, or a clean restart
+_ROUNDS = st.lists(
+    st.tuples(st.lists(st.integers(1_000, 20_000), max_size=5), st.booleans(), st.floats(0.1, 12.0),
+              st.sampled_from(["none", "crash", "restart"])),
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rounds=_ROUNDS)
+def test_any_mix_of_snapshots_crashes_and_restarts_delivers_each_timer_once(tmp_path, rounds):
+    """Whatever the order of parks, deliveries, snapshots, kills and clean restarts, every timer is
+    delivered exactly once and never before its due time (kills fall between ticks here)."""
+    root = tmp_path / uuid.uuid4().hex
+    wall = Wall()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("server.store.message_store.time.time", wall)
+
+        def open_store():
+            # small index and consume queue files: each example has its own store (deleted at its end)
+            store = MessageStore(MessageStoreConfig(
+                storePathRootDir=str(root), mappedFileSizeCommitLog=512 * 1024, mappedFileSizeConsumeQueue=20 * 256,
+                maxHashSlotNum=64, maxIndexNum=256,
+            ))
+            store.start()
+            return store
+
+        store = open_store()
+        wheel = TimerMessageService(store, Clock(), clock=wall)
+        wheel.start()
+        due: dict[bytes, int] = {}  # body -> due time (ms)
+        try:
+            for delays, snapshot, advance, end in rounds:
+                for delay in delays:
+                    body = f"t{len(due)}".encode()
+                    park(store, wall, delay, body)
+                    due[body] = int(wall() * 1000) + delay
+                wheel.run_once()
+                if snapshot:
+                    wheel.snapshot()
+                wall.now += advance
+                wheel.run_once()
+                wheel._maybe_snapshot()
+                if end != "none":
+                    if end == "crash":
+                        crash(wheel, store)
+                    else:
+                        wheel.stop()
+                        store.shutdown()
+                    store = open_store()
+                    wheel = TimerMessageService(store, Clock(), clock=wall)
+                    wheel.start()
+                for msg in delivered(store):
+                    assert int(msg.properties[MessageConst.TIMER_DEQUEUE_MS]) >= due[msg.body]
+            wall.now += 30
+            wheel.run_once()
+            got = [m.body for m in delivered(store)]
+            assert sorted(got) == sorted(due)  # each exactly once
+            assert wheel.pending == 0
+            wheel.stop()
+        finally:
+            if store.running:
+                store.shutdown()
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def delivered(store, topic="Real"):
+    out, offset = [], 0
+    while offset < store.get_max_offset(topic, 0):
+        got = store.get_message("g", topic, 0, offset, 32)
+        out += [decode_record(v)[0] for v in got.messages]
+        offset = got.next_begin_offset
+    return out
