@@ -52,7 +52,8 @@ def env(tmp_path, monkeypatch):
     stores = []
 
     def open_store():
-        store = MessageStore(MessageStoreConfig(storePathRootDir=str(tmp_path), mappedFileSizeCommitLog=512 * 1024))
+        store = MessageStore(MessageStoreConfig(storePathRootDir=str(tmp_path), mappedFileSizeCommitLog=512 * 1024,
+                                                maxHashSlotNum=64, maxIndexNum=256))  # no 400 MB index file
         store.start()
         stores.append(store)
         return store
