@@ -132,7 +132,7 @@ class TimerMessageService:
         self.scanned = int(state.get("lowWaterOffset", 0))
         restored = self._restore_wheel(self.scanned)
         rescanned = self._scan()  # everything parked since the snapshot (or the low-water mark) comes back
-        #: how the last start rebuilt the wheel: (timers from the snapshot, parked messages read)
+        #: how the last start rebuilt the wheel: (timers from the snapshot, timers read back from the store)
         self.recovery = (restored, rescanned)
         log.info("timer wheel started: %d pending timers (%d from %s, %d read from the store), delivered through %d",
                  self.pending, restored, WHEEL_FILE, rescanned, self.delivered_through)
