@@ -66,9 +66,12 @@ class ConsumerManager:
         on_ids_changed: Callable[[str, list[Hashable]], None] | None = None,
         clock: Callable[[], float] = time.time,
         channel_expired_timeout_ms: int = CHANNEL_EXPIRED_TIMEOUT_MS,
+        on_group_emptied: Callable[[str], None] | None = None,
     ):
         self.groups: dict[str, ConsumerGroupInfo] = {}
         self._on_ids_changed = on_ids_changed
+        #: Called with a group's name when its last consumer leaves (its SQL92 filters die then).
+        self.on_group_emptied = on_group_emptied
         self._clock = clock
         self.channel_expired_timeout_ms = channel_expired_timeout_ms
 
@@ -113,6 +116,8 @@ class ConsumerManager:
             return
         if not group_info.channels:
             del self.groups[group]
+            if self.on_group_emptied is not None:
+                self.on_group_emptied(group)
         elif notify:
             self._notify(group_info)
 

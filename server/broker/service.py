@@ -129,6 +129,7 @@ class Broker:
         ctx.transactions = TransactionProcessor(ctx, self.store)
         ctx.scheduler, ctx.timer = build_services(self.store, self.reactor, c)
         ctx.filters = ConsumerFilterManager()
+        ctx.consumers.on_group_emptied = ctx.filters.unregister_group
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         ctx.store.add_arrival_listener(ctx.holder.notify)
         topics.on_change = self._topics_changed

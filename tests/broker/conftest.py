@@ -88,6 +88,7 @@ class Bk:
         ctx.transactions = TransactionProcessor(ctx, self.store, clock=self.wall)
         ctx.scheduler, ctx.timer = build_services(self.store, self.clock, c, clock=self.wall)
         ctx.filters = ConsumerFilterManager()
+        ctx.consumers.on_group_emptied = ctx.filters.unregister_group  # as server/broker/service.py
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))
         self.channel = FakeChannel()
 

@@ -42,6 +42,17 @@ def test_membership_changes_notify_the_group(bk):
     assert none.code == ResponseCode.SYSTEM_ERROR and none.remark == "no consumer for this group, g2"
 
 
+def test_a_groups_sql92_filters_die_when_its_last_consumer_leaves(bk):
+    a, b = FakeChannel("127.0.0.1:1"), FakeChannel("127.0.0.1:2")
+    bk.heartbeat("g3", "T", channel=a, client_id="a")
+    bk.heartbeat("g3", "T", channel=b, client_id="b")
+    bk.ctx.filters.register("g3", "T", "a > 1", 1)
+    bk.call(C.UNREGISTER_CLIENT, {"clientID": "b", "consumerGroup": "g3"}, channel=b)
+    assert bk.ctx.filters.dead_since("g3", "T") is None  # one consumer is still there
+    bk.ctx.consumers.channel_closed(a)
+    assert bk.ctx.filters.dead_since("g3", "T") is not None
+
+
 def test_heartbeat_with_garbage_body_is_an_error_for_that_client_only(bk):
     resp = bk.call(C.HEART_BEAT, None, b"{not json")
     assert resp.code == ResponseCode.SYSTEM_ERROR
