@@ -77,7 +77,7 @@ def _clients(row: Row, prefix: str) -> str:
             return "–"
         versions = [c.removeprefix("java-") for c in found]
         return ", ".join(versions or ["5.5.0"])
-    return "v2.1.2" if found else "–"
+    return "v2.1.2" if found or "go" in row.tools else "–"
 
 
 def _result(row: Row, server: str) -> str:
