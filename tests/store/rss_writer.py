@@ -1,4 +1,5 @@
-"""Subprocess for the RSS test: append 1 KiB messages and print VmRSS (KiB) at each size mark.
+"""Subprocess for the RSS test: append 1 KiB messages and print, at each size mark, the resident memory
+(KiB) of the process's own heap (RssAnon) and of mapped files (RssFile: the store's pages not yet released).
 
 Usage: python -m tests.store.rss_writer ROOT MARK_MIB [MARK_MIB ...]
 """
@@ -11,12 +12,16 @@ import sys
 from server.store import MessageStore, MessageStoreConfig
 
 
-def rss_kib() -> int:
+def rss_kib() -> tuple[int, int]:
+    fields = {}
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS in /proc/self/status")
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssFile"):
+                fields[key] = int(value.split()[0])
+    if len(fields) != 2:
+        raise RuntimeError("no RssAnon/RssFile in /proc/self/status")
+    return fields["RssAnon"], fields["RssFile"]
 
 
 def main() -> None:
@@ -35,7 +40,7 @@ def main() -> None:
         # run the flush tasks the periodic thread runs (fsync + page release) so timing cannot matter
         s._flush_commitlog_task()
         s._flush_logics_task()
-        print(mark, rss_kib(), flush=True)
+        print(mark, *rss_kib(), flush=True)
     s.shutdown()
 
 
