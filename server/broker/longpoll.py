@@ -5,6 +5,11 @@ whatever it fires with. On a new message for the queue (the store's arrival noti
 the pull is run again without suspension and its answer (0 or 19) fires the Deferred, as Apache's
 PullRequestHoldService does. A client that disconnects while held is simply forgotten: its timer
 is cancelled and nothing is written, so it never disturbs anyone else.
+
+The service watches each connection's close once (not once per held pull): a push consumer holds a
+pull for nearly every message it receives, and a close hook per hold kept every answered pull (its
+command, Deferred and timer) alive for the connection's lifetime, an unbounded heap whose garbage
+collections stalled the reactor for up to 100 ms after a minute at 1,000 msg/s.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ class PullRequestHoldService:
         self.reactor = reactor
         self.repull = repull
         self._held: dict[tuple[str, int], list[HeldPull]] = {}
+        #: per connection whose close is watched: its pulls held now
+        self._by_channel: dict[Any, set[HeldPull]] = {}
 
     def __len__(self) -> int:
         return sum(len(v) for v in self._held.values())
@@ -52,9 +59,14 @@ class PullRequestHoldService:
         req = HeldPull(cmd, channel, topic, queue_id, offset, matches)
         self._held.setdefault((topic, queue_id), []).append(req)
         req.timer = self.reactor.callLater(max(0, timeout_ms) / 1000.0, self._wake, req)
-        on_close = getattr(channel, "on_close", None)
-        if on_close is not None:
-            on_close(lambda _ch, req=req: self._drop(req))
+        mine = self._by_channel.get(channel)
+        if mine is None:
+            on_close = getattr(channel, "on_close", None)
+            if on_close is not None:
+                mine = self._by_channel[channel] = set()
+                on_close(self._channel_closed)
+        if mine is not None:
+            mine.add(req)
         return req.deferred
 
     def notify(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None) -> None:
@@ -81,12 +93,16 @@ class PullRequestHoldService:
             del self._held[(req.topic, req.queue_id)]
         if req.timer is not None and req.timer.active():
             req.timer.cancel()
+        mine = self._by_channel.get(req.channel)
+        if mine is not None:
+            mine.discard(req)
         return True
 
-    def _drop(self, req: HeldPull) -> None:
-        if self._remove(req):
-            log.debug("held pull from %s dropped: connection closed", getattr(req.channel, "remote_address", "?"))
-            req.deferred.callback(None)
+    def _channel_closed(self, channel: Any) -> None:
+        for req in self._by_channel.pop(channel, ()):
+            if self._remove(req):
+                log.debug("held pull from %s dropped: connection closed", getattr(channel, "remote_address", "?"))
+                req.deferred.callback(None)
 
     def _wake(self, req: HeldPull) -> None:
         if not self._remove(req):

@@ -113,3 +113,30 @@ def test_long_poll_ignores_other_tags_and_drops_vanished_clients(bk):
     bk.send("T10", tags="TagA")
     assert other.called and other.result.code == 0
     assert len(bk.ctx.holder) == 0
+
+
+def test_long_polls_answered_on_one_connection_are_not_kept_alive(bk):
+    """A push consumer holds a pull for almost every message: the broker must watch its connection's close
+    once, not once per hold (that kept every answered pull alive until the client disconnected)."""
+    import gc
+    import weakref
+
+    from tests.broker.conftest import FakeChannel
+
+    ch = FakeChannel("127.0.0.1:50003")
+    answered = []
+    bk.send("T11")
+    for offset in range(1, 51):
+        held = bk.pull("g", "T11", offset=offset, sys_flag=SUB | SUSPEND, subscription="*", channel=ch)
+        assert not held.called
+        answered.append(weakref.ref(bk.ctx.holder._held[("T11", 0)][0]))
+        bk.send("T11")
+        assert held.called and held.result.code == 0
+    gc.collect()
+    assert len(ch.closers) == 1
+    assert all(ref() is None for ref in answered)
+    assert len(bk.ctx.holder) == 0
+    still = bk.pull("g", "T11", offset=51, sys_flag=SUB | SUSPEND, subscription="*", channel=ch)
+    ch.close()
+    assert still.called and still.result is None
+    assert len(bk.ctx.holder) == 0
