@@ -45,16 +45,13 @@ class StoreAdapter:
             prepared_transaction_offset=msg.prepared_transaction_offset, properties_str=properties_str,
         ))
 
-    def put_messages(self, msgs: list[MessageExt], properties_strs: list[str] | None = None) -> Any:
-        """``properties_strs``: each message's properties already encoded, stored verbatim."""
-        first = msgs[0]
-        entries = ([(m.flag, m.body, m.properties) for m in msgs] if properties_strs is None else
-                   [(m.flag, m.body, m.properties, s) for m, s in zip(msgs, properties_strs)])
+    def put_batch(self, topic: str, queue_id: int, entries: list[tuple[int, bytes, dict[str, str], str]], *,
+                  sys_flag: int, born_timestamp: int, born_host: tuple[str, int], reconsume_times: int,
+                  wait_store_msg_ok: bool) -> Any:
+        """``entries``: (flag, body, properties, properties encoded) per message, stored verbatim."""
         return self._promise(self.store.put_messages(
-            first.topic, first.queue_id, entries,
-            sys_flag=first.sys_flag, born_timestamp=first.born_timestamp, born_host=first.born_host,
-            reconsume_times=first.reconsume_times,
-            wait_store_msg_ok=first.properties.get(MessageConst.WAIT_STORE_MSG_OK) != "false",
+            topic, queue_id, entries, sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
+            reconsume_times=reconsume_times, wait_store_msg_ok=wait_store_msg_ok,
         ))
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int, max_bytes: int,

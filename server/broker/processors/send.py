@@ -256,14 +256,13 @@ class SendProcessor:
             sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         born_host = peer_host(channel)
         reconsume_times = h.reconsume_times or 0
-        store_host = ctx.store_host
         # Each entry's properties string is kept as sent and the container's properties it lacks are appended
         # (what re-encoding the merged dict gave, without re-encoding): one decode per entry, no encode.
         # The Java client puts WAIT in every entry and in the container, so the suffix depends on which
         # container keys an entry already has; it is built once per such combination.
         suffixes: dict[tuple[str, ...], str] = {}
-        msgs = []
-        pstrs = []
+        batch = []  # (flag, body, properties, properties as stored): no message object per entry
+        uniq_keys = []
         for entry in entries:
             ep = entry.properties
             props = decode_properties(ep)
@@ -276,10 +275,13 @@ class SendProcessor:
                 props[k] = container[k]
             if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
                 return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
-            pstrs.append(pstr)
-            msgs.append(MessageExt(h.topic, entry.body, entry.flag, props, queue_id, 0, 0, sys_flag, h.born_timestamp,
-                                   born_host, 0, store_host, reconsume_times))
-        uniq = ",".join(k for m in msgs if (k := m.properties.get(MessageConst.UNIQ_KEY))) or None
-        result = ctx.store.put_messages(msgs, pstrs)
+            batch.append((entry.flag, entry.body, props, pstr))
+            uniq = props.get(MessageConst.UNIQ_KEY)
+            if uniq:
+                uniq_keys.append(uniq)
+        result = ctx.store.put_batch(h.topic, queue_id, batch, sys_flag=sys_flag, born_timestamp=h.born_timestamp,
+                                     born_host=born_host, reconsume_times=reconsume_times,
+                                     wait_store_msg_ok=batch[0][2].get(MessageConst.WAIT_STORE_MSG_OK) != "false")
+        uniq = ",".join(uniq_keys) or None
         response = then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
         return after_registration(ctx, created, response)
