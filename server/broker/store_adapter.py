@@ -13,7 +13,7 @@ from typing import Any
 
 from server.store.message_store import MessageStore
 from server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
-from server.store.twisted_adapter import deferred_for
+from server.store.twisted_adapter import deferred_for, flush_watch
 from wire.message import MessageConst, MessageExt
 
 from .store_port import ArrivalListener
@@ -31,10 +31,11 @@ class StoreAdapter:
         self.store = store
         self.reactor = reactor
         self._memory_limit = _total_memory() * store.config.accessMessageInMemoryMaxRatio // 100
+        self._watch = flush_watch(store, reactor)
 
     def _promise(self, result: PutMessageResult) -> Any:
         if result.needs_flush_wait:
-            return deferred_for(self.store, result, self.reactor)
+            return deferred_for(self.store, result, self.reactor, self._watch)
         return result
 
     def put_message(self, msg: MessageExt, properties_str: str | None = None) -> Any:

@@ -22,7 +22,9 @@ class GroupCommitService:
         """``flush()`` fsyncs the commit log and returns the offset it is now flushed up to."""
         self._flush = flush
         self._cond = threading.Condition()
-        self._requests: list[tuple[int, Callable[[bool], None], Callable | None]] = []
+        #: hop -> [(end offset, callback)]: requests are grouped by hop as they come, so the service
+        #: thread does no per-request Python work (it would hold the GIL the reactor needs)
+        self._requests: dict[Callable | None, list[tuple[int, Callable[[bool], None]]]] = {}
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -38,9 +40,13 @@ class GroupCommitService:
                 stopped = True
             else:
                 stopped = False
-                self._requests.append((end_offset, callback, hop))
-                if len(self._requests) == 1:
+                if not self._requests:
                     self._cond.notify()
+                waiting = self._requests.get(hop)
+                if waiting is None:
+                    self._requests[hop] = [(end_offset, callback)]
+                else:
+                    waiting.append((end_offset, callback))
         if stopped:
             if hop is None:
                 callback(False)
@@ -52,25 +58,22 @@ class GroupCommitService:
             with self._cond:
                 while not self._requests and not self._stopping:
                     self._cond.wait()
-                batch, self._requests = self._requests, []
+                groups, self._requests = self._requests, {}
                 stopping = self._stopping
-            if batch:
+            if groups:
                 try:
                     flushed = self._flush()
                 except OSError as exc:
                     log.error("commit log fsync failed: %s", exc)
                     flushed = -1
-                groups: dict[Callable | None, list] = {}
-                for end, cb, hop in batch:
-                    groups.setdefault(hop, []).append((cb, flushed >= end))
-                for hop, done in groups.items():
+                for hop, waiting in groups.items():
                     if hop is None:
-                        _complete(done)
+                        _complete(waiting, flushed)
                     else:
                         try:
-                            hop(_complete, done)
+                            hop(_complete, waiting, flushed)
                         except Exception:  # e.g. the reactor already stopped
-                            log.exception("group commit could not hand %d completions over", len(done))
+                            log.exception("group commit could not hand %d completions over", len(waiting))
             elif stopping:
                 return
 
@@ -83,10 +86,11 @@ class GroupCommitService:
             self._thread.join(timeout=30)
 
 
-def _complete(done: list[tuple[Callable[[bool], None], bool]]) -> None:
-    for cb, ok in done:
+def _complete(waiting: list[tuple[int, Callable[[bool], None]]], flushed: int) -> None:
+    """Tell each waiter whether the fsync that reached ``flushed`` covered its end offset."""
+    for end, cb in waiting:
         try:
-            cb(ok)
+            cb(flushed >= end)
         except Exception:  # a bad callback must not kill the flush thread or the rest of the group
             log.exception("group commit callback failed")
 

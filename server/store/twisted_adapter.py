@@ -57,7 +57,9 @@ class _FlushWatch:
 _watches: weakref.WeakKeyDictionary[MessageStore, dict[int, _FlushWatch]] = weakref.WeakKeyDictionary()
 
 
-def _watch(store: MessageStore, reactor) -> _FlushWatch:
+def flush_watch(store: MessageStore, reactor) -> _FlushWatch:
+    """The store's timeout watch on ``reactor`` (one per pair); a caller putting often keeps it and passes
+    it to :func:`deferred_for` instead of having it looked up per put."""
     per_reactor = _watches.setdefault(store, {})
     watch = per_reactor.get(id(reactor))
     if watch is None:
@@ -65,8 +67,10 @@ def _watch(store: MessageStore, reactor) -> _FlushWatch:
     return watch
 
 
-def deferred_for(store: MessageStore, result: PutMessageResult, reactor=None) -> defer.Deferred:
-    """A Deferred firing when ``result``'s promise is met (at once unless it needs a flush wait)."""
+def deferred_for(store: MessageStore, result: PutMessageResult, reactor=None,
+                 watch: _FlushWatch | None = None) -> defer.Deferred:
+    """A Deferred firing when ``result``'s promise is met (at once unless it needs a flush wait).
+    ``watch``: :func:`flush_watch` of this store and reactor, when the caller keeps it."""
     if not result.needs_flush_wait:
         return defer.succeed(result)
     if reactor is None:
@@ -77,7 +81,7 @@ def deferred_for(store: MessageStore, result: PutMessageResult, reactor=None) ->
         if not d.called:
             d.callback(r)
 
-    _watch(store, reactor).add(d, result)
+    (watch or flush_watch(store, reactor)).add(d, result)
     store.wait_flush(result, fire, reactor.callFromThread)
     return d
 
