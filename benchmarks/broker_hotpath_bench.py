@@ -141,11 +141,11 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"{name:>10}: {value:10.0f} {unit:6} broker CPU {per:6.1f} us/msg  load average "
                   f"{results[name]['load']}", flush=True)
 
-        if "sync" in phases:
-            # Apache's Producer reports a rate over its last ~9 s: the broker's CPU is taken over the same window.
-            prof.start("sync", args.seconds - 3)
-            child = Child("sync", tools.producer(home, ns, "HotSync", threads=args.threads, size=1024),
-                          home / "sync.log").start()
+        def windowed(name: str, argv: list[str]) -> str:
+            """Run one of Apache's report-per-second tools for ``args.seconds``; its steady rate is judged
+            over the last ~9 s, so the broker's CPU is taken over the same window. Returns the tool's log."""
+            prof.start(name, args.seconds - 3)
+            child = Child(name, argv, home / f"{name}.log").start()
             try:
                 time.sleep(args.seconds - 9)
                 begin()
@@ -154,25 +154,18 @@ def main(argv: list[str] | None = None) -> dict:
             finally:
                 child.kill()
             prof.stop()
-            line = parse.steady_rate((home / "sync.log").read_text(errors="replace"), "sync")
             mark[0] += _cpu_s(pid) - cpu_end  # count only the window
+            return (home / f"{name}.log").read_text(errors="replace")
+
+        if "sync" in phases:
+            line = parse.steady_rate(windowed("sync", tools.producer(home, ns, "HotSync", threads=args.threads,
+                                                                     size=1024)), "sync")
             record("sync", line.tps, "msg/s", {"avg_rt_ms": line.avg_rt_ms, "failed": line.failed}, int(line.tps * 9))
         if "batch" in phases:
             # Apache's BatchProducer (the side-by-side batch figure): its report line counts sends (batches) and
-            # messages; the broker's CPU is taken over the same ~9 s window and divided by messages.
-            prof.start("batch", args.seconds - 3)
-            child = Child("batch", tools.batch_producer(home, ns, "HotBatch", threads=args.threads, size=1024,
-                                                        batch=args.batch), home / "batch.log").start()
-            try:
-                time.sleep(args.seconds - 9)
-                begin()
-                time.sleep(9)
-                cpu_end = _cpu_s(pid)
-            finally:
-                child.kill()
-            prof.stop()
-            line = parse.steady_rate((home / "batch.log").read_text(errors="replace"), "batch")
-            mark[0] += _cpu_s(pid) - cpu_end
+            # messages; the broker's CPU is divided by messages.
+            line = parse.steady_rate(windowed("batch", tools.batch_producer(
+                home, ns, "HotBatch", threads=args.threads, size=1024, batch=args.batch)), "batch")
             record("batch", line.mps, "msg/s", {"sends_per_s": line.tps, "avg_rt_ms": line.avg_rt_ms,
                                                  "failed": line.failed}, int(line.mps * 9))
         if "async" in phases:

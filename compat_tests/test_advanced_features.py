@@ -118,19 +118,27 @@ def test_invalid_sql92_expression_is_refused(server, client):
 # ---------------------------------------------------------------------------------------------- delays
 
 
+def send_while_consuming(client, ns: str, topic: str, group: str, expect: int, **send_args):
+    """Warm the topic up with one message, start a consumer waiting for ``expect`` messages (the warm-up
+    included), and once it is subscribed send with ``send_args``; returns the send's and the consumer's
+    results."""
+    client("send", n=ns, t=topic, count=1, body="warm-up").check()
+    consumer = client.spawn("consume", n=ns, t=topic, g=group, count=expect, timeout=WAIT)
+    try:
+        consumer.wait_for("started")
+        sent = client("send", n=ns, t=topic, **send_args).check()
+        res = consumer.finish(WAIT + 30).check()
+    finally:
+        consumer.kill()
+    return sent, res
+
+
 def test_delay_level_3_is_delivered_after_its_delay(server, client):
     """A message sent with delay level 3 (4 s on these brokers) reaches a waiting consumer no sooner than
     4 s after it was sent (100 ms clock tolerance) and no later than 3 s after that."""
     topic, group = fresh("Delay")
-    ns = server.namesrv_addr
-    client("send", n=ns, t=topic, count=1, body="warm-up").check()
-    consumer = client.spawn("consume", n=ns, t=topic, g=group, count=3, timeout=WAIT)
-    try:
-        consumer.wait_for("started")
-        sent = client("send", n=ns, t=topic, count=2, body="delayed", delayLevel=3).check()
-        res = consumer.finish(WAIT + 30).check()
-    finally:
-        consumer.kill()
+    sent, res = send_while_consuming(client, server.namesrv_addr, topic, group, 3,
+                                     count=2, body="delayed", delayLevel=3)
     sent_at = max(e["sentAt"] for e in sent.of("sent"))
     delayed = [e for e in res.of("received") if e["body"].startswith("delayed")]
     assert len(delayed) == 2, res.explain()
@@ -144,15 +152,8 @@ def test_timer_message_delivered_at_its_time(server, client5):
     """A timer message (Java 5.x Message.setDeliverTimeMs; the Go client v2.1.2 has no such call and sets
     the same TIMER_DELIVER_MS property) due 5.5 s after sending arrives within [due - 100 ms, due + 2 s]."""
     topic, group = fresh("Timer")
-    ns = server.namesrv_addr
-    client5("send", n=ns, t=topic, count=1, body="warm-up").check()
-    consumer = client5.spawn("consume", n=ns, t=topic, g=group, count=2, timeout=WAIT)
-    try:
-        consumer.wait_for("started")
-        sent = client5("send", n=ns, t=topic, count=1, body="timer", deliverAfter=5.5).check()
-        res = consumer.finish(WAIT + 30).check()
-    finally:
-        consumer.kill()
+    sent, res = send_while_consuming(client5, server.namesrv_addr, topic, group, 2,
+                                     count=1, body="timer", deliverAfter=5.5)
     due = sent.one("deliver_at")["deliverTimeMs"]
     (timer,) = [e for e in res.of("received") if e["body"] == "timer"]
     early = timer["receivedAt"] - due

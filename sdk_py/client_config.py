@@ -11,6 +11,8 @@ import socket
 import time
 from dataclasses import dataclass
 
+from wire.topics import validate_group
+
 _instance_counter = itertools.count()
 
 
@@ -60,3 +62,16 @@ class ClientConfig:
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+
+def settle_config(group: str, namesrv_addr: str | None, config: ClientConfig | None) -> ClientConfig:
+    """What every producer and consumer constructor starts with: refuse a bad group name (ValueError
+    naming the rule), then take the given ClientConfig or make one for ``namesrv_addr``."""
+    problem = validate_group(group)
+    if problem:
+        raise ValueError(problem)
+    if config is not None:
+        return config
+    if namesrv_addr is None:
+        raise ValueError("give namesrv_addr ('host:port') or a ClientConfig")
+    return ClientConfig(namesrv_addr)

@@ -33,9 +33,9 @@ from wire.message import (
     java_string_hash,
 )
 from wire.msgid import UniqKeyGenerator, parse_offset_msg_id
-from wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_group, validate_topic
+from wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 
-from .client_config import ClientConfig
+from .client_config import ClientConfig, settle_config
 from .client_instance import ClientInstance, MQClientError
 from .errors import MQResponseError
 from .message import Message
@@ -103,13 +103,7 @@ class Producer:
         transaction_checker: Callable[[MessageExt], Any] | None = None,
         instance: ClientInstance | None = None,
     ):
-        problem = validate_group(group)
-        if problem:
-            raise ValueError(problem)
-        if config is None:
-            if namesrv_addr is None:
-                raise ValueError("give namesrv_addr ('host:port') or a ClientConfig")
-            config = ClientConfig(namesrv_addr)
+        config = settle_config(group, namesrv_addr, config)
         self.group = group
         self.config = config
         self.send_msg_timeout = send_msg_timeout

@@ -15,9 +15,8 @@ from twisted.internet import defer
 from wire.bodies import ConsumerData, MessageQueue, SubscriptionData, TopicRouteData
 from wire.codes import PullSysFlag
 from wire.headers import PullMessageRequestHeader
-from wire.topics import validate_group
 
-from ..client_config import ClientConfig
+from ..client_config import ClientConfig, settle_config
 from ..client_instance import ClientInstance, MQClientError
 from ..message import PullResult, PullStatus
 from ..route import subscribe_queues
@@ -39,13 +38,7 @@ class PullConsumer:
         consumer_timeout_when_suspend: float = 30.0,
         instance: ClientInstance | None = None,
     ):
-        problem = validate_group(group)
-        if problem:
-            raise ValueError(problem)
-        if config is None:
-            if namesrv_addr is None:
-                raise ValueError("give namesrv_addr ('host:port') or a ClientConfig")
-            config = ClientConfig(namesrv_addr)
+        config = settle_config(group, namesrv_addr, config)
         self.group = group
         self.config = config
         self.message_model = "CLUSTERING"

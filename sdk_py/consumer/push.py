@@ -43,9 +43,9 @@ from wire.bodies import (
 from wire.codes import CURRENT_VERSION_DESC, PullSysFlag
 from wire.headers import PullMessageRequestHeader
 from wire.message import MessageConst, MessageExt
-from wire.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic, validate_group
+from wire.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic
 
-from ..client_config import ClientConfig
+from ..client_config import ClientConfig, settle_config
 from ..client_instance import ClientInstance, MQClientError
 from ..errors import MQResponseError
 from ..message import Message, PullStatus
@@ -124,13 +124,7 @@ class PushConsumer:
         local_offset_dir: Path | str | None = None,
         instance: ClientInstance | None = None,
     ):
-        problem = validate_group(group)
-        if problem:
-            raise ValueError(problem)
-        if config is None:
-            if namesrv_addr is None:
-                raise ValueError("give namesrv_addr ('host:port') or a ClientConfig")
-            config = ClientConfig(namesrv_addr)
+        config = settle_config(group, namesrv_addr, config)
         self.group = group
         self.config = config
         self.message_model = MessageModel(message_model)

@@ -14,7 +14,7 @@ from typing import Any
 from server.store.message_store import MessageStore
 from server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
 from server.store.twisted_adapter import deferred_for, flush_watch
-from wire.message import MessageConst, MessageExt
+from wire.message import MessageExt
 
 from .store_port import ArrivalListener
 
