@@ -87,9 +87,8 @@ def dispatch(
     if inspect.isawaitable(result) and not isinstance(result, defer.Deferred):
         result = defer.ensureDeferred(result)
     if isinstance(result, defer.Deferred):
-        d = result.addCallback(lambda r: _finish(cmd, r))
-        d.addErrback(lambda f: error_response(cmd, f.value, channel.remote_address))
-        return d
+        return result.addCallbacks(lambda r: _finish(cmd, r),
+                                   lambda f: error_response(cmd, f.value, channel.remote_address))
     return error_response(
         cmd,
         TypeError(f"handler for code {cmd.code} returned {type(result).__name__}, not a RemotingCommand"),

@@ -12,6 +12,7 @@ from typing import Any
 
 from twisted.internet import defer, interfaces, tcp
 from twisted.internet.protocol import Protocol
+from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from wire.codes import Flag
@@ -190,8 +191,19 @@ class RemotingProtocol(Protocol):
             self._answer(result, cmd)
             return
         self.inflight += 1
-        result.addCallback(self._answer_late, cmd)
-        result.addBoth(self._request_done)
+        result.addBoth(self._late_result, cmd)
+
+    def _late_result(self, response: Any, request: RemotingCommand) -> None:
+        """A Deferred's outcome: its answer (dispatch turns every failure into an error response, so a
+        Failure here is a bug in that promise), then the request no longer counts as in flight."""
+        try:
+            if isinstance(response, Failure):
+                log.error("request code %s from %s failed without an answer: %s", request.code, self.peer,
+                          response.getErrorMessage())
+            else:
+                self._answer_late(response, request)
+        finally:
+            self._request_done(None)
 
     def _answer(self, response: RemotingCommand | None, request: RemotingCommand) -> None:
         if response is None or request.flag & _ONEWAY or not self._connected:
