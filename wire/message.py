@@ -445,6 +445,20 @@ def record_parts(
     return size, fixed, magic, sys_flag, bh[:-4], born_host[1], sh[:-4], store_host[1], tail
 
 
+def record_template(
+    topic: str, queue_id: int, sys_flag: int, born_timestamp: int, born_host: Host, store_timestamp: int,
+    store_host: Host, reconsume_times: int = 0,
+) -> tuple[bytes, bytes]:
+    """(fixed part, TOPICLEN+TOPIC field) of records that share everything but their body, properties,
+    FLAG and offsets: the fixed part has those fields zero, for :func:`wire.batch.write` to fill in.
+    Raises ValueError as :func:`record_parts` does."""
+    _size, fixed, magic, sys_flag, bip, bport, sip, sport, tail = record_parts(
+        topic, b"", "", born_host, store_host, sys_flag)
+    template = fixed.pack(0, magic, 0, queue_id, 0, 0, 0, sys_flag, born_timestamp, bip, bport, store_timestamp,
+                          sip, sport, reconsume_times, 0, 0)
+    return template, tail[:-2]
+
+
 def record_parts_like(base: tuple, body_len: int, properties: str) -> tuple:
     """:func:`record_parts` for a message of the same topic, hosts and SYSFLAG as ``base``, which is
     ``record_parts(topic, b"", "", ...)``: only the body length and properties differ, so a batch packs

@@ -46,13 +46,11 @@ class StoreAdapter:
             prepared_transaction_offset=msg.prepared_transaction_offset, properties_str=properties_str,
         ))
 
-    def put_batch(self, topic: str, queue_id: int, entries: list[tuple[int, bytes, dict[str, str], str]], *,
-                  sys_flag: int, born_timestamp: int, born_host: tuple[str, int], reconsume_times: int,
-                  wait_store_msg_ok: bool) -> Any:
-        """``entries``: (flag, body, properties, properties encoded) per message, stored verbatim."""
-        return self._promise(self.store.put_messages(
-            topic, queue_id, entries, sys_flag=sys_flag, born_timestamp=born_timestamp, born_host=born_host,
-            reconsume_times=reconsume_times, wait_store_msg_ok=wait_store_msg_ok,
+    def put_batch(self, topic: str, queue_id: int, body: bytes, container: dict[str, str], *, sys_flag: int,
+                  born_timestamp: int, born_host: tuple[str, int], reconsume_times: int) -> Any:
+        return self._promise(self.store.put_batch(
+            topic, queue_id, body, container, sys_flag=sys_flag, born_timestamp=born_timestamp,
+            born_host=born_host, reconsume_times=reconsume_times,
         ))
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int, max_bytes: int,
@@ -99,7 +97,7 @@ class StoreAdapter:
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         self.store.add_arriving_listener(
-            lambda topic, queue_id, max_offset, tags_code, _ts, _props: listener(topic, queue_id, max_offset, tags_code)
+            lambda topic, queue_id, max_offset, tags_code, _ts: listener(topic, queue_id, max_offset, tags_code)
         )
 
     def delete_topics(self, topics: set[str]) -> None:

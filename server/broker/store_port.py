@@ -20,11 +20,11 @@ class BrokerStore(Protocol):
     def put_message(self, msg: MessageExt, properties_str: str | None = None) -> PutMessageResult | Any:
         """Append one message (topic/queue/properties already final); may return a Deferred."""
 
-    def put_batch(self, topic: str, queue_id: int, entries: list[tuple[int, bytes, dict[str, str], str]], *,
-                  sys_flag: int, born_timestamp: int, born_host: tuple[str, int], reconsume_times: int,
-                  wait_store_msg_ok: bool) -> PutMessageResult | Any:
-        """Append a batch to one queue with consecutive offsets; may return a Deferred. Each entry is
-        (flag, body, final properties, those properties encoded), stored as is: no message object per entry."""
+    def put_batch(self, topic: str, queue_id: int, body: bytes, container: dict[str, str], *, sys_flag: int,
+                  born_timestamp: int, born_host: tuple[str, int], reconsume_times: int) -> PutMessageResult | Any:
+        """Append a SEND_BATCH_MESSAGE body to one queue with consecutive offsets; may return a Deferred.
+        Each entry keeps its properties string, with the ``container``'s properties it lacks appended; a
+        malformed body is MESSAGE_ILLEGAL with a remark saying where."""
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int, max_bytes: int,
                     tag_filter: Callable[[int], bool] | None) -> GetMessageResult: ...

@@ -7,13 +7,14 @@ The queue (logical) offset of a unit is its byte position / 20. Segment files li
 from __future__ import annotations
 
 import os
-import struct
 from typing import Callable
+
+from wire.batch import CQ_UNIT
 
 from .mapped_file import MappedFileQueue
 
 UNIT_SIZE = 20
-UNIT = struct.Struct(">qiq")
+UNIT = CQ_UNIT  #: commit-log offset, size, tag code
 #: unit used to pad a fresh queue whose first offset is not at a segment start (Apache's blank unit)
 PAD_SIZE = 0x7FFFFFFF
 
@@ -54,21 +55,17 @@ class ConsumeQueue:
         else:
             self._put_slow(phys, size, tags_code, pos)
 
-    def put_run(self, first_offset: int, units: list[tuple[int, int, int]]) -> None:
-        """Write consecutive units from ``first_offset`` (a batch): one slice store into the tail segment
-        when they all fit there, else unit by unit."""
+    def put_run(self, first_offset: int, units: bytes) -> None:
+        """Write consecutive packed units from ``first_offset`` (a batch): one slice store into the tail
+        segment when they all fit there, else unit by unit."""
         pos = first_offset * UNIT_SIZE
         mf = self.tail
-        n = len(units) * UNIT_SIZE
+        n = len(units)
         if mf is not None and mf.start + mf.wrote == pos and mf.wrote + n <= mf.size:
-            buf = bytearray(n)
-            pack = UNIT.pack_into
-            for i, (phys, size, tc) in enumerate(units):
-                pack(buf, i * UNIT_SIZE, phys, size, tc)
-            mf.mm[mf.wrote : mf.wrote + n] = buf
+            mf.mm[mf.wrote : mf.wrote + n] = units
             mf.wrote += n
             return
-        for i, (phys, size, tc) in enumerate(units):
+        for i, (phys, size, tc) in enumerate(UNIT.iter_unpack(units)):
             self.put(phys, size, tc, first_offset + i)
 
     def _put_slow(self, phys: int, size: int, tags_code: int, pos: int) -> None:

@@ -24,6 +24,8 @@ import threading
 import time
 import zlib
 
+from wire.batch import index_items
+
 from .mapped_file import AllocationError, _create_file
 
 log = logging.getLogger(__name__)
@@ -235,32 +237,30 @@ class IndexService:
 
     def build(self, topic: str, keys: str | None, uniq_key: str | None, phys: int, store_ts: int) -> None:
         """Index a record's UNIQ_KEY and each space-separated token of its KEYS."""
-        files = self.files
-        f = files[-1] if files else None
         crc = zlib.crc32
         if uniq_key:
-            if f is None or f.full or not f.put(crc(f"{topic}#{uniq_key}".encode()) & 0x7FFFFFFF, phys, store_ts):
-                self._put(f"{topic}#{uniq_key}", phys, store_ts)
-                files = self.files
-                f = files[-1] if files else None
+            self.add(crc(f"{topic}#{uniq_key}".encode()) & 0x7FFFFFFF, phys, store_ts)
         if keys:
             for k in keys.split(" "):
                 if k:
-                    if f is None or f.full or not f.put(crc(f"{topic}#{k}".encode()) & 0x7FFFFFFF, phys, store_ts):
-                        self._put(f"{topic}#{k}", phys, store_ts)
-                        files = self.files
-                        f = files[-1] if files else None
+                    self.add(crc(f"{topic}#{k}".encode()) & 0x7FFFFFFF, phys, store_ts)
 
-    def _put(self, key: str, phys: int, store_ts: int) -> None:
-        h = zlib.crc32(key.encode()) & 0x7FFFFFFF
+    def add_items(self, items: bytes, store_ts: int) -> None:
+        """Add packed (key hash, commit-log offset) items (:func:`wire.batch.write` makes them)."""
+        for h, phys in index_items(items):
+            self.add(h, phys, store_ts)
+
+    def add(self, h: int, phys: int, store_ts: int) -> None:
+        """Add an item for key hash ``h`` (``crc32(topic#key) & 0x7FFFFFFF``), opening a file if needed."""
         files = self.files
-        f = files[-1] if files and not files[-1].full else None
-        if f is None:
-            try:
-                f = self._writable(phys, store_ts)
-            except (AllocationError, OSError) as exc:
-                log.error("index entry for %s dropped: cannot create an index file (%s)", key, exc)
-                return
+        f = files[-1] if files else None
+        if f is not None and not f.full and f.put(h, phys, store_ts):
+            return
+        try:
+            f = self._writable(phys, store_ts)
+        except (AllocationError, OSError) as exc:
+            log.error("index entry for commit-log offset %d dropped: cannot create an index file (%s)", phys, exc)
+            return
         f.put(h, phys, store_ts)
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:

@@ -26,14 +26,17 @@ from wire.message import (
     MessageSysFlag,
     RecordInfo,
     decode_properties,
+    RecordError,
     record_parts,
-    record_parts_like,
+    record_template,
     write_record,
     decode_record,
+    encode_batch,
     encode_properties,
     peek_record,
     tags_code as compute_tags_code,
 )
+from wire import batch as wire_batch
 from wire.msgid import offset_msg_id_prefix
 
 from .checkpoint import StoreCheckpoint
@@ -57,7 +60,7 @@ MAX_PULL_MSG_SIZE = 128 * 1024 * 1024
 _G = GetMessageStatus
 _P = PutMessageStatus
 
-ArrivingListener = Callable[[str, int, int, int, int, dict], None]
+ArrivingListener = Callable[[str, int, int, int, int], None]
 
 
 class StoreLockedError(RuntimeError):
@@ -457,7 +460,7 @@ class MessageStore:
         self.dispatched_offset = phys + size
         if cq is not None and self.listeners:
             for listener in self.listeners:
-                listener(topic, queue_id, qoff + 1, tc, now, props)
+                listener(topic, queue_id, qoff + 1, tc, now)
         result = PutMessageResult(_P.PUT_OK, phys, size, qoff, f"{self._id_prefix}{phys:016X}", now, 1)
         if self._group_commit is not None and props.get("WAIT") != "false":
             result.needs_flush_wait = True
@@ -475,46 +478,54 @@ class MessageStore:
         reconsume_times: int = 0,
         wait_store_msg_ok: bool = True,
     ) -> PutMessageResult:
-        """Append a batch (SEND_BATCH_MESSAGE): each (flag, body, properties) entry becomes its own record,
-        with consecutive queue offsets, written contiguously in one segment. An entry may carry a fourth
-        item, the properties dict's encoded string, which is then stored as is (nothing re-encoded)."""
+        """Append (flag, body, properties) entries as a batch (:meth:`put_batch`), each one's properties
+        stored as given; a fourth item, the properties already encoded, is stored in their place."""
+        body = encode_batch([(e[0], e[1], e[3] if len(e) > 3 and e[3] is not None else e[2]) for e in entries])
+        result = self.put_batch(topic, queue_id, body, {}, sys_flag=sys_flag, born_timestamp=born_timestamp,
+                                born_host=born_host, reconsume_times=reconsume_times)
+        result.needs_flush_wait = result.needs_flush_wait and wait_store_msg_ok
+        return result
+
+    def put_batch(
+        self,
+        topic: str,
+        queue_id: int,
+        body: bytes,
+        container: dict[str, str],
+        *,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: tuple[str, int] = ("127.0.0.1", 0),
+        reconsume_times: int = 0,
+    ) -> PutMessageResult:
+        """Append a SEND_BATCH_MESSAGE body: each entry becomes its own record, with consecutive queue
+        offsets, written contiguously in one segment, its properties the entry's own plus the
+        ``container``'s it lacks (:mod:`wire.batch`). The result's ``uniq_keys`` are the entries'
+        UNIQ_KEYs; whether to wait for the flush follows the first entry's WAIT."""
         refusal = self._refusal()
         if refusal is not None:
             return refusal
-        # Encode-once batch: the hosts and topic are packed once, each entry's variable part is measured,
-        # one reservation covers the whole batch, every record is written straight into the mapping with
-        # its final offsets, and the consume-queue units go in as one run.
+        # One reservation covers the whole batch and the records are encoded straight into the mapping
+        # with their final offsets; the consume-queue units go in as one run.
+        now = int(time.time() * 1000)
         try:
-            base = record_parts(topic, b"", "", born_host, self.store_host, sys_flag)
+            stamp = wire_batch.stamp(container)
+            template, tail = record_template(topic, queue_id, sys_flag, born_timestamp, born_host, now,
+                                             self.store_host, reconsume_times)
+            count, total, wait = wire_batch.measure(body, stamp, len(template) + len(tail) + 2)
+        except wire_batch.PropertiesTooLong as exc:
+            return PutMessageResult(_P.PROPERTIES_SIZE_EXCEEDED, remark=str(exc))
+        except RecordError as exc:
+            return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=f"the batch body cannot be decoded: {exc}")
         except ValueError as exc:
             return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
-        plan = []  # (parts, flag, body, props)
-        total = 0
-        for entry in entries:
-            flag, body, properties = entry[0], entry[1], entry[2]
-            if len(entry) > 3 and entry[3] is not None:
-                pstr = entry[3]
-                props = properties if isinstance(properties, dict) else decode_properties(pstr)
-            elif isinstance(properties, str):
-                pstr = properties
-                props = decode_properties(pstr) if pstr else {}
-            else:
-                props = properties or {}
-                pstr = encode_properties(props)
-            try:
-                parts = record_parts_like(base, len(body), pstr)
-            except ValueError as exc:
-                return PutMessageResult(_P.PROPERTIES_SIZE_EXCEEDED, remark=str(exc))
-            plan.append((parts, flag, body, props))
-            total += parts[0]
-        if not plan:
+        if not count:
             return PutMessageResult(_P.MESSAGE_ILLEGAL, remark="the batch holds no messages")
         if total > self.config.maxMessageSize or not self.commitlog.fits(total):
             return PutMessageResult(
                 _P.MESSAGE_ILLEGAL,
                 remark=f"batch of {total} bytes exceeds maxMessageSize {self.config.maxMessageSize} or the segment size",
             )
-        now = int(time.time() * 1000)
         try:
             cq = self._cq_for_write(topic, queue_id)
         except ValueError as exc:
@@ -529,38 +540,26 @@ class MessageStore:
             except (AllocationError, OSError) as exc:
                 self._allocation_failed(exc)
                 return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
-        mm, seg_start = mf.mm, mf.start
-        first_phys = seg_start + pos
-        scheduled = topic == SCHEDULE_TOPIC
-        index = self._index_enabled
-        listeners = self.listeners
-        prefix = self._id_prefix
-        units = []
-        ids = []
-        qo = first
-        for parts, flag, body, props in plan:
-            phys = seg_start + pos
-            size = write_record(mm, pos, parts, body, queue_id, flag, qo, phys, born_timestamp, now, reconsume_times)
-            pos += size
-            tc = self._tags_code(topic, props, now) if scheduled else compute_tags_code(props.get("TAGS"))
-            units.append((phys, size, tc))
-            ids.append(f"{prefix}{phys:016X}")
-            qo += 1
-        mf.wrote = pos
+        first_phys = mf.start + pos
+        end, units, items, ids, uniq_keys = wire_batch.write(
+            mf.mm, pos, body, stamp, template, tail, first, first_phys,
+            f"{topic}#".encode() if self._index_enabled else None, self._id_prefix)
+        mf.wrote = end
         mf.last_write_ms = now
+        if topic == SCHEDULE_TOPIC:  # tag codes are delivery times there
+            units = b"".join(UNIT.pack(phys, size, self._tags_code(topic, decode_record(mf.mm, phys - mf.start)[0].properties, now))
+                             for phys, size, _tc in UNIT.iter_unpack(units))
         cq.put_run(first, units)
-        qo = first
-        for (phys, _size, tc), (_parts, _flag, _body, props) in zip(units, plan):
-            if index:
-                keys, uniq = props.get("KEYS"), props.get("UNIQ_KEY")
-                if keys or uniq:
-                    self.index.build(topic, keys, uniq, phys, now)
-            qo += 1
-            for listener in listeners:
-                listener(topic, queue_id, qo, tc, now, props)
-        self.dispatched_offset = seg_start + pos
-        result = PutMessageResult(_P.PUT_OK, first_phys, total, first, ",".join(ids), now, len(plan))
-        result.needs_flush_wait = self._group_commit is not None and wait_store_msg_ok
+        if items:
+            self.index.add_items(items, now)
+        if self.listeners:
+            for qo, (_phys, _size, tc) in enumerate(UNIT.iter_unpack(units), first + 1):
+                for listener in self.listeners:
+                    listener(topic, queue_id, qo, tc, now)
+        self.dispatched_offset = mf.start + end
+        result = PutMessageResult(_P.PUT_OK, first_phys, total, first, ids, now, count)
+        result.uniq_keys = uniq_keys
+        result.needs_flush_wait = self._group_commit is not None and wait
         return result
 
     def _allocation_failed(self, exc: Exception) -> None:
@@ -631,10 +630,10 @@ class MessageStore:
             props = decode_properties(info.properties) if info.properties else {}
             tc = self._tags_code(info.topic, props, info.store_timestamp)
             for listener in self.listeners:
-                listener(info.topic, info.queue_id, info.queue_offset + 1, tc, info.store_timestamp, props)
+                listener(info.topic, info.queue_id, info.queue_offset + 1, tc, info.store_timestamp)
 
     def add_arriving_listener(self, listener: ArrivingListener) -> None:
-        """``listener(topic, queue_id, max_offset, tags_code, store_timestamp, properties)`` after each
+        """``listener(topic, queue_id, max_offset, tags_code, store_timestamp)`` after each
         dispatched message (Apache MessageArrivingListener); runs on the writer thread."""
         self.listeners.append(listener)
 

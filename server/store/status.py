@@ -46,6 +46,8 @@ class PutMessageResult:
     remark: str = ""
     #: SYNC_FLUSH and the producer waits: answer from ``MessageStore.wait_flush``
     needs_flush_wait: bool = False
+    #: a batch's UNIQ_KEYs, comma-joined (the send answer's transaction id)
+    uniq_keys: str = ""
 
     @property
     def ok(self) -> bool:

@@ -12,14 +12,12 @@ from typing import Any
 from wire import topics as names
 from wire.codes import Perm, RequestCode, ResponseCode
 from wire.command import RemotingCommand
-from wire.errors import BodyError
 from wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header
 from wire.message import (
     MAX_PROPERTIES_LEN,
     MessageConst,
     MessageExt,
     MessageSysFlag,
-    decode_batch,
     decode_properties,
     encode_properties,
 )
@@ -226,6 +224,12 @@ class SendProcessor:
 
     # ------------------------------------------------------------------ batch
 
+    def _batch_response(self, cmd: RemotingCommand, result: PutMessageResult, queue_id: int,
+                        base: dict[str, str]) -> RemotingCommand:
+        if result.status is PutMessageStatus.MESSAGE_ILLEGAL and result.remark:  # the body itself is bad
+            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, result.remark, base)
+        return put_result_response(self.ctx, cmd, result, queue_id, result.uniq_keys or None, base)
+
     def send_batch(self, cmd: RemotingCommand, channel: Any):
         ctx = self.ctx
         h: SendMessageRequestHeader = decode_request_header(cmd)
@@ -241,47 +245,17 @@ class SendProcessor:
             return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic, base)
         if len(cmd.body) > ctx.config.maxMessageSize:
             return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
-        try:
-            entries = decode_batch(cmd.body)
-        except BodyError as exc:
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, f"the batch body cannot be decoded: {exc}", base)
-        if not entries:
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, "the batch body holds no message", base)
         queue_id = self._queue_id(h, config.write_queue_nums)
+        # The body goes to the store as sent: each entry is checked and written as a record there, its
+        # properties string kept and the container's properties it lacks appended (wire/batch.py).
         container = decode_properties(h.properties or "")
         container.pop(MessageConst.UNIQ_KEY, None)
         container[MessageConst.CLUSTER] = ctx.config.brokerClusterName
         sys_flag = h.sys_flag
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
-        born_host = peer_host(channel)
-        reconsume_times = h.reconsume_times or 0
-        # Each entry's properties string is kept as sent and the container's properties it lacks are appended
-        # (what re-encoding the merged dict gave, without re-encoding): one decode per entry, no encode.
-        # The Java client puts WAIT in every entry and in the container, so the suffix depends on which
-        # container keys an entry already has; it is built once per such combination.
-        suffixes: dict[tuple[str, ...], str] = {}
-        batch = []  # (flag, body, properties, properties as stored): no message object per entry
-        uniq_keys = []
-        for entry in entries:
-            ep = entry.properties
-            props = decode_properties(ep)
-            missing = tuple(k for k in container if k not in props)
-            suffix = suffixes.get(missing)
-            if suffix is None:
-                suffix = suffixes[missing] = encode_properties({k: container[k] for k in missing})
-            pstr = ep + suffix if not suffix or not ep or ep[-1] == "\x02" else f"{ep}\x02{suffix}"
-            for k in missing:
-                props[k] = container[k]
-            if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
-                return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
-            batch.append((entry.flag, entry.body, props, pstr))
-            uniq = props.get(MessageConst.UNIQ_KEY)
-            if uniq:
-                uniq_keys.append(uniq)
-        result = ctx.store.put_batch(h.topic, queue_id, batch, sys_flag=sys_flag, born_timestamp=h.born_timestamp,
-                                     born_host=born_host, reconsume_times=reconsume_times,
-                                     wait_store_msg_ok=batch[0][2].get(MessageConst.WAIT_STORE_MSG_OK) != "false")
-        uniq = ",".join(uniq_keys) or None
-        response = then(result, lambda r: put_result_response(ctx, cmd, r, queue_id, uniq, base))
+        result = ctx.store.put_batch(h.topic, queue_id, cmd.body, container, sys_flag=sys_flag,
+                                     born_timestamp=h.born_timestamp, born_host=peer_host(channel),
+                                     reconsume_times=h.reconsume_times or 0)
+        response = then(result, lambda r: self._batch_response(cmd, r, queue_id, base))
         return after_registration(ctx, created, response)
