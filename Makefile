@@ -7,7 +7,7 @@ CONF   ?= conf/standalone.conf
 
 .PHONY: run test unit compat bench clean
 
-$(STAMP): pyproject.toml setup.py wire/_batchc.c
+$(STAMP): pyproject.toml setup.py wire/_batchc.c server/store/_indexc.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'

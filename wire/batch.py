@@ -59,7 +59,8 @@ _I32 = struct.Struct(">i")
 _Q = struct.Struct(">q")
 #: a consume-queue unit: commit-log offset, size, tag code (server/store/consume_queue.py uses it)
 CQ_UNIT = struct.Struct(">qiq")
-_ITEM = struct.Struct(">Iq")  # an index item to add: key hash, commit-log offset
+#: an index item to add: key hash, commit-log offset (server/store/index.py reads them)
+INDEX_ITEM = struct.Struct(">Iq")
 
 
 class PropertiesTooLong(ValueError):
@@ -196,7 +197,7 @@ def py_write(buf, pos: int, body: bytes | memoryview, stamp: Stamp, template: by
         if index_prefix is not None:
             for key in ([uniq] if uniq else []) + (keys.split(b" ") if keys else []):
                 if key:
-                    items.append(_ITEM.pack(zlib.crc32(index_prefix + key) & 0x7FFFFFFF, phys))
+                    items.append(INDEX_ITEM.pack(zlib.crc32(index_prefix + key) & 0x7FFFFFFF, phys))
         ids.append(f"{id_prefix}{phys:016X}")
         if uniq:
             uniqs.append(uniq.decode())
@@ -229,4 +230,4 @@ def unit_items(units: bytes) -> Iterator[tuple[int, int, int]]:
 
 def index_items(items: bytes) -> Iterator[tuple[int, int]]:
     """The (key hash, commit-log offset) of packed index items."""
-    return _ITEM.iter_unpack(items)
+    return INDEX_ITEM.iter_unpack(items)

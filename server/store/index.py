@@ -24,11 +24,18 @@ import threading
 import time
 import zlib
 
-from wire.batch import index_items
+from wire.batch import INDEX_ITEM
 
 from .mapped_file import AllocationError, _create_file
 
 log = logging.getLogger(__name__)
+
+try:  # IndexFile.put for a run of items in C (built at install when a C compiler is present)
+    from ._indexc import put_items as _put_items
+except ImportError:
+    _put_items = None
+if os.environ.get("FERRYMQ_PURE_PYTHON"):
+    _put_items = None
 
 HEADER = struct.Struct(">qqqqii")
 HEADER_SIZE = 40
@@ -129,6 +136,29 @@ class IndexFile:
         SLOT.pack_into(mm, slot_pos, count)
         self.dirty = True  # the header is written at flush/close; load() re-counts items past it
         return True
+
+    def put_many(self, items: bytes, start: int, store_ts: int) -> int:
+        """:meth:`put` for packed (key hash, commit-log offset) items from item ``start`` on, until the
+        file is full; returns the first item not added."""
+        size = INDEX_ITEM.size
+        i, n = start, len(items) // size
+        while i < n and (self.index_count <= 1 or _put_items is None):  # the first item sets the begin fields
+            h, phys = INDEX_ITEM.unpack_from(items, i * size)
+            if not self.put(h, phys, store_ts):
+                return i
+            i += 1
+        if i >= n or self.index_count >= self.index_num:
+            return i
+        i, self.index_count, slots, max_phys = _put_items(
+            self.mm, items, i, self.index_count, self.index_num, self.slot_num, self.items_base, self.begin_ts,
+            store_ts)
+        self.slot_count += slots
+        if max_phys > self.end_phy:
+            self.end_phy = max_phys
+        if store_ts > self.end_ts:
+            self.end_ts = store_ts
+        self.dirty = True
+        return i
 
     def select(self, h: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
         """Append to ``out`` the commit-log offsets of items with hash ``h`` stored in [begin, end]."""
@@ -247,8 +277,18 @@ class IndexService:
 
     def add_items(self, items: bytes, store_ts: int) -> None:
         """Add packed (key hash, commit-log offset) items (:func:`wire.batch.write` makes them)."""
-        for h, phys in index_items(items):
-            self.add(h, phys, store_ts)
+        i, n = 0, len(items) // INDEX_ITEM.size
+        while i < n:
+            files = self.files
+            f = files[-1] if files and not files[-1].full else None
+            if f is None:
+                _h, phys = INDEX_ITEM.unpack_from(items, i * INDEX_ITEM.size)
+                try:
+                    f = self._writable(phys, store_ts)
+                except (AllocationError, OSError) as exc:
+                    log.error("%d index entries dropped: cannot create an index file (%s)", n - i, exc)
+                    return
+            i = f.put_many(items, i, store_ts)
 
     def add(self, h: int, phys: int, store_ts: int) -> None:
         """Add an item for key hash ``h`` (``crc32(topic#key) & 0x7FFFFFFF``), opening a file if needed."""

@@ -5,7 +5,13 @@ from __future__ import annotations
 import os
 import struct
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from server.store import index as index_module
 from server.store.index import HEADER, HEADER_SIZE, ITEM, ITEM_SIZE, IndexFile, IndexService, key_hash
+from wire.batch import INDEX_ITEM
 
 
 def test_index_file_layout(tmp_path):
@@ -74,3 +80,45 @@ def test_header_lagging_items_is_recounted(tmp_path):
     again.select(h, 10, 0, 10**13, out)
     assert out == [20, 10]
     again.close()
+
+
+_item_runs = st.lists(st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**40)), max_size=12), max_size=5)
+
+
+@pytest.mark.parametrize("fast", [pytest.param(True, id="c"), pytest.param(False, id="python")])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(runs=_item_runs, start_ts=st.integers(0, 10**13))
+def test_put_many_writes_what_put_does_item_by_item(tmp_path_factory, monkeypatch, fast, runs, start_ts):
+    if fast and index_module._put_items is None:
+        pytest.skip("server.store._indexc not built (no C compiler at install)")
+    if not fast:
+        monkeypatch.setattr(index_module, "_put_items", None)
+    d = tmp_path_factory.mktemp("idx")
+    one = IndexFile(str(d / "one"), 7, 20, create=True, begin_ts=start_ts)
+    many = IndexFile(str(d / "many"), 7, 20, create=True, begin_ts=start_ts)
+    for k, run in enumerate(runs):
+        ts = start_ts + k * 1500 - 700
+        packed = b"".join(INDEX_ITEM.pack(h, phys) for h, phys in run)
+        stopped = many.put_many(packed, 0, ts)
+        added = 0
+        for h, phys in run:
+            if not one.put(h, phys, ts):
+                break
+            added += 1
+        assert stopped == added
+    one.flush()
+    many.flush()
+    assert bytes(many.mm) == bytes(one.mm)
+    fields = ("begin_ts", "end_ts", "begin_phy", "end_phy", "slot_count", "index_count")
+    assert [getattr(many, a) for a in fields] == [getattr(one, a) for a in fields]
+    one.close()
+    many.close()
+
+
+def test_add_items_rolls_over_to_a_new_file(tmp_path):
+    svc = IndexService(str(tmp_path), slot_num=4, index_num=6)
+    items = b"".join(INDEX_ITEM.pack(key_hash(f"T#k{i}"), i * 10) for i in range(12))
+    svc.add_items(items, 5000)
+    assert [f.index_count for f in svc.files] == [6, 6, 3]  # 5 items per file (item 0 is reserved)
+    assert svc.query("T", "k11", 10, 0, 10**13)[0] == [110]
+    svc.close()
