@@ -10,6 +10,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <zlib.h>
 
 enum { POS_TOTALSIZE = 0, POS_BODYCRC = 8, POS_FLAG = 16, POS_QUEUEOFFSET = 20, POS_PHYSICALOFFSET = 28 };
 enum { ENTRY_HEAD = 20, UNIT_SIZE = 20, ITEM_SIZE = 12, MAX_KEYS = 12, N_WATCHED = 4 };
@@ -17,7 +18,6 @@ enum { W_TAGS = 0, W_KEYS = 1, W_UNIQ = 2, W_WAIT = 3 };
 
 static PyObject *record_error;   /* wire.message.RecordError(message, offset) */
 static PyObject *too_long_error; /* wire.batch.PropertiesTooLong(message) */
-static PyObject *crc32_func;     /* zlib.crc32 */
 static PyObject *watched_names;  /* (b"TAGS", b"KEYS", b"UNIQ_KEY", b"WAIT") */
 static Py_ssize_t max_props_len;
 
@@ -270,25 +270,20 @@ static char *grow(growbuf_t *g, Py_ssize_t more) {
     return at;
 }
 
-/* zlib.crc32(data, start) & 0x7FFFFFFF through the interpreter's zlib. */
-static int crc32_of(const uint8_t *p, Py_ssize_t n, uint32_t start, uint32_t *out) {
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
-    if (view == NULL) return -1;
-    PyObject *init = PyLong_FromUnsignedLong(start);
-    if (init == NULL) { Py_DECREF(view); return -1; }
-    PyObject *argv[2] = {view, init};
-    PyObject *r = PyObject_Vectorcall(crc32_func, argv, 2, NULL);
-    Py_DECREF(view);
-    Py_DECREF(init);
-    if (r == NULL) return -1;
-    *out = (uint32_t)PyLong_AsUnsignedLong(r);
-    Py_DECREF(r);
-    return PyErr_Occurred() ? -1 : 0;
+/* CRC-32 as zlib.crc32 / java.util.zip.CRC32 compute it, continuing from ``start``. */
+static uint32_t crc32_of(const uint8_t *p, Py_ssize_t n, uint32_t start) {
+    uLong crc = start;
+    while (n > 0) {  /* zlib takes a uInt length */
+        uInt chunk = n > (Py_ssize_t)0x40000000 ? 0x40000000u : (uInt)n;
+        crc = crc32(crc, p, chunk);
+        p += chunk;
+        n -= chunk;
+    }
+    return (uint32_t)crc;
 }
 
 static int add_item(growbuf_t *items, const uint8_t *key, Py_ssize_t n, uint32_t prefix_crc, int64_t phys) {
-    uint32_t h;
-    if (crc32_of(key, n, prefix_crc, &h) < 0) return -1;
+    uint32_t h = crc32_of(key, n, prefix_crc);
     uint8_t *at = (uint8_t *)grow(items, ITEM_SIZE);
     if (at == NULL) return -1;
     wr32(at, h & 0x7FFFFFFF);
@@ -316,8 +311,7 @@ static PyObject *batch_write(PyObject *self, PyObject *args) {
     int indexing = index_prefix != Py_None;
     if (indexing) {
         if (!PyBytes_Check(index_prefix)) { PyErr_SetString(PyExc_TypeError, "index_prefix must be bytes or None"); goto done; }
-        if (crc32_of((const uint8_t *)PyBytes_AS_STRING(index_prefix), PyBytes_GET_SIZE(index_prefix), 0, &prefix_crc) < 0)
-            goto done;
+        prefix_crc = crc32_of((const uint8_t *)PyBytes_AS_STRING(index_prefix), PyBytes_GET_SIZE(index_prefix), 0);
     }
     if (template.len < POS_PHYSICALOFFSET + 8 + 4) { PyErr_SetString(PyExc_ValueError, "template too short"); goto done; }
     if (stamp_load(stamp_obj, &st) < 0) goto done;
@@ -335,8 +329,7 @@ static PyObject *batch_write(PyObject *self, PyObject *args) {
                                                                    : "the batch does not fit in the buffer");
             goto done;
         }
-        uint32_t crc;
-        if (crc32_of(e.body.p, e.body.n, 0, &crc) < 0) goto done;
+        uint32_t crc = crc32_of(e.body.p, e.body.n, 0);
         uint8_t *rec = dst + pos;
         memcpy(rec, template.buf, flen);
         wr32(rec + POS_TOTALSIZE, (uint32_t)size);
@@ -427,11 +420,4 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_batchc", "C implementation of wire.batch", -1, methods};
 
-PyMODINIT_FUNC PyInit__batchc(void) {
-    PyObject *zlib = PyImport_ImportModule("zlib");
-    if (zlib == NULL) return NULL;
-    crc32_func = PyObject_GetAttrString(zlib, "crc32");
-    Py_DECREF(zlib);
-    if (crc32_func == NULL) return NULL;
-    return PyModule_Create(&module);
-}
+PyMODINIT_FUNC PyInit__batchc(void) { return PyModule_Create(&module); }
