@@ -5,13 +5,17 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONF   ?= conf/standalone.conf
 
-.PHONY: run test unit compat bench clean
+.PHONY: run test unit compat bench compile clean
 
 $(STAMP): pyproject.toml setup.py wire/_batchc.c server/store/_indexc.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# Compile the hot path again after editing it (until then the edited modules run from source).
+compile: $(STAMP)
+	$(BIN)/pip install -q -e '.[test]'
 
 run: $(STAMP)
 	$(BIN)/ferrymq standalone -c $(CONF)

@@ -126,6 +126,9 @@ def _run_reactor(stoppables: list) -> int:
     """Run until SIGTERM/SIGINT; shutdown triggers stop every component gracefully first."""
     from twisted.internet import reactor
 
+    from wire import _compiled
+
+    _compiled.report()
     for component in stoppables:
         reactor.addSystemEventTrigger("before", "shutdown", component.stop)
     reactor.run()
