@@ -41,6 +41,7 @@ from .message import (
     MessageConst,
     RecordError,
     encode_properties,
+    iter_batch,
     java_string_hash,
 )
 
@@ -53,7 +54,6 @@ MAX_CONTAINER_KEYS = 12
 #: the properties whose values the dispatch reads: (TAGS, KEYS, UNIQ_KEY, WAIT)
 WATCHED = (MessageConst.TAGS, MessageConst.KEYS, MessageConst.UNIQ_KEY, MessageConst.WAIT_STORE_MSG_OK)
 
-_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGIC, BODYCRC, FLAG, BODYLEN of an entry
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _Q = struct.Struct(">q")
@@ -108,29 +108,9 @@ def stamp(container: dict[str, str]) -> Stamp:
 
 
 def _entries(body: bytes | memoryview, stamp: Stamp):
-    """Yield (flag, body slice, own properties bytes, suffix, watched values) per entry."""
-    buf = memoryview(body)
-    pos, n = 0, len(buf)
+    """Yield (flag, body slice, own properties bytes, suffix, watched values, offset) per entry."""
     keys = stamp.keys
-    while pos < n:
-        if n - pos < 22:
-            raise RecordError(f"truncated batch entry: {n - pos} bytes left", pos)
-        _total, _magic, _crc, flag, blen = _HEAD.unpack_from(buf, pos)
-        p = pos + 20
-        if blen < 0 or p + blen + 2 > n:
-            raise RecordError(f"batch entry BODYLEN {blen} runs past the end of the body", pos)
-        ebody = buf[p : p + blen]
-        p += blen
-        (pl,) = _I16.unpack_from(buf, p)
-        p += 2
-        if pl < 0 or p + pl > n:
-            raise RecordError(f"batch entry PROPLEN {pl} runs past the end of the body", pos)
-        own = bytes(buf[p : p + pl])
-        try:
-            own.decode()
-        except UnicodeDecodeError:
-            raise RecordError("batch entry properties are not UTF-8", pos) from None
-        # TOTALSIZE is not checked: the Java broker walks the entry by its length fields too.
+    for at, flag, ebody, own in iter_batch(body):
         pairs = {}
         for seg in own.split(b"\x02"):  # the lenient reading of decode_properties
             sep = seg.find(b"\x01")
@@ -141,8 +121,7 @@ def _entries(body: bytes | memoryview, stamp: Stamp):
             if k in pairs:
                 mask |= 1 << i
         watched = tuple(pairs.get(w.encode(), v) for w, v in zip(WATCHED, stamp.values))
-        yield flag, ebody, own, stamp.suffixes[mask], watched, pos
-        pos = p + pl
+        yield flag, ebody, own, stamp.suffixes[mask], watched, at
 
 
 def _stored_len(own: bytes, suffix: bytes) -> int:

@@ -716,29 +716,34 @@ def encode_batch(entries: list[tuple[int, bytes, str | dict[str, str]]]) -> byte
     return b"".join(parts)
 
 
-def decode_batch(buf: bytes) -> list[BatchEntry]:
-    """Split a batch body into entries; raises :class:`RecordError` naming the offset of a bad one."""
-    out: list[BatchEntry] = []
+def iter_batch(buf: bytes | memoryview) -> Iterator[tuple[int, int, memoryview, bytes]]:
+    """(offset, FLAG, body, properties bytes) of each entry of a batch body, the properties checked to be
+    UTF-8; raises :class:`RecordError` naming the offset of a bad entry."""
+    buf = memoryview(buf)
     pos, n = 0, len(buf)
     while pos < n:
         if n - pos < 22:
             raise RecordError(f"truncated batch entry: {n - pos} bytes left", pos)
-        total, _magic, _crc, flag, blen = _BATCH_HEAD.unpack_from(buf, pos)
+        _total, _magic, _crc, flag, blen = _BATCH_HEAD.unpack_from(buf, pos)
         p = pos + 20
         if blen < 0 or p + blen + 2 > n:
             raise RecordError(f"batch entry BODYLEN {blen} runs past the end of the body", pos)
-        body = bytes(buf[p : p + blen])
+        body = buf[p : p + blen]
         p += blen
         (pl,) = _I16.unpack_from(buf, p)
         p += 2
         if pl < 0 or p + pl > n:
             raise RecordError(f"batch entry PROPLEN {pl} runs past the end of the body", pos)
+        props = bytes(buf[p : p + pl])
         try:
-            props = bytes(buf[p : p + pl]).decode()
+            props.decode()
         except UnicodeDecodeError:
             raise RecordError("batch entry properties are not UTF-8", pos) from None
-        p += pl
         # TOTALSIZE is not checked: the Java broker walks the entry by its length fields too.
-        out.append(BatchEntry(flag, body, props))
-        pos = p
-    return out
+        yield pos, flag, body, props
+        pos = p + pl
+
+
+def decode_batch(buf: bytes) -> list[BatchEntry]:
+    """Split a batch body into entries; raises :class:`RecordError` naming the offset of a bad one."""
+    return [BatchEntry(flag, bytes(body), props.decode()) for _at, flag, body, props in iter_batch(buf)]
