@@ -198,8 +198,6 @@ def _c_functions():
 #: (measure, write) of the C extension, None when it is not built
 C_FUNCTIONS = _c_functions()
 measure, write = (py_measure, py_write) if C_FUNCTIONS is None or os.environ.get("FERRYMQ_PURE_PYTHON") else C_FUNCTIONS
-#: whether the C implementation is in use
-ACCELERATED = write is not py_write
 
 
 def unit_items(units: bytes) -> Iterator[tuple[int, int, int]]:
