@@ -459,19 +459,6 @@ def record_template(
     return template, tail[:-2]
 
 
-def record_parts_like(base: tuple, body_len: int, properties: str) -> tuple:
-    """:func:`record_parts` for a message of the same topic, hosts and SYSFLAG as ``base``, which is
-    ``record_parts(topic, b"", "", ...)``: only the body length and properties differ, so a batch packs
-    the hosts and topic once. Raises ValueError when the properties exceed their length field."""
-    pb = properties.encode()
-    n = len(pb)
-    if n > MAX_PROPERTIES_LEN:
-        raise ValueError(f"properties are {n} bytes; the record allows at most {MAX_PROPERTIES_LEN}")
-    size, fixed, magic, sys_flag, bip, bport, sip, sport, base_tail = base
-    tail = base_tail[:-2] + _I16.pack(n) + pb
-    return size + body_len + n, fixed, magic, sys_flag, bip, bport, sip, sport, tail
-
-
 def write_record(
     buf, pos: int, parts: tuple, body: bytes, queue_id: int, flag: int, queue_offset: int,
     commitlog_offset: int, born_timestamp: int, store_timestamp: int, reconsume_times: int = 0,
