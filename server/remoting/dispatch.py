@@ -67,6 +67,14 @@ def _finish(cmd: RemotingCommand, result: object) -> RemotingCommand | None:
     return result
 
 
+def _finish_late(cmd: RemotingCommand, result: object, peer: str) -> RemotingCommand | None:
+    """:func:`_finish` for a Deferred's result: a wrong one is answered as SYSTEM_ERROR too."""
+    try:
+        return _finish(cmd, result)
+    except TypeError as exc:
+        return error_response(cmd, exc, peer)
+
+
 def dispatch(
     processor: Processor | None, cmd: RemotingCommand, channel: "Channel"
 ) -> RemotingCommand | None | defer.Deferred:
@@ -87,7 +95,7 @@ def dispatch(
     if inspect.isawaitable(result) and not isinstance(result, defer.Deferred):
         result = defer.ensureDeferred(result)
     if isinstance(result, defer.Deferred):
-        return result.addCallbacks(lambda r: _finish(cmd, r),
+        return result.addCallbacks(lambda r: _finish_late(cmd, r, channel.remote_address),
                                    lambda f: error_response(cmd, f.value, channel.remote_address))
     return error_response(
         cmd,
