@@ -126,9 +126,11 @@ def _run_reactor(stoppables: list) -> int:
     """Run until SIGTERM/SIGINT; shutdown triggers stop every component gracefully first."""
     from twisted.internet import reactor
 
+    from server.gc_tuning import tune_gc
     from wire import _compiled
 
     _compiled.report()
+    tune_gc()
     for component in stoppables:
         reactor.addSystemEventTrigger("before", "shutdown", component.stop)
     reactor.run()
