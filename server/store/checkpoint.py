@@ -51,6 +51,11 @@ class StoreCheckpoint:
         """Everything before this commit-log offset is on disk and dispatched on disk."""
         return min(self.physic_flushed_offset, self.logics_flushed_offset, self.index_flushed_offset)
 
+    @property
+    def min_flushed_offset_without_index(self) -> int:
+        """:attr:`min_flushed_offset` when the index does not count (``messageIndexSafe=false``)."""
+        return min(self.physic_flushed_offset, self.logics_flushed_offset)
+
     def flush(self) -> None:
         """Write in place and fsync (a 4 KiB write within one page is not torn by a process kill)."""
         data = LAYOUT.pack(

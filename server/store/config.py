@@ -55,6 +55,10 @@ class MessageStoreConfig:
     checkCRCOnRecover: bool = True
     maxRecoveryCommitlogFiles: int = 30
     messageIndexEnable: bool = True
+    #: Apache's ``messageIndexSafe``: when false (the default) the index is not part of crash recovery's
+    #: start point and the file being written is not fsynced every flush interval (a process kill loses
+    #: nothing, its pages are in the page cache; recovery re-indexes records past the newest indexed one)
+    messageIndexSafe: bool = False
     maxHashSlotNum: int = 5000000
     maxIndexNum: int = 5000000 * 4
     defaultQueryMaxNum: int = 32

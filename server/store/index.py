@@ -179,11 +179,13 @@ class IndexFile:
     def overlaps(self, begin: int, end: int) -> bool:
         return self.begin_ts <= end and self.end_ts >= begin
 
-    def flush(self) -> None:
+    def flush(self, sync: bool = True) -> None:
+        """Write the header; with ``sync``, fsync the file. Either way drop the written item pages."""
         if self.dirty and self.fd >= 0:
-            self.dirty = False
             self._write_header()
-            os.fdatasync(self.fd)
+            if sync:
+                self.dirty = False
+                os.fdatasync(self.fd)
             self._release_items()
 
     def _release_items(self) -> None:
@@ -319,9 +321,13 @@ class IndexService:
         last = files[-1] if files else None
         return out, (last.end_ts if last else 0), (last.end_phy if last else 0)
 
-    def flush(self) -> None:
-        for f in self.files:
-            f.flush()
+    def flush(self, active: bool = True) -> None:
+        """fsync every written file; with ``active=False`` the newest one, while it still takes items,
+        only gets its header written and its item pages released (unmapping keeps them dirty in the
+        page cache, so a process kill loses nothing)."""
+        files = self.files
+        for f in files:
+            f.flush(sync=active or f is not files[-1] or f.full)
 
     def delete_expired(self, min_phys: int) -> int:
         """Delete files (never the newest) whose every entry points before ``min_phys``."""

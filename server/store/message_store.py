@@ -269,8 +269,9 @@ class MessageStore:
             lo, hi = files[0].start, files[-1].end
             if self.last_exit_ok and cp.existed and lo <= cp.clean_shutdown_offset <= hi:
                 start = cp.clean_shutdown_offset
-            elif cp.existed and lo <= cp.min_flushed_offset <= hi:
-                start = cp.min_flushed_offset
+            elif cp.existed and lo <= (flushed := cp.min_flushed_offset if cfg.messageIndexSafe
+                                       else cp.min_flushed_offset_without_index) <= hi:
+                start = flushed
             else:
                 start = lo
             stop = cl.scan(start, cfg.checkCRCOnRecover, redispatch)
@@ -927,9 +928,14 @@ class MessageStore:
                 cq.queue.release_flushed_pages()
             except (OSError, ValueError):
                 pass  # a queue deleted meanwhile
-        self.index.flush()
         cp = self.checkpoint
         now = int(time.time() * 1000)
-        cp.logics_flushed_offset = cp.index_flushed_offset = dispatched
-        cp.logics_msg_timestamp = cp.index_msg_timestamp = now
+        if self.config.messageIndexSafe:
+            self.index.flush()
+            cp.index_flushed_offset, cp.index_msg_timestamp = dispatched, now
+        else:
+            # only full files are fsynced (once); the file being written is left to the kernel's
+            # write-back: fsyncing it each second rewrote thousands of hash-slot pages a second
+            self.index.flush(active=False)
+        cp.logics_flushed_offset, cp.logics_msg_timestamp = dispatched, now
         cp.flush()

@@ -100,6 +100,11 @@ def test_sigkill_rounds(tmp_path):
             assert raw is not None, f"acknowledged message at {phys} lost"
             assert hashlib.sha256(raw).hexdigest() == digest
             assert store.get_commitlog_offset_in_queue("Crash", qid, qoff) == phys
+            # and its key finds it: the index (not fsynced while written, messageIndexSafe=false)
+            # came back from the page cache or was rebuilt by recovery
+            key = decode_records(raw)[0].properties["KEYS"]
+            found = store.query_message("Crash", key, 4, 0, 2**62)
+            assert phys in found.commitlog_offsets, f"key {key} of the message at {phys} not in the index"
         # consume queues agree with the commit log, and nothing appears twice
         seen_ids = set()
         for qid in range(QUEUES):

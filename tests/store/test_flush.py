@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from server.store import SYNC_FLUSH
 from server.store import PutMessageStatus as P
 from server.store.checkpoint import StoreCheckpoint
@@ -80,6 +82,25 @@ def test_async_flush_and_checkpoint_advance(make_store):
     assert s.get_flushed_phy_offset() == end
     assert cp.physic_flushed_offset == end and cp.logics_flushed_offset == end
     assert cp.clean_shutdown_offset == -1
+
+
+@pytest.mark.parametrize("safe", [False, True])
+def test_index_counts_in_the_checkpoint_only_when_message_index_safe(make_store, safe):
+    s = make_store(flushIntervalCommitLog=20, flushIntervalConsumeQueue=20, messageIndexSafe=safe)
+    for i in range(10):
+        s.put_message("T", 0, b"y" * 500, {"KEYS": f"k{i}"})
+    end = s.get_max_phy_offset()
+    deadline = time.time() + 5
+    while time.time() < deadline:
+        cp = StoreCheckpoint.open(s.config.checkpoint_path)
+        if cp.min_flushed_offset_without_index >= end:
+            break
+        time.sleep(0.02)
+    assert cp.min_flushed_offset_without_index == end
+    # Apache's rule: the index is fsynced and trusted by recovery only when messageIndexSafe=true
+    assert cp.index_flushed_offset == (end if safe else 0)
+    assert s.index.files[-1].dirty is not safe
+    assert [s.query_message("T", f"k{i}", 1, 0, 2**62).commitlog_offsets != [] for i in range(10)] == [True] * 10
 
 
 def test_twisted_adapter_fires_deferred(make_store):
