@@ -16,7 +16,7 @@ from setuptools import Extension, setup
 HOT_PATH = [
     "wire/command.py", "wire/frame.py", "wire/serialization.py", "wire/message.py", "wire/batch.py",
     "wire/topics.py",
-    "server/remoting/protocol.py", "server/remoting/dispatch.py",
+    "server/remoting/protocol.py", "server/remoting/dispatch.py", "server/remoting/pending.py",
     "server/broker/processors/send.py", "server/broker/processors/pull.py", "server/broker/processors/common.py",
     "server/broker/store_adapter.py", "server/broker/longpoll.py", "server/broker/schedule.py",
     "server/broker/context.py", "server/broker/topics.py",

@@ -1,9 +1,9 @@
 """The broker's view of ``server.store.MessageStore`` (the calls :mod:`.store_port` lists).
 
 Puts take a MessageExt whose topic, queue and properties are final; a SYNC_FLUSH put becomes a
-Deferred that fires after the fsync covering it. The young-queue rule of QUERY_CONSUMER_OFFSET needs
-"is this offset still in memory", which the store does not expose: it is computed here from the
-same ratio Apache uses (``accessMessageInMemoryMaxRatio`` of physical memory behind the head).
+:class:`~server.remoting.pending.Pending` (a light Deferred) that fires after the fsync covering it.
+The young-queue rule of QUERY_CONSUMER_OFFSET needs "is this offset still in memory", which the store
+does not expose: it is computed here from the same ratio Apache uses (``accessMessageInMemoryMaxRatio`` of physical memory behind the head).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from server.remoting.pending import Pending
 from server.store.message_store import MessageStore
 from server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
 from server.store.twisted_adapter import deferred_for, flush_watch
@@ -35,7 +36,7 @@ class StoreAdapter:
 
     def _promise(self, result: PutMessageResult) -> Any:
         if result.needs_flush_wait:
-            return deferred_for(self.store, result, self.reactor, self._watch)
+            return deferred_for(self.store, result, self.reactor, self._watch, Pending)
         return result
 
     def put_message(self, msg: MessageExt, properties_str: str | None = None) -> Any:

@@ -1,8 +1,8 @@
 """Turning a decoded request into its response: processor lookup and the error-to-response mapping.
 
 Every processor in the project (name server, broker, client-side handlers) is a plain function
-``handler(cmd, channel)`` returning a RemotingCommand, None (no answer), a Deferred or an awaitable of
-one; the transport answers unknown codes and failures here, in one place, the way Apache does.
+``handler(cmd, channel)`` returning a RemotingCommand, None (no answer), a Deferred, a
+:class:`.pending.Pending` or an awaitable of one; the transport answers unknown codes and failures here, in one place, the way Apache does.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from twisted.internet import defer
 from wire.codes import Flag, ResponseCode
 from wire.command import RemotingCommand
 from wire.errors import BodyError, FieldError
+
+from .pending import PROMISES, Pending
 
 if TYPE_CHECKING:
     from .channel import Channel
@@ -77,8 +79,9 @@ def _finish_late(cmd: RemotingCommand, result: object, peer: str) -> RemotingCom
 
 def dispatch(
     processor: Processor | None, cmd: RemotingCommand, channel: "Channel"
-) -> RemotingCommand | None | defer.Deferred:
-    """Run the handler for ``cmd``: the response to write (None: nothing to write), or a Deferred of it.
+) -> RemotingCommand | None | defer.Deferred | Pending:
+    """Run the handler for ``cmd``: the response to write (None: nothing to write), or a promise of it
+    (a Deferred or a Pending).
 
     Synchronous answers stay synchronous (no Deferred per request on the hot path). Nothing raises and
     no Deferred fails: every error becomes a SYSTEM_ERROR response (dropped later for oneway requests).
@@ -94,7 +97,7 @@ def dispatch(
         return _finish(cmd, result)
     if inspect.isawaitable(result) and not isinstance(result, defer.Deferred):
         result = defer.ensureDeferred(result)
-    if isinstance(result, defer.Deferred):
+    if isinstance(result, PROMISES):
         return result.addCallbacks(lambda r: _finish_late(cmd, r, channel.remote_address),
                                    lambda f: error_response(cmd, f.value, channel.remote_address))
     return error_response(

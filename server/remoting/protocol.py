@@ -24,6 +24,7 @@ from .channel import Channel, format_address
 from .dispatch import Processor, dispatch
 from .errors import RemotingClosedError, RemotingTimeoutError
 from .options import TransportOptions
+from .pending import PROMISES
 
 log = logging.getLogger("ferrymq.remoting")
 
@@ -187,7 +188,7 @@ class RemotingProtocol(Protocol):
 
     def _handle_request(self, cmd: RemotingCommand) -> None:
         result = dispatch(self.processor, cmd, self.channel)
-        if not isinstance(result, defer.Deferred):
+        if not isinstance(result, PROMISES):
             self._answer(result, cmd)
             return
         self.inflight += 1

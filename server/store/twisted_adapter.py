@@ -12,6 +12,7 @@ import collections
 import dataclasses
 import time
 import weakref
+from typing import Any, Callable
 
 from twisted.internet import defer
 
@@ -30,10 +31,10 @@ class _FlushWatch:
     def __init__(self, reactor, timeout_s: float):
         self.reactor = reactor
         self.timeout_s = timeout_s
-        self.pending: collections.deque[tuple[float, defer.Deferred, PutMessageResult]] = collections.deque()
+        self.pending: collections.deque[tuple[float, Any, PutMessageResult]] = collections.deque()
         self.timer = None
 
-    def add(self, d: defer.Deferred, result: PutMessageResult) -> None:
+    def add(self, d: Any, result: PutMessageResult) -> None:
         pending = self.pending
         while pending and pending[0][1].called:
             pending.popleft()
@@ -68,14 +69,16 @@ def flush_watch(store: MessageStore, reactor) -> _FlushWatch:
 
 
 def deferred_for(store: MessageStore, result: PutMessageResult, reactor=None,
-                 watch: _FlushWatch | None = None) -> defer.Deferred:
+                 watch: _FlushWatch | None = None, make: Callable[[], Any] = defer.Deferred) -> Any:
     """A Deferred firing when ``result``'s promise is met (at once unless it needs a flush wait).
-    ``watch``: :func:`flush_watch` of this store and reactor, when the caller keeps it."""
+    ``watch``: :func:`flush_watch` of this store and reactor, when the caller keeps it. ``make``: what
+    to return instead of a Deferred (anything with ``callback`` and ``called``, e.g. the broker's
+    lighter ``server.remoting.pending.Pending``)."""
     if not result.needs_flush_wait:
         return defer.succeed(result)
     if reactor is None:
         from twisted.internet import reactor  # type: ignore[no-redef]
-    d = defer.Deferred()
+    d = make()
 
     def fire(r: PutMessageResult) -> None:
         if not d.called:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from twisted.internet import defer, task
+from twisted.internet import task
 
 from server.broker.clients import ConsumerManager, ProducerManager
 from server.broker.context import BrokerContext
@@ -29,6 +29,7 @@ from server.broker.sqlfilter import ConsumerFilterManager
 from server.broker.transactions import TransactionProcessor
 from server.config import BrokerConfig
 from server.remoting import dispatch
+from server.remoting.pending import PROMISES
 from server.store.config import MessageStoreConfig
 from server.store.message_store import MessageStore
 from wire.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
@@ -103,7 +104,7 @@ class Bk:
         cmd = request(code, {k: str(v) for k, v in (ext or {}).items()}, body, language=language)
         cmd.version = version
         d = dispatch(self.table, cmd, channel or self.channel)
-        if not isinstance(d, defer.Deferred):
+        if not isinstance(d, PROMISES):
             return d
         results = []
 

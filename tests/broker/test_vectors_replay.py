@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from twisted.internet import defer
 
 from server.remoting import dispatch
+from server.remoting.pending import PROMISES
 from wire.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
 from wire.codes import ResponseCode
 from wire.frame import FrameDecoder
@@ -27,7 +27,7 @@ def frame(name: str):
 
 def answer(bk, cmd):
     result = dispatch(bk.table, cmd, bk.channel)
-    if isinstance(result, defer.Deferred):
+    if isinstance(result, PROMISES):
         box = []
         result.addCallback(lambda r: box.append(r) or r)
         bk.clock.advance(30)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from twisted.internet import defer
-
 from server.remoting.client import split_address
+from server.remoting.pending import PROMISES, Pending
 from wire.command import RemotingCommand
 from wire.message import Host
 
@@ -40,8 +39,8 @@ def peer_addr(channel: Any) -> str:
 
 
 def then(result: Any, fn: Callable[[Any], Any]) -> Any:
-    """Apply ``fn`` to a plain result now, or to a Deferred's result when it fires."""
-    if isinstance(result, defer.Deferred):
+    """Apply ``fn`` to a plain result now, or to a promise's (Deferred's or Pending's) when it fires."""
+    if isinstance(result, PROMISES):
         return result.addCallback(fn)
     return fn(result)
 
@@ -51,6 +50,8 @@ def after_registration(ctx: Any, created: bool, result: Any) -> Any:
     if not created or ctx.registration_pending is None:
         return result
     waited = ctx.registration_pending(REGISTRATION_WAIT_S)
+    if isinstance(result, Pending):  # a Deferred's callback may return a Deferred, not a Pending
+        result = result.deferred()
     return waited.addCallback(lambda _: result)
 
 
