@@ -13,8 +13,10 @@ index, and arriving listeners (long polling) have been called.
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import os
+import struct
 import time
 from concurrent.futures import Future
 from typing import Callable, Iterable, Iterator
@@ -59,6 +61,19 @@ _TX_ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 MAX_PULL_MSG_SIZE = 128 * 1024 * 1024
 _G = GetMessageStatus
 _P = PutMessageStatus
+
+
+@functools.lru_cache(maxsize=256)
+def _tag_codes_of(count: int) -> struct.Struct:
+    """Reads the tag codes out of ``count`` packed consume-queue units in one call."""
+    return struct.Struct(">" + "12xq" * count)
+
+
+def _common_tag_code(units: bytes, count: int) -> int | None:
+    """The tag code every unit of a batch's run has, or None when they differ."""
+    codes = _tag_codes_of(count).unpack(units)
+    first = codes[0]
+    return first if codes.count(first) == count else None
 
 ArrivingListener = Callable[[str, int, int, int, int], None]
 
@@ -554,9 +569,9 @@ class MessageStore:
         if items:
             self.index.add_items(items, now)
         if self.listeners:
-            for qo, (_phys, _size, tc) in enumerate(UNIT.iter_unpack(units), first + 1):
-                for listener in self.listeners:
-                    listener(topic, queue_id, qo, tc, now)
+            tc = _common_tag_code(units, count)
+            for listener in self.listeners:
+                listener(topic, queue_id, first + count, tc, now)
         self.dispatched_offset = mf.start + end
         result = PutMessageResult(_P.PUT_OK, first_phys, total, first, ids, now, count)
         result.uniq_keys = uniq_keys
@@ -635,7 +650,9 @@ class MessageStore:
 
     def add_arriving_listener(self, listener: ArrivingListener) -> None:
         """``listener(topic, queue_id, max_offset, tags_code, store_timestamp)`` after each
-        dispatched message (Apache MessageArrivingListener); runs on the writer thread."""
+        dispatched message (Apache MessageArrivingListener); runs on the writer thread. A batch is
+        told once, with the queue's new max offset and the tag code its messages share (None when
+        they differ: a listener then treats the batch as matching any filter)."""
         self.listeners.append(listener)
 
     # ------------------------------------------------------------------------------------------

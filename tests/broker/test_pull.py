@@ -115,6 +115,26 @@ def test_long_poll_ignores_other_tags_and_drops_vanished_clients(bk):
     assert len(bk.ctx.holder) == 0
 
 
+def test_long_poll_woken_by_a_batch_holding_a_matching_tag(bk):
+    from wire.codes import RequestCode
+    from wire.headers import SendMessageRequestHeader
+    from wire.message import encode_batch, encode_properties
+
+    def send_batch(tags):
+        body = encode_batch([(0, f"m{i}".encode(), {"TAGS": t}) for i, t in enumerate(tags)])
+        h = SendMessageRequestHeader("pg", "T11", "TBW102", 4, 0, 0, 1, 0, properties=encode_properties({}),
+                                     batch=True)
+        assert bk.call(RequestCode.SEND_BATCH_MESSAGE, h.to_ext_v2(), body).code == 0
+
+    bk.send("T11", tags="TagA")
+    held = bk.pull("g", "T11", offset=1, sys_flag=SUB | SUSPEND, subscription="TagA")
+    send_batch(["TagB", "TagB"])
+    assert not held.called  # nothing it wants
+    send_batch(["TagB", "TagA"])  # mixed tags: the held pull is answered, with the matching message
+    assert held.called and held.result.code == 0
+    assert [m.body for m in decode_records(held.result.body)] == [b"m1"]
+
+
 def test_long_polls_answered_on_one_connection_are_not_kept_alive(bk):
     """A push consumer holds a pull for almost every message: the broker must watch its connection's close
     once, not once per hold (that kept every answered pull alive until the client disconnected)."""

@@ -167,6 +167,16 @@ def test_listener_called_with_new_max_offset(make_store):
     assert seen == [("T", 0, 1, 2598919), ("T", 3, 1, 0)]
 
 
+def test_listener_told_once_per_batch_with_the_shared_tag_code(make_store):
+    s = make_store()
+    seen = []
+    s.add_arriving_listener(lambda *a: seen.append(a[:4]))
+    s.put_messages("T", 0, [(0, b"a", {"TAGS": "TagA"}), (0, b"b", {"TAGS": "TagA"})])
+    s.put_messages("T", 0, [(0, b"c", {"TAGS": "TagA"}), (0, b"d", {"TAGS": "TagB"}), (0, b"e", {})])
+    # one call per batch: the queue's new max, and the tag code when every message shares it
+    assert seen == [("T", 0, 2, 2598919), ("T", 0, 5, None)]
+
+
 def test_query_by_key_and_uniq_key(make_store):
     s = make_store()
     r1 = put(s, KEYS="order-1 order-2", UNIQ_KEY="U1")
