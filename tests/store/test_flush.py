@@ -68,17 +68,22 @@ def test_sync_flush_timeout_status(make_store):
     assert r.status is P.FLUSH_DISK_TIMEOUT  # flushed, but later than the (zero) timeout
 
 
+def checkpoint_covering(store, end: int, timeout: float = 5.0) -> StoreCheckpoint:
+    """The checkpoint file once its commit-log and consume-queue offsets reach ``end`` (or at the timeout)."""
+    deadline = time.time() + timeout
+    while True:
+        cp = StoreCheckpoint.open(store.config.checkpoint_path)
+        if cp.min_flushed_offset_without_index >= end or time.time() > deadline:
+            return cp
+        time.sleep(0.02)
+
+
 def test_async_flush_and_checkpoint_advance(make_store):
     s = make_store(flushIntervalCommitLog=20, flushIntervalConsumeQueue=20)
     for _ in range(10):
         s.put_message("T", 0, b"y" * 500, {"KEYS": "a"})
     end = s.get_max_phy_offset()
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        cp = StoreCheckpoint.open(s.config.checkpoint_path)
-        if cp.min_flushed_offset >= end:
-            break
-        time.sleep(0.02)
+    cp = checkpoint_covering(s, end)
     assert s.get_flushed_phy_offset() == end
     assert cp.physic_flushed_offset == end and cp.logics_flushed_offset == end
     assert cp.clean_shutdown_offset == -1
@@ -90,12 +95,7 @@ def test_index_counts_in_the_checkpoint_only_when_message_index_safe(make_store,
     for i in range(10):
         s.put_message("T", 0, b"y" * 500, {"KEYS": f"k{i}"})
     end = s.get_max_phy_offset()
-    deadline = time.time() + 5
-    while time.time() < deadline:
-        cp = StoreCheckpoint.open(s.config.checkpoint_path)
-        if cp.min_flushed_offset_without_index >= end:
-            break
-        time.sleep(0.02)
+    cp = checkpoint_covering(s, end)
     assert cp.min_flushed_offset_without_index == end
     # Apache's rule: the index is fsynced and trusted by recovery only when messageIndexSafe=true
     assert cp.index_flushed_offset == (end if safe else 0)
