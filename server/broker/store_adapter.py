@@ -3,7 +3,8 @@
 Puts take a MessageExt whose topic, queue and properties are final; a SYNC_FLUSH put becomes a
 :class:`~server.remoting.pending.Pending` (a light Deferred) that fires after the fsync covering it.
 The young-queue rule of QUERY_CONSUMER_OFFSET needs "is this offset still in memory", which the store
-does not expose: it is computed here from the same ratio Apache uses (``accessMessageInMemoryMaxRatio`` of physical memory behind the head).
+does not expose: it is computed here from the same ratio Apache uses (``accessMessageInMemoryMaxRatio``
+of physical memory behind the head).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Every processor in the project (name server, broker, client-side handlers) is a plain function
 ``handler(cmd, channel)`` returning a RemotingCommand, None (no answer), a Deferred, a
-:class:`.pending.Pending` or an awaitable of one; the transport answers unknown codes and failures here, in one place, the way Apache does.
+:class:`.pending.Pending` or an awaitable of one; the transport answers unknown codes and failures
+here, in one place, the way Apache does.
 """
 
 from __future__ import annotations
