@@ -4,16 +4,18 @@ A segment is named by the 20-digit absolute offset of its first byte. Files are 
 ``posix_fallocate`` so that a full disk shows up as an error when a segment is created (off the hot
 path, by :class:`Allocator`) rather than as SIGBUS on a write into a sparse mapping.
 
-Segments made ahead of time are also written full of zeros (then synced) before the writer gets them:
-on ext4 a record stored into a fallocated, never-written ("unwritten") block makes the next fdatasync
-commit the journal too (the block's state changes), which made SYNC_FLUSH fsyncs ~1.3x slower; the
-zeros also leave the pages cached, so faulting them in costs no zeroing. The price is writing each
-segment twice. Apache does the same only with ``warmMapedFileEnable``.
+Once the writer is a sixteenth into a segment, the next one (made ahead of time) is written full of zeros
+in the background (:meth:`Allocator.fill`): on ext4 a record stored into a fallocated, never-written
+("unwritten") block makes the next fdatasync commit the journal too (the block's state changes), which
+made SYNC_FLUSH fsyncs ~1.3x slower; the zeros also leave the pages cached, so faulting them in costs no
+zeroing. The price is writing those segments twice; a broker that writes little writes no zeros.
+Apache does the same only with ``warmMapedFileEnable``.
 
 Threads: one writer (the reactor) appends; the flush thread fsyncs and releases pages; the allocator
-makes the next segment; the cleaner deletes old segments. The list of segments is replaced, never mutated in place (copy on write), so a
-reader holding ``queue.files`` sees a consistent snapshot without a lock. Deleted segments are
-unlinked but their mapping stays valid until the last reader's memoryview is gone.
+makes and fills the next segment; the cleaner deletes old segments. The list of segments is replaced,
+never mutated in place (copy on write), so a reader holding ``queue.files`` sees a consistent snapshot
+without a lock. Deleted segments are unlinked but their mapping stays valid until the last reader's
+memoryview is gone.
 """
 
 from __future__ import annotations
@@ -81,10 +83,20 @@ def _fill_zeros(fd: int, size: int, stop: threading.Event) -> int:
     return done
 
 
-def _create_file(path: str, size: int, warm: bool = False, fill: threading.Event | None = None) -> int:
-    """Create a segment, preallocated; with ``fill``, written full of zeros unless ``fill`` is set meanwhile
-    (see the module docstring; returns how many bytes at its head are written zeros). ``warm``: every
-    page made resident."""
+def _fill_file(path: str, size: int, stop: threading.Event) -> int:
+    """:func:`_fill_zeros` over an existing segment file (0 if there is none)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return 0  # its creation failed; the writer will make it on the spot
+    try:
+        return _fill_zeros(fd, size, stop)
+    finally:
+        os.close(fd)
+
+
+def _create_file(path: str, size: int, warm: bool = False) -> None:
+    """Create a segment, preallocated; ``warm``: every page made resident."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".alloc"
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -93,7 +105,6 @@ def _create_file(path: str, size: int, warm: bool = False, fill: threading.Event
             os.posix_fallocate(fd, 0, size)
         except OSError as exc:
             raise AllocationError(exc.errno, f"cannot preallocate {size} bytes for {path}: {exc.strerror}") from None
-        filled = _fill_zeros(fd, size, fill) if fill is not None else 0
         if warm and _madvise is not None:
             # Apache's warmMapedFileEnable: make every page resident (written zeros) before first use
             mm = mmap.mmap(fd, size)
@@ -112,7 +123,6 @@ def _create_file(path: str, size: int, warm: bool = False, fill: threading.Event
         raise
     os.close(fd)
     os.rename(tmp, path)  # a crash never leaves a half-allocated file under a segment name
-    return filled
 
 
 class MappedFile:
@@ -233,61 +243,80 @@ class MappedFile:
 
 
 class Allocator:
-    """Creates the next segment file ahead of time in a background thread (Apache AllocateMappedFileService)."""
+    """Creates the next segment file ahead of time in a background thread (Apache AllocateMappedFileService),
+    and writes it full of zeros when asked (see the module docstring)."""
 
     def __init__(self, warm: bool = False, fill: bool = True):
-        """``fill``: write files made ahead of time full of zeros (see the module docstring)."""
+        """``fill``: honour :meth:`fill` requests."""
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-alloc")
-        self._pending: dict[str, tuple[Future, threading.Event | None]] = {}
+        self._pending: dict[str, Future] = {}
+        self._filling: dict[str, tuple[Future, threading.Event]] = {}
+        self._taken: set[str] = set()  # never fill these: the writer has them
         self._lock = threading.Lock()
         self.warm = warm
-        self.fill = fill
+        self.fill_enabled = fill
 
     def request(self, path: str, size: int) -> None:
         with self._lock:
             if path in self._pending or os.path.exists(path):
                 return
-            stop = threading.Event() if self.fill else None
-            self._pending[path] = (self._pool.submit(_create_file, path, size, self.warm, stop), stop)
+            self._pending[path] = self._pool.submit(_create_file, path, size, self.warm)
+
+    def fill(self, path: str, size: int) -> None:
+        """Write ``path`` (requested, not yet taken) full of zeros in the background; once per file."""
+        with self._lock:
+            if not self.fill_enabled or path in self._filling or path in self._taken:
+                return
+            stop = threading.Event()
+            self._filling[path] = (self._pool.submit(_fill_file, path, size, stop), stop)
 
     def take(self, path: str, size: int) -> int:
-        """Make sure ``path`` exists: cut short the zeros of a pending allocation and wait for it, or create
-        the file now. Returns how many bytes at its head are written zeros."""
+        """Make sure ``path`` exists (wait for a pending allocation, or create it now), cutting its zeros
+        short if they are still being written. Returns how many bytes at its head are written zeros."""
         with self._lock:
-            fut, stop = self._pending.pop(path, (None, None))
+            fut = self._pending.pop(path, None)
+            fut_fill, stop = self._filling.pop(path, (None, None))
+            self._taken.add(path)
+        if stop is not None:
+            stop.set()  # the writer needs it now; the part already written still helps
+        filled = 0
         if fut is not None:
-            if stop is not None:
-                stop.set()  # the writer needs it now; the part already written still helps
             try:
-                filled = fut.result()
-                if filled < size:
-                    log.info("segment %s was needed before its zeros were written (%d of %d bytes): "
-                             "the writer outpaces the allocator", path, filled, size)
-                return filled
+                fut.result()
             except OSError as exc:
                 log.warning("background preallocation of %s failed (%s); retrying now", path, exc)
+        if fut_fill is not None:
+            try:
+                filled = fut_fill.result()
+            except OSError as exc:
+                log.warning("writing zeros into %s failed (%s); records land on preallocated blocks there", path, exc)
+            if filled < size:
+                log.info("commit-log segment %s was needed with %d of its %d MiB written as zeros: the writer "
+                         "outpaces the allocator", path, filled >> 20, size >> 20)
         if not os.path.exists(path):
             _create_file(path, size, self.warm)
-        return 0
+        return filled
 
     def discard(self, path: str) -> None:
         with self._lock:
-            fut, stop = self._pending.pop(path, (None, None))
-        if fut is not None:
-            if stop is not None:
-                stop.set()
-            try:
-                fut.result()
-            except OSError:
-                pass
+            fut = self._pending.pop(path, None)
+            fut_fill, stop = self._filling.pop(path, (None, None))
+        if stop is not None:
+            stop.set()
+        for f in (fut, fut_fill):
+            if f is not None:
+                try:
+                    f.result()
+                except OSError:
+                    pass
 
     def shutdown(self) -> None:
         with self._lock:
-            for _fut, stop in self._pending.values():
-                if stop is not None:
-                    stop.set()
+            for _fut, stop in self._filling.values():
+                stop.set()
         self._pool.shutdown(wait=True)
         self._pending.clear()
+        self._filling.clear()
 
 
 class MappedFileQueue:
@@ -379,6 +408,12 @@ class MappedFileQueue:
         if self.preallocate_next:
             self.allocator.request(os.path.join(self.dir, segment_name(start + self.file_size)), self.file_size)
         return mf
+
+    def fill_next(self) -> None:
+        """Have the allocator write the segment after the last one full of zeros (see the module docstring)."""
+        files = self.files
+        if self.preallocate_next and files:
+            self.allocator.fill(os.path.join(self.dir, segment_name(files[-1].end)), self.file_size)
 
     # --- flushing ---
     def flush(self) -> int:

@@ -927,6 +927,8 @@ class MessageStore:
         mf = self.commitlog.tail
         if mf is not None:
             mf.populate(mf.wrote + self.PREFAULT_AHEAD)
+            if mf.wrote >= mf.size >> 4:
+                self.commitlog.queue.fill_next()  # once per segment: the allocator ignores repeats
 
     def _flush_commitlog_task(self) -> None:
         cl = self.commitlog

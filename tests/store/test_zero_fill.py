@@ -41,11 +41,12 @@ def covers(ranges: list[tuple[int, int]], start: int, end: int) -> bool:
     return any(o < end and o + n > start for o, n in ranges)
 
 
-def test_allocator_writes_files_made_ahead_full_of_zeros(tmp_path):
+def test_allocator_writes_a_file_made_ahead_full_of_zeros_when_asked(tmp_path):
     alloc = Allocator()
     ahead, now = str(tmp_path / "00000000000016777216"), str(tmp_path / "00000000000000000000")
     alloc.request(ahead, 16 * MiB)
-    alloc._pending[ahead][0].result(timeout=30)  # let it finish before the writer asks
+    alloc.fill(ahead, 16 * MiB)
+    alloc._filling[ahead][0].result(timeout=30)  # let it finish before the writer asks
     assert alloc.take(ahead, 16 * MiB) == 16 * MiB
     assert alloc.take(now, 16 * MiB) == 0  # made on the spot: no time for zeros
     alloc.shutdown()
@@ -61,6 +62,7 @@ def test_a_writer_needing_the_file_cuts_the_zeros_short(tmp_path):
     path = str(tmp_path / "00000000000000000000")
     size = 512 * MiB
     alloc.request(path, size)
+    alloc.fill(path, size)
     filled = alloc.take(path, size)  # at once: the writer does not wait for 512 MiB of zeros
     alloc.shutdown()
     assert filled < size and filled % FILL_STEP == 0
@@ -69,25 +71,49 @@ def test_a_writer_needing_the_file_cuts_the_zeros_short(tmp_path):
     assert os.path.getsize(path) == size
 
 
-def test_no_zeros_when_the_fill_is_off(tmp_path):
-    alloc = Allocator(fill=False)
-    path = str(tmp_path / "00000000000000000000")
-    alloc.request(path, 16 * MiB)
-    assert alloc.take(path, 16 * MiB) == 0
+def test_no_zeros_once_the_writer_has_the_file_or_when_the_fill_is_off(tmp_path):
+    alloc = Allocator()
+    taken = str(tmp_path / "00000000000000000000")
+    alloc.request(taken, 16 * MiB)
+    assert alloc.take(taken, 16 * MiB) == 0
+    with open(taken, "r+b") as f:
+        f.write(b"record")
+    alloc.fill(taken, 16 * MiB)  # a late request (the pre-fault thread raced the writer): ignored
+    off = Allocator(fill=False)
+    other = str(tmp_path / "00000000000016777216")
+    off.request(other, 16 * MiB)
+    off.fill(other, 16 * MiB)
+    assert off.take(other, 16 * MiB) == 0
     alloc.shutdown()
-    assert covers(unwritten_ranges(path), 0, 16 * MiB)
+    off.shutdown()
+    with open(taken, "rb") as f:
+        assert f.read(6) == b"record"
+    assert covers(unwritten_ranges(taken), MiB, 16 * MiB)
+    assert covers(unwritten_ranges(other), 0, 16 * MiB)
 
 
-def test_store_writes_into_segments_already_full_of_zeros(make_store):
+def test_store_fills_the_next_segment_once_a_sixteenth_of_the_current_is_written(make_store):
     s = make_store(mappedFileSizeCommitLog=8 * MiB)
     body = b"z" * 4000
     n = 0
-    while len(s.commitlog.queue.files) < 2:  # the second segment was made (and filled) while the first filled up
-        s.put_message("T", 0, body, {})
-        n += 1
+
+    def put_until(predicate):
+        nonlocal n
+        while not predicate():
+            s.put_message("T", 0, body, {})
+            n += 1
+
+    put_until(lambda: s.commitlog.tail is not None and s.commitlog.tail.wrote >= MiB // 4)
+    s._prefault_task()  # what the pre-fault thread runs every 10 ms
+    assert s._allocator._filling == {}  # a store that writes little writes no zeros
+    put_until(lambda: s.commitlog.tail.wrote >= MiB // 2)
+    s._prefault_task()
+    (fut, _stop), = s._allocator._filling.values()
+    assert fut.result(timeout=30) == 8 * MiB
+    put_until(lambda: len(s.commitlog.queue.files) == 2)
     second = s.commitlog.queue.files[1]
     assert 0 < second.wrote < second.size // 2
-    assert unwritten_ranges(second.path) == []  # beyond the records too
+    assert unwritten_ranges(second.path) == []  # beyond its records too
     got, offset = [], 0
     while offset < n:
         r = s.get_message("g", "T", 0, offset, 32)
