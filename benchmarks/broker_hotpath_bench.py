@@ -44,8 +44,8 @@ def _load() -> str:
 class Profiler:
     """py-spy attached to the broker for one phase; raw collapsed stacks are summarised into a top list."""
 
-    def __init__(self, out: Path | None, pid: int):
-        self.out, self.pid, self.proc = out, pid, None
+    def __init__(self, out: Path | None, pid: int, native: bool = False):
+        self.out, self.pid, self.proc, self.native = out, pid, None, native
 
     def start(self, phase: str, seconds: float) -> None:
         if self.out is None:
@@ -55,7 +55,7 @@ class Profiler:
         self.raw = self.out / f"{phase}.collapsed"
         self.proc = subprocess.Popen(
             [spy, "record", "--pid", str(self.pid), "--duration", str(int(seconds)), "--rate", "200",
-             "--format", "raw", "--output", str(self.raw), "--nonblocking"],
+             "--format", "raw", "--output", str(self.raw)] + (["--native"] if self.native else ["--nonblocking"]),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stop(self) -> None:
@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--flush", default="ASYNC_FLUSH", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), help="the broker's flushDiskType")
     p.add_argument("--rate", type=int, default=1000, help="offered load of the latency phase, msg/s")
     p.add_argument("--profile", type=Path, help="write py-spy profiles of each phase here")
+    p.add_argument("--native", action="store_true",
+                   help="profile native frames too (py-spy --native, pauses the broker per sample): shows time "
+                        "inside the compiled hot-path modules, which plain sampling cannot see into")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = p.parse_args(argv)
     phases = set(args.phases.split(","))
@@ -125,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict:
                                            create_topics="HotSync,HotBatch,HotAsync,HotLatency,HotBacklog", broker_addr=side.broker_addr,
                                            queues=8), home / "probe.log").start()
         probe.proc.wait(timeout=120)
-        prof = Profiler(args.profile, side.broker_pid)
+        prof = Profiler(args.profile, side.broker_pid, args.native)
 
         pid = side.broker_pid
         mark = [_cpu_s(pid)]

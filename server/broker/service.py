@@ -12,13 +12,14 @@ import logging
 import socket
 from typing import Any
 
-from twisted.internet import defer, task, threads
+from twisted.internet import defer, task
 
 from server.config import BrokerConfig, NettyServerConfig
 from server.remoting import Channel, RemotingServer
 from server.store.config import MessageStoreConfig
 from server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
 from server.store.message_store import MessageStore
+from server.write_queue import WriteQueue
 from wire.codes import RequestCode
 from wire.command import request
 from wire.headers import NotifyConsumerIdsChangedRequestHeader
@@ -84,7 +85,7 @@ class Broker:
         self.reactor = reactor
         self.ip = config.brokerIP1 or local_ip()
         self._store_props = store_props
-        self._writes: defer.Deferred = defer.succeed(None)
+        self._writes = WriteQueue(self.reactor, f"{config.brokerName}-files")
         self._loops: list[task.LoopingCall] = []
         self.server: RemotingServer | None = None
         self.vip = False
@@ -221,24 +222,16 @@ class Broker:
         self.persist_offsets(force=True)
         self._persist(TOPICS, self.ctx.topics)
         self._persist(SUBSCRIPTION_GROUPS, self.ctx.groups)
-        yield self._writes
+        yield self._writes.close()
         self.store.shutdown()
         log.info("broker %s stopped", self.config.brokerName)
 
     # ------------------------------------------------------------------ periodic work and hooks
 
     def _persist(self, name: str, manager: Any) -> defer.Deferred:
-        """Snapshot now (on the reactor), write on a worker thread; writes keep their order."""
-        data = manager.to_json_obj()
+        """Snapshot now (on the reactor), write on the broker's file thread; writes keep their order."""
         target = self._files[name]
-
-        def write(_: object) -> defer.Deferred:
-            return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), target.save, data)
-
-        self._writes = self._writes.addCallback(write).addErrback(
-            lambda f: log.error("could not write %s: %s", target.path, f.getErrorMessage())
-        )
-        return self._writes
+        return self._writes.submit(target.path, target.save, manager.to_json_obj())
 
     def persist_offsets(self, force: bool = False) -> None:
         """Consumer offsets (the transaction check's progress included), when they changed (or ``force``)."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from twisted.internet import defer, task, threads
+from twisted.internet import defer, task
 
 from server.config import NamesrvConfig, NettyServerConfig
 from server.remoting import Channel, RemotingServer
+from server.write_queue import WriteQueue
 
 from .kvconfig import KVConfigStore, atomic_write
 from .processor import NamesrvProcessor
@@ -33,7 +34,7 @@ class NameServer:
         self.config = config
         self.netty = netty
         self.reactor = reactor
-        self._writes: defer.Deferred = defer.succeed(None)
+        self._writes = WriteQueue(reactor, "namesrv-files")
         self.registry = RouteRegistry(
             support_acting_master=config.supportActingMaster,
             delete_topic_with_broker_registration=config.deleteTopicWithBrokerRegistration,
@@ -49,16 +50,8 @@ class NameServer:
         self._first_scan: Any = None
 
     def _write_file(self, path: str, data: bytes) -> defer.Deferred:
-        """Queue a file write on a worker thread (fsync stays off the reactor); writes keep their order."""
-
-        def write(_: object) -> defer.Deferred:
-            return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), atomic_write, path, data)
-
-        def report(failure: Any) -> None:
-            log.error("could not write %s: %s", path, failure.getErrorMessage())
-
-        self._writes = self._writes.addCallback(write).addErrback(report)
-        return self._writes
+        """Queue a file write on the name server's file thread (fsync stays off the reactor), in order."""
+        return self._writes.submit(path, atomic_write, path, data)
 
     def _channel_closed(self, channel: Channel) -> None:
         self.registry.on_channel_destroy(channel)
@@ -95,5 +88,5 @@ class NameServer:
         if self._scan is not None and self._scan.running:
             self._scan.stop()
         yield self.server.stop(grace)
-        yield self._writes
+        yield self._writes.close()
         log.info("name server stopped")

@@ -1,0 +1,64 @@
+"""Metadata file writes (topics, offsets, KV config) in order, on one worker thread of their own.
+
+The writes fsync, so they stay off the reactor. They get a dedicated thread rather than the reactor's
+shared pool: anything else in the process that blocks in that pool (an embedding application's
+``deferToThread`` work, a push-consumer listener) would otherwise hold a config write back for as long.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from twisted.internet import defer, threads
+from twisted.python.threadpool import ThreadPool
+
+log = logging.getLogger("ferrymq.files")
+
+
+class WriteQueue:
+    """Runs submitted writes one after another on a single lazily started thread.
+
+    A failed write is logged (naming the file) and does not stop the ones queued after it.
+    """
+
+    def __init__(self, reactor: Any, name: str):
+        self._reactor = reactor
+        self._name = name
+        self._pool: ThreadPool | None = None
+        self._trigger: Any = None
+        self._tail: defer.Deferred = defer.succeed(None)
+
+    def submit(self, path: str, write: Callable[..., Any], *args: Any) -> defer.Deferred:
+        """Queue ``write(*args)``; the Deferred fires once it and every earlier write finished."""
+
+        def run(_: object) -> defer.Deferred:
+            return threads.deferToThreadPool(self._reactor, self._start(), write, *args)
+
+        def report(failure: Any) -> None:
+            log.error("could not write %s: %s (check the directory exists, is writable and has space)", path,
+                      failure.getErrorMessage())
+
+        self._tail = self._tail.addCallback(run).addErrback(report)
+        return self._tail
+
+    def _start(self) -> ThreadPool:
+        if self._pool is None:
+            self._pool = ThreadPool(minthreads=1, maxthreads=1, name=self._name)
+            self._pool.start()
+            self._trigger = self._reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
+        return self._pool
+
+    def _stop_pool(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.stop()
+
+    @defer.inlineCallbacks
+    def close(self):
+        """Wait for the queued writes, then let the thread go (a later submit starts a new one)."""
+        yield self._tail
+        if self._trigger is not None:
+            self._reactor.removeSystemEventTrigger(self._trigger)
+            self._trigger = None
+        self._stop_pool()

@@ -1,0 +1,57 @@
+"""The metadata write queue: order kept, failures logged without stopping later writes, own thread."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from twisted.internet import threads
+
+from sdk_py import reactor_thread
+from server.write_queue import WriteQueue
+
+
+def _queue(name: str) -> WriteQueue:
+    reactor_thread.ensure_running()
+    from twisted.internet import reactor
+
+    return reactor_thread.call(WriteQueue, reactor, name)
+
+
+def test_writes_run_in_order_and_a_failure_does_not_stop_the_rest(caplog):
+    queue = _queue("test-order")
+    done: list[int] = []
+
+    def write(i: int) -> None:
+        if i == 2:
+            raise OSError(28, "No space left on device")
+        done.append(i)
+
+    with caplog.at_level(logging.ERROR, logger="ferrymq.files"):
+        for i in range(5):
+            reactor_thread.call(queue.submit, f"/data/file{i}", write, i)
+        reactor_thread.call(queue.close)
+    assert done == [0, 1, 3, 4]
+    assert "could not write /data/file2" in caplog.text and "No space left" in caplog.text
+
+
+def test_writes_do_not_wait_for_a_busy_reactor_pool():
+    """A listener blocking every thread of the reactor's shared pool must not hold a config write back."""
+    from twisted.internet import reactor
+
+    pool_size = reactor_thread.call(lambda: reactor.getThreadPool().max)
+    release = threading.Event()
+
+    def occupy() -> None:
+        threads.deferToThread(release.wait, 30)  # not waited on: it holds a pool thread until released
+
+    for _ in range(pool_size):
+        reactor_thread.call(occupy)
+    try:
+        queue = _queue("test-busy")
+        wrote = threading.Event()
+        reactor_thread.call(lambda: queue.submit("/data/kv.json", wrote.set) and None)  # do not wait on it here
+        assert wrote.wait(5), "the write waited behind the blocked reactor thread pool"
+        reactor_thread.call(queue.close)
+    finally:
+        release.set()
