@@ -64,6 +64,41 @@ class RemotingCommand:
         )
 
 
+class PartsCommand(RemotingCommand):
+    """A command whose body is several buffers back to back (a pull answer: views of the commit log).
+
+    The frame encoder copies the parts once, straight into the frame, instead of joining them into a
+    body that it would copy again; reading ``body`` joins them on demand.
+    """
+
+    __slots__ = ("body_parts",)
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.body_parts)
+
+    @body.setter
+    def body(self, value: bytes) -> None:
+        self.body_parts = [value] if value else []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RemotingCommand) and _fields(self) == _fields(other)
+
+
+def _fields(cmd: RemotingCommand) -> tuple:
+    return (cmd.code, cmd.opaque, cmd.flag, cmd.language, cmd.version, cmd.remark, cmd.ext_fields, cmd.body,
+            cmd.serialize_type)
+
+
+def parts_response(req: RemotingCommand, code: int, remark: str | None, ext_fields: dict[str, str] | None,
+                   parts: list) -> PartsCommand:
+    """``req.response(...)`` with a body made of ``parts`` (buffers that stay valid until it is written)."""
+    resp = PartsCommand(code=int(code), opaque=req.opaque, flag=_RESPONSE, remark=remark, ext_fields=ext_fields,
+                        serialize_type=req.serialize_type)
+    resp.body_parts = parts
+    return resp
+
+
 _opaque_counter = itertools.count(1)
 
 

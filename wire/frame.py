@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 
 from .codes import SerializeType
-from .command import RemotingCommand
+from .command import PartsCommand, RemotingCommand
 from .errors import FrameError, FrameTooLarge, HeaderError
 from .serialization import DECODERS, ENCODERS
 
@@ -23,11 +23,16 @@ _I32 = struct.Struct(">i")
 def encode(cmd: RemotingCommand) -> bytes:
     """The complete frame for ``cmd``, header written in ``cmd.serialize_type``."""
     header = ENCODERS[cmd.serialize_type](cmd)
-    body = cmd.body or b""
     hlen = len(header)
-    return b"".join(
-        (FRAME_PREFIX.pack(4 + hlen + len(body), (int(cmd.serialize_type) << 24) | hlen), header, body)
-    )
+    word = (int(cmd.serialize_type) << 24) | hlen
+    if type(cmd) is PartsCommand:  # body parts go into the frame directly: one copy, not two
+        parts = cmd.body_parts
+        size = 0
+        for part in parts:
+            size += len(part)
+        return b"".join((FRAME_PREFIX.pack(4 + hlen + size, word), header, *parts))
+    body = cmd.body or b""
+    return b"".join((FRAME_PREFIX.pack(4 + hlen + len(body), word), header, body))
 
 
 def decode_frame_payload(payload: bytes | memoryview) -> RemotingCommand:

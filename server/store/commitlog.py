@@ -131,6 +131,18 @@ class CommitLog:
         except ValueError:  # the segment was deleted by retention meanwhile
             return None
 
+    def segment_of(self, phys: int) -> tuple[memoryview, int, int] | None:
+        """(view of the segment holding ``phys``, its start offset, end of its written part), or None.
+
+        For readers taking many records in a row: they slice the view themselves while offsets stay in
+        range, instead of looking the segment up for each record (slicing raises ValueError once the
+        segment is deleted).
+        """
+        mf = self.queue.find(phys)
+        if mf is None:
+            return None
+        return mf.view, mf.start, mf.start + mf.wrote
+
     def read_record(self, phys: int) -> memoryview | None:
         """The whole record starting at ``phys`` (size read from its TOTALSIZE)."""
         mf = self.queue.find(phys)

@@ -700,26 +700,35 @@ class MessageStore:
         max_pull = min(max(max_total_bytes, 100), MAX_PULL_MSG_SIZE)
         limit_units = max(cfg.maxFilterMessageSize, max_msg_nums * UNIT_SIZE) // UNIT_SIZE
         mem_limit = self._memory_limit
-        messages = result.messages
-        qoffs = result.queue_offsets
+        # per-record work stays in locals: this loop runs for every message every consumer pulls
+        mem_bytes, mem_count = cfg.maxTransferBytesOnMessageInMemory, cfg.maxTransferCountOnMessageInMemory
+        disk_bytes, disk_count = cfg.maxTransferBytesOnMessageInDisk, cfg.maxTransferCountOnMessageInDisk
+        cq_match = cl_match = None
+        if message_filter is not None:
+            cq_match, cl_match = message_filter.is_matched_by_consume_queue, message_filter.is_matched_by_commit_log
+        spans = result.spans
+        add_qoff = result.queue_offsets.append
         total = 0
         count = 0
         next_begin = offset
         max_phy_pulling = 0
         skip_below = -1
+        seg_view, seg_lo, seg_hi = None, 0, -1  # the commit-log segment last looked up: [seg_lo, seg_hi) readable
+        # The open span: records found back to back in the commit log (a batch, or one producer's run) go out
+        # as one view. ``run`` is sliced from the segment as the span opens, so it stays valid even if
+        # retention releases the segment's own view meanwhile.
+        run, run_start, run_end = None, 0, -1
         unpack = UNIT.unpack_from
-        n = min(n, max_off - offset)
+        n = min(n, max_off - offset, limit_units)
         for i in range(n):
             phys, size, tags = unpack(units, i * UNIT_SIZE)
-            if i >= limit_units:
-                break
             if count:
                 if count >= max_msg_nums or total + size > max_pull:
                     break
                 if max_phy - phys <= mem_limit:
-                    if total + size > cfg.maxTransferBytesOnMessageInMemory or count >= cfg.maxTransferCountOnMessageInMemory:
+                    if total + size > mem_bytes or count >= mem_count:
                         break
-                elif total + size > cfg.maxTransferBytesOnMessageInDisk or count >= cfg.maxTransferCountOnMessageInDisk:
+                elif total + size > disk_bytes or count >= disk_count:
                     break
             max_phy_pulling = phys
             next_begin = offset + i + 1
@@ -729,22 +738,39 @@ class MessageStore:
                 if not count:
                     result.status = _G.MESSAGE_WAS_REMOVING
                 continue
-            if message_filter is not None and not message_filter.is_matched_by_consume_queue(tags):
+            if cq_match is not None and not cq_match(tags):
                 continue
-            view = cl.read(phys, size)
-            if view is None:
-                if not count:
-                    result.status = _G.MESSAGE_WAS_REMOVING
-                skip_below = cl.roll_next_file(phys)
+            if phys != run_end or phys + size > seg_hi:
+                if phys < seg_lo or phys + size > seg_hi:
+                    seg = cl.segment_of(phys)
+                    seg_view, seg_lo, seg_hi = seg if seg is not None else (None, 0, -1)
+                opened = None
+                if phys + size <= seg_hi:
+                    try:
+                        opened = seg_view[phys - seg_lo : seg_hi - seg_lo]
+                    except ValueError:  # the segment was deleted by retention meanwhile
+                        seg_view, seg_lo, seg_hi = None, 0, -1
+                if opened is None:
+                    if not count:
+                        result.status = _G.MESSAGE_WAS_REMOVING
+                    skip_below = cl.roll_next_file(phys)
+                    continue
+                if cl_match is not None and not cl_match(opened[:size]):
+                    continue
+                if run is not None:
+                    spans.append(run[: run_end - run_start])
+                run, run_start = opened, phys
+            elif cl_match is not None and not cl_match(run[phys - run_start : phys - run_start + size]):
                 continue
-            if message_filter is not None and not message_filter.is_matched_by_commit_log(view):
-                continue
-            messages.append(view)
-            qoffs.append(offset + i)
+            run_end = phys + size
+            add_qoff(offset + i)
             total += size
             count += 1
+        if run is not None:
+            spans.append(run[: run_end - run_start])
         if count:
             result.status = _G.FOUND
+        result.message_count = count
         result.next_begin_offset = next_begin
         result.buffer_total_size = total
         result.suggest_pulling_from_slave = max_phy - max_phy_pulling > mem_limit

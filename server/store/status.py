@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import enum
+import struct
 from dataclasses import dataclass, field
+
+
+#: a stored record starts with its own length
+_TOTAL_SIZE = struct.Struct(">i")
 
 
 class PutMessageStatus(enum.Enum):
@@ -56,25 +61,39 @@ class PutMessageResult:
 
 @dataclass(slots=True)
 class GetMessageResult:
-    """Records found for a pull. ``messages`` are read-only memoryviews of the commit log's mapping
-    (zero copy): write them out, or ``bytes()`` them if they must outlive segment deletion."""
+    """Records found for a pull, as read-only memoryviews of the commit log's mapping (zero copy): write
+    them out, or ``bytes()`` them if they must outlive segment deletion.
+
+    ``spans`` each cover one or more whole records that lie back to back in the commit log (a batch
+    stores its messages so), so a pull of a batch-sent backlog is a few views, not one per message.
+    """
 
     status: GetMessageStatus
     next_begin_offset: int = 0
     min_offset: int = 0
     max_offset: int = 0
-    messages: list = field(default_factory=list)
+    spans: list = field(default_factory=list)
     queue_offsets: list[int] = field(default_factory=list)
+    message_count: int = 0
     buffer_total_size: int = 0
     suggest_pulling_from_slave: bool = False
 
     @property
-    def message_count(self) -> int:
-        return len(self.messages)
+    def messages(self) -> list[memoryview]:
+        """One view per record, split off the spans by each record's TOTALSIZE field."""
+        out = []
+        for span in self.spans:
+            pos, end = 0, len(span)
+            while pos < end:
+                size = _TOTAL_SIZE.unpack_from(span, pos)[0]
+                out.append(span[pos : pos + size])
+                pos += size
+        return out
 
     def body(self) -> bytes:
         """The records concatenated: a PULL_MESSAGE response body."""
-        return b"".join(self.messages)
+        spans = self.spans
+        return bytes(spans[0]) if len(spans) == 1 else b"".join(spans)
 
 
 @dataclass(slots=True)

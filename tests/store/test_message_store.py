@@ -81,6 +81,41 @@ def test_tag_filter_advances_past_unmatched(make_store):
     assert g.queue_offsets == [3]
 
 
+class _BodyFilter:
+    """A commit-log filter (as SQL92 is): keeps records whose body is not ``skip``."""
+
+    def is_matched_by_consume_queue(self, tags_code: int) -> bool:
+        return True
+
+    def is_matched_by_commit_log(self, record: memoryview) -> bool:
+        return decode_record(record)[0].body != b"skip"
+
+
+def test_records_back_to_back_go_out_as_one_span(make_store):
+    """Records of a queue that lie next to each other in the commit log are one view; anything between
+    them (another queue's record, a filtered-out one) starts the next span."""
+    s = make_store()
+    for body, qid, tags in [(b"a0", 0, "x"), (b"a1", 0, "x"), (b"a2", 0, "x"), (b"b0", 1, "x"), (b"a3", 0, "x"),
+                            (b"skip", 0, "x"), (b"a5", 0, "y"), (b"a6", 0, "x")]:
+        put(s, qid=qid, body=body, TAGS=tags)
+    g = s.get_message("g", "T", 0, 0, 32)
+    assert [m.body for m in decode_records(g.body())] == [b"a0", b"a1", b"a2", b"a3", b"skip", b"a5", b"a6"]
+    assert len(g.spans) == 2 and g.message_count == 7 and g.queue_offsets == list(range(7))
+    assert [decode_record(v)[0].body for v in g.messages] == [b"a0", b"a1", b"a2", b"a3", b"skip", b"a5", b"a6"]
+    assert g.buffer_total_size == sum(len(v) for v in g.messages) == len(g.body())
+
+    by_tag = s.get_message("g", "T", 0, 0, 32, message_filter=TagsCodeFilter([java_string_hash("x")]))
+    assert [m.body for m in decode_records(by_tag.body())] == [b"a0", b"a1", b"a2", b"a3", b"skip", b"a6"]
+    assert len(by_tag.spans) == 3 and by_tag.queue_offsets == [0, 1, 2, 3, 4, 6]
+
+    by_body = s.get_message("g", "T", 0, 0, 32, message_filter=_BodyFilter())
+    assert [m.body for m in decode_records(by_body.body())] == [b"a0", b"a1", b"a2", b"a3", b"a5", b"a6"]
+    assert len(by_body.spans) == 3 and by_body.queue_offsets == [0, 1, 2, 3, 5, 6]
+
+    two = s.get_message("g", "T", 0, 1, 2)  # a span ends where the count limit does
+    assert [m.body for m in decode_records(two.body())] == [b"a1", b"a2"] and two.next_begin_offset == 3
+
+
 def test_pull_limits_in_memory(make_store):
     s = make_store(maxTransferCountOnMessageInMemory=4, maxTransferBytesOnMessageInMemory=1000)
     for _ in range(10):

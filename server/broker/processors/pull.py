@@ -13,7 +13,7 @@ import logging
 from typing import Any
 
 from wire.codes import PullSysFlag, RequestCode, ResponseCode
-from wire.command import RemotingCommand
+from wire.command import RemotingCommand, parts_response
 from wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
 
 from server.store.status import GetMessageResult, GetMessageStatus
@@ -208,7 +208,7 @@ class PullProcessor:
         if code == ResponseCode.SUCCESS:
             ctx.stats.get_found.add(result.message_count)
             ctx.stats.get_transferred.add(result.message_count)
-            return cmd.response(code, result.status.name, header.to_ext(), result.body())
+            return parts_response(cmd, code, result.status.name, header.to_ext(), result.spans)
         ctx.stats.get_miss.add(1)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sys_flag & _SUSPEND \
                 and ctx.holder is not None:
