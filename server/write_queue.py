@@ -8,12 +8,19 @@ shared pool: anything else in the process that blocks in that pool (an embedding
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Callable
 
 from twisted.internet import defer, threads
 from twisted.python.threadpool import ThreadPool
 
 log = logging.getLogger("ferrymq.files")
+
+
+def _daemon_thread(*args: Any, **kwargs: Any) -> threading.Thread:
+    """The file thread never keeps a process alive: an owner that exits without ``close()`` loses at most
+    the write in progress, and each write replaces its file atomically, so the old file stays whole."""
+    return threading.Thread(*args, daemon=True, **kwargs)
 
 
 class WriteQueue:
@@ -44,9 +51,13 @@ class WriteQueue:
 
     def _start(self) -> ThreadPool:
         if self._pool is None:
-            self._pool = ThreadPool(minthreads=1, maxthreads=1, name=self._name)
-            self._pool.start()
-            self._trigger = self._reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
+            pool = ThreadPool(minthreads=1, maxthreads=1, name=self._name)
+            pool.threadFactory = _daemon_thread
+            pool.start()
+            self._pool = pool
+            add_trigger = getattr(self._reactor, "addSystemEventTrigger", None)  # a test Clock has none
+            if add_trigger is not None:
+                self._trigger = add_trigger("during", "shutdown", self._stop_pool)
         return self._pool
 
     def _stop_pool(self) -> None:

@@ -55,3 +55,21 @@ def test_writes_do_not_wait_for_a_busy_reactor_pool():
         reactor_thread.call(queue.close)
     finally:
         release.set()
+
+
+def test_an_owner_that_never_closes_the_queue_does_not_keep_the_process_alive(tmp_path):
+    """A broker built on a test Clock (no shutdown triggers) and never stopped: the process still exits."""
+    import subprocess
+    import sys
+
+    script = f"""
+import time
+from twisted.internet import task
+from server.write_queue import WriteQueue
+q = WriteQueue(task.Clock(), "orphan")
+q.submit("x", open({str(tmp_path / "wrote")!r}, "w").close)
+time.sleep(0.5)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], timeout=30, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "wrote").exists()
