@@ -255,14 +255,17 @@ class CommitLog:
                     on_record(info, mf.start + pos)
                 pos += info.size
 
-    def set_end(self, offset: int) -> None:
-        """After recovery: everything before ``offset`` is valid, everything from it is dropped."""
+    def set_end(self, offset: int, clean: bool = False) -> None:
+        """After recovery: everything before ``offset`` is valid, everything from it is dropped.
+
+        ``clean``: the log was closed cleanly at ``offset``, so nothing past it needs zeroing.
+        """
         self.tail = None
         files = self.queue.files
         for mf in files:
             if mf.end <= offset:
                 mf.wrote = mf.flushed = mf.size
-        self.queue.truncate(offset)
+        self.queue.truncate(offset, zero_tail=not clean)
         files = self.queue.files
         if files and offset >= files[-1].end:
             pass  # the last segment is exactly full; the next append creates a new one

@@ -21,6 +21,7 @@ memoryview is gone.
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import mmap
 import os
@@ -64,6 +65,9 @@ class AllocationError(OSError):
 #: needs the file, and the dirty pages stay bounded
 FILL_STEP = 8 << 20
 _ZEROS = bytes(FILL_STEP)  # calloc'ed: the kernel's shared zero page until written
+#: chunk in which ``MappedFile.zero_from`` reads a segment's tail back to find what is not zero yet
+_ZERO_CHECK = 1 << 20
+_ZEROS_CHECK = _ZEROS[:_ZERO_CHECK]
 
 
 def _fill_zeros(fd: int, size: int, stop: threading.Event) -> int:
@@ -212,11 +216,40 @@ class MappedFile:
         self.populated = upto
 
     def zero_from(self, pos: int) -> None:
-        """Zero ``[pos, size)`` cheaply: truncate then re-allocate (the kernel returns zeros)."""
+        """Make ``[pos, size)`` read as zeros, so stale bytes (a torn record) can never pass for records.
+
+        Only data that is not zero already is overwritten, and the zeros are on disk before this returns.
+        Why not truncate and re-allocate: that turns a segment the allocator wrote full of zeros back
+        into unwritten extents, and every group commit after a restart would pay the extent conversion
+        again for the rest of the segment. Ranges the file system reports as holes (``SEEK_DATA``:
+        never written, or unwritten extents) read as zeros and are skipped; the rest is read back in
+        1 MiB chunks (after a crash it is in the page cache: ~0.1 s per GiB).
+        """
         if pos >= self.size:
             return
-        os.ftruncate(self.fd, pos)
-        os.posix_fallocate(self.fd, 0, self.size)
+        fd, size = self.fd, self.size
+        buf = bytearray(_ZERO_CHECK)
+        wrote = False
+        off = pos
+        while off < size:
+            try:
+                data = os.lseek(fd, off, os.SEEK_DATA)
+                end = min(os.lseek(fd, data, os.SEEK_HOLE), size)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:  # nothing but holes from ``off`` on
+                    break
+                data, end = off, size  # no SEEK_DATA here: check everything
+            while data < end:
+                n = os.preadv(fd, [memoryview(buf)[: min(_ZERO_CHECK, end - data)]], data)
+                if n <= 0:
+                    break
+                if (buf != _ZEROS_CHECK) if n == _ZERO_CHECK else (buf[:n] != _ZEROS_CHECK[:n]):
+                    os.pwrite(fd, _ZEROS_CHECK[:n], data)
+                    wrote = True
+                data += n
+            off = end
+        if wrote:
+            os.fdatasync(fd)
         self.released = min(self.released, pos - pos % PAGE)
 
     def close(self) -> None:
@@ -435,16 +468,18 @@ class MappedFileQueue:
                 mf.release_pages(upto)
 
     # --- truncation and deletion ---
-    def truncate(self, offset: int) -> None:
+    def truncate(self, offset: int, zero_tail: bool = True) -> None:
         """Drop everything at and after ``offset``: later segments are deleted, the one holding it is
-        zeroed from there (so stale bytes can never be mistaken for records)."""
+        zeroed from there (so stale bytes can never be mistaken for records). ``zero_tail=False``: the
+        caller knows nothing was ever written past ``offset`` in that segment (a clean shutdown)."""
         keep = []
         for mf in self.files:
             if mf.start + mf.size <= offset:
                 keep.append(mf)
             elif mf.start <= offset:
                 pos = offset - mf.start
-                mf.zero_from(pos)
+                if zero_tail:
+                    mf.zero_from(pos)
                 mf.wrote = mf.flushed = pos
                 keep.append(mf)
             else:

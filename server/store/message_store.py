@@ -302,7 +302,8 @@ class MessageStore:
             if not self.last_exit_ok or stop.reason not in ("end of data", "end of segments"):
                 log.warning("commit log recovery: valid data ends at %d (%s); scanned from %d, "
                             "re-dispatched %d records", end, stop.reason, start, redispatched)
-            cl.set_end(end)
+            # after a clean shutdown the writer stopped exactly there: nothing past it to zero
+            cl.set_end(end, clean=self.last_exit_ok and end == cp.clean_shutdown_offset and stop.reason == "end of data")
         dropped = 0
         for cq in self._all_cqs():
             dropped += cq.truncate_beyond(end)

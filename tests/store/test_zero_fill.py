@@ -114,9 +114,79 @@ def test_store_fills_the_next_segment_once_a_sixteenth_of_the_current_is_written
     second = s.commitlog.queue.files[1]
     assert 0 < second.wrote < second.size // 2
     assert unwritten_ranges(second.path) == []  # beyond its records too
+    assert _drain(s, n) == [body] * n
+
+
+def _drain(store, n: int) -> list[bytes]:
     got, offset = [], 0
     while offset < n:
-        r = s.get_message("g", "T", 0, offset, 32)
+        r = store.get_message("g", "T", 0, offset, 32)
         got += [m.body for m in decode_records(r.body())]
         offset = r.next_begin_offset
-    assert got == [body] * n
+    return got
+
+
+@pytest.mark.parametrize("stop", ["crash", "clean"])
+def test_a_restart_keeps_the_zeros_of_the_segment_it_resumes_in(make_store, tmp_path, stop):
+    """Recovery cuts the log where its records end; that must not turn the rest of a zero-filled segment
+    back into unwritten extents (the sends after a restart would pay the conversion again)."""
+    from .conftest import simulate_crash
+
+    s = make_store(tmp_path / "s", mappedFileSizeCommitLog=8 * MiB)
+    body = b"r" * 4000
+    n = 0
+    while len(s.commitlog.queue.files) < 2 or s.commitlog.queue.files[1].wrote < MiB:
+        s.put_message("T", 0, body, {})
+        n += 1
+        if s.commitlog.tail is not None and s.commitlog.tail.wrote >= MiB // 2:
+            s._prefault_task()
+    second = s.commitlog.queue.files[1].path
+    simulate_crash(s) if stop == "crash" else s.shutdown()
+    assert unwritten_ranges(second) == []
+    again = make_store(tmp_path / "s", mappedFileSizeCommitLog=8 * MiB)
+    assert again.recovery_report["clean"] is (stop == "clean")
+    assert unwritten_ranges(second) == []
+    assert _drain(again, n) == [body] * n
+    again.put_message("T", 0, b"after", {})
+    assert _drain(again, n + 1)[-1] == b"after"
+
+
+def _segment(path: str, size: int, *, zero_filled: bool, sparse: bool = False) -> None:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if sparse:
+            os.ftruncate(fd, size)
+        else:
+            os.posix_fallocate(fd, 0, size)
+        if zero_filled:
+            os.pwrite(fd, bytes(size), 0)
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("kind", ["zero-filled", "fallocated", "sparse"])
+def test_cutting_a_torn_tail_zeroes_it_and_keeps_the_fill(tmp_path, kind):
+    """Recovery cuts the log at the last valid record: everything after reads as zeros (stale bytes past
+    the cut, near it or far away, included), everything before is untouched, and a segment written full
+    of zeros keeps its written extents (no extent conversion for the records stored after a restart)."""
+    from server.store.mapped_file import MappedFile
+
+    size = 8 * MiB
+    path = str(tmp_path / "00000000000000000000")
+    _segment(path, size, zero_filled=kind == "zero-filled", sparse=kind == "sparse")
+    records, cut = os.urandom(3 * MiB), 3 * MiB - 1000  # the last 1000 bytes: a torn record
+    stale_far = (6 * MiB + 5, b"\x7f" * 300)  # e.g. a later page written back before an earlier one
+    fd = os.open(path, os.O_RDWR)
+    os.pwrite(fd, records, 0)
+    os.pwrite(fd, stale_far[1], stale_far[0])
+    os.close(fd)
+    mf = MappedFile(path, 0, size)
+    mf.zero_from(cut)
+    mf.close()
+    with open(path, "rb") as f:
+        data = f.read()
+    assert len(data) == size and data[:cut] == records[:cut]
+    assert data[cut:] == bytes(size - cut)
+    if kind == "zero-filled":
+        assert unwritten_ranges(path) == []
