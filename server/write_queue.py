@@ -47,7 +47,9 @@ class WriteQueue:
                       failure.getErrorMessage())
 
         self._tail = self._tail.addCallback(run).addErrback(report)
-        return self._tail
+        done: defer.Deferred = defer.Deferred()  # the caller's own: what it chains on cannot stall the queue
+        self._tail.addCallback(lambda result: (done.callback(None), result)[1])
+        return done
 
     def _start(self) -> ThreadPool:
         if self._pool is None:

@@ -73,3 +73,21 @@ time.sleep(0.5)
     proc = subprocess.run([sys.executable, "-c", script], timeout=30, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "wrote").exists()
+
+
+def test_a_caller_failing_on_its_deferred_does_not_stop_later_writes():
+    queue = _queue("test-caller")
+    done: list[int] = []
+
+    held = []
+
+    def submit_and_fail() -> None:
+        d = queue.submit("/data/a", done.append, 1)
+        d.addCallback(lambda _: 1 / 0)  # a caller's bug, left unhandled for now
+        held.append(d)
+
+    reactor_thread.call(submit_and_fail)
+    reactor_thread.call(lambda: queue.submit("/data/b", done.append, 2) and None)
+    reactor_thread.call(queue.close)
+    reactor_thread.call(lambda: held[0].addErrback(lambda f: None) and None)
+    assert done == [1, 2]
