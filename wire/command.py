@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -86,8 +87,8 @@ class PartsCommand(RemotingCommand):
 
 
 def _fields(cmd: RemotingCommand) -> tuple:
-    return (cmd.code, cmd.opaque, cmd.flag, cmd.language, cmd.version, cmd.remark, cmd.ext_fields, cmd.body,
-            cmd.serialize_type)
+    """The values the dataclass compares, read through attributes (so a joined ``body`` for parts)."""
+    return tuple(getattr(cmd, f.name) for f in dataclasses.fields(RemotingCommand))
 
 
 def parts_response(req: RemotingCommand, code: int, remark: str | None, ext_fields: dict[str, str] | None,
