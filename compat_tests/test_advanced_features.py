@@ -17,7 +17,7 @@ from collections import defaultdict
 import pytest
 
 from .servers import DELAY_LEVEL_3_MS, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_CHECK_MAX, TRANSACTION_TIMEOUT_MS
-from .test_official_clients import WAIT, bodies, fresh, write_spec
+from .test_official_clients import WAIT, bodies, fresh, wait_until_offline, write_spec
 
 # ---------------------------------------------------------------------------------------------- SQL92
 
@@ -315,6 +315,7 @@ def test_reset_offset_by_time_of_an_offline_group_applies_when_it_returns(server
     client5("send", n=ns, t=topic, count=3, body="new").check()
     first = client5("consume", n=ns, t=topic, g=group, count=7, timeout=WAIT).check()
     assert len(bodies(first)) == 7, first.explain()
+    wait_until_offline(server, group)
     out = mqadmin5(ns, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(boundary))
     assert "Consumer not online" not in out, out
     again = client5("consume", n=ns, t=topic, g=group, count=3, timeout=WAIT + 60, linger=3).check()

@@ -12,7 +12,11 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
+from wire.codes import RequestCode, ResponseCode
+from wire.command import request
+
 from .servers import DELAY_LEVEL_3_MS
+from .wireclient import call
 
 #: how long a client waits for the messages it expects before giving up (seconds)
 WAIT = 45
@@ -31,6 +35,22 @@ def write_spec(tmp_path, entries: list[dict]) -> str:
 
 def bodies(result) -> list[str]:
     return [e["body"] for e in result.of("received")]
+
+
+def wait_until_offline(server, group: str, timeout: float = 15) -> None:
+    """Waits until the broker lists no consumer of ``group`` (it drops one when its connection closes).
+
+    A scenario about a group that left and came back starts its second consumer only then: one the
+    broker still counted would be given half of the queues at the first rebalance.
+    """
+    ask = request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = call(server.broker_addr, ask, timeout=3)
+        if reply.code != ResponseCode.SUCCESS:  # "no consumer for this group"
+            return
+        assert time.monotonic() < deadline, f"{server.kind} still lists consumers of {group} after {timeout} s: {reply.body!r}"
+        time.sleep(0.1)
 
 
 SEND_MODES = ("sync", "async", "oneway", "batch")
@@ -163,6 +183,7 @@ def test_consumer_restart_resumes_from_committed_offset(server, client):
     client("send", n=ns, t=topic, count=8, body="before").check()
     first = client("consume", n=ns, t=topic, g=group, count=8, timeout=WAIT, linger=1).check()
     assert sorted(bodies(first)) == sorted(f"before #{i}" for i in range(8)), first.explain()
+    wait_until_offline(server, group)
     client("send", n=ns, t=topic, count=4, body="after").check()
     again = client("consume", n=ns, t=topic, g=group, count=4, timeout=WAIT, linger=2).check()
     assert sorted(bodies(again)) == [f"after #{i}" for i in range(4)], again.explain()
