@@ -51,6 +51,11 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity (default INFO)"
     )
+    p.add_argument(
+        "--stall-traceback", metavar="FILE",
+        help="when the event loop stalls for more than 250 ms (always logged as a warning), also write every "
+        "thread's stack to FILE while it is stuck",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,17 +127,22 @@ def _warn_unknown(props: dict[str, str], *classes: type) -> None:
         log.warning("config key %r is not known to FerryMQ and is ignored (check its spelling)", name)
 
 
-def _run_reactor(stoppables: list) -> int:
+def _run_reactor(stoppables: list, args: argparse.Namespace) -> int:
     """Run until SIGTERM/SIGINT; shutdown triggers stop every component gracefully first."""
     from twisted.internet import reactor
 
     from server.gc_tuning import tune_gc
+    from server.stall_watch import StallWatch
     from wire import _compiled
 
     _compiled.report()
     tune_gc()
     for component in stoppables:
         reactor.addSystemEventTrigger("before", "shutdown", component.stop)
+    traceback_file = open(args.stall_traceback, "a") if args.stall_traceback else None  # noqa: SIM115 - lives as long as the process
+    watch = StallWatch(reactor, traceback_file=traceback_file)
+    reactor.callWhenRunning(watch.start)
+    reactor.addSystemEventTrigger("before", "shutdown", watch.stop)
     reactor.run()
     log.info("stopped")
     return 0
@@ -155,7 +165,7 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig)
     server = _start_namesrv(namesrv_cfg, netty_cfg)
-    return _run_reactor([server])
+    return _run_reactor([server], args)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -167,7 +177,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(cfg.to_properties(broker_cfg))
         return 0
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, _store_config_class())
-    return _run_reactor([_broker_factory(broker_cfg, props)])
+    return _run_reactor([_broker_factory(broker_cfg, props)], args)
 
 
 def _store_config_class() -> type:
@@ -199,7 +209,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     # the broker stops first, so it can still unregister from the name server
-    return _run_reactor([_StopInOrder(_broker_factory(broker_cfg, props), namesrv)])
+    return _run_reactor([_StopInOrder(_broker_factory(broker_cfg, props), namesrv)], args)
 
 
 class _StopInOrder:

@@ -101,7 +101,8 @@ def test_started_from_config_serves_routes_and_stops_on_sigterm(tmp_path, comman
     broker_keys = (f"listenPort=0\nstorePathRootDir={tmp_path / 'store'}\nmappedFileSizeCommitLog=1048576\n"
                    if command == "standalone" else "")
     conf.write_text(f"{key}=0\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n" + broker_keys)
-    proc, port, lines = _start([command, "-c", str(conf)], tmp_path)
+    stacks = tmp_path / "stalls.txt"
+    proc, port, lines = _start([command, "-c", str(conf), "--stall-traceback", str(stacks)], tmp_path)
     try:
         from sdk_py.blocking import BlockingAdmin
         from sdk_py.errors import MQResponseError
@@ -118,6 +119,7 @@ def test_started_from_config_serves_routes_and_stops_on_sigterm(tmp_path, comman
         rest = proc.stderr.read()
         assert "broker registered: broker-a" in "".join(lines) + rest
         assert "name server stopped" in rest
+        assert stacks.exists()  # --stall-traceback reached the watch
     finally:
         if proc.poll() is None:
             proc.kill()

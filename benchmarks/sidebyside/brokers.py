@@ -16,6 +16,7 @@ from pathlib import Path
 
 from compat_tests import apache, toolchain
 from compat_tests.processes import LOOPBACK, Child, free_port
+from server.stall_watch import LOGGED_STALL
 
 from . import javatools
 
@@ -101,6 +102,10 @@ class Side(ABC):
 
     def remove_store(self) -> None:
         shutil.rmtree(self.store, ignore_errors=True)
+
+    def reactor_stalls_ms(self) -> list[int] | None:
+        """Event-loop stalls the broker logged since its last launch (None: it does not report them)."""
+        return None
 
     def describe_failure(self) -> str:
         """Why the broker did not serve: its exit code, or the last warning or error it logged."""
@@ -208,9 +213,14 @@ class FerrySide(Side):
             "kvConfigPath": self.home / "namesrv" / "kvConfig.json",
             "configStorePath": self.home / "namesrv" / "namesrv.properties",
         })
-        argv = [ferrymq_executable(), "standalone", "-c", str(conf)]
+        argv = [ferrymq_executable(), "standalone", "-c", str(conf), "--stall-traceback", str(self.home / "stall-stacks.txt")]
         self.broker = Child("FerryMQ standalone", argv, self.home / "ferrymq.out").start()
         return self.broker
+
+    def reactor_stalls_ms(self) -> list[int] | None:
+        if self.broker is None or not self.broker.log.exists():
+            return None
+        return [int(ms) for ms in LOGGED_STALL.findall(self.broker.log.read_text(errors="replace"))]
 
 
 def make_side(broker: str, home: Path, flush: str) -> Side:

@@ -70,6 +70,9 @@ class Session:
         except Unavailable as e:
             self.outcome.unavailable = f"not available: {e}"
         finally:
+            stalls = self.side.reactor_stalls_ms()  # since the restart after the crash test: the timed phases
+            if stalls is not None:
+                self.outcome.extra["reactor_stalls_ms"] = stalls
             self.side.stop()
         return self.outcome
 
