@@ -19,8 +19,16 @@ import threading
 import time
 
 
+_stdout_lock = threading.Lock()
+
+
 def emit(**kv: object) -> None:
-    print(json.dumps(kv), flush=True)
+    """One JSON line per event, written whole: the client's callback threads emit concurrently with the
+    main thread, and print() writes the text and its newline separately (two events could share a line)."""
+    line = json.dumps(kv) + "\n"
+    with _stdout_lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def _message(topic: str, body: str, tag: str = "", keys: str = "", props: dict | None = None):
