@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from twisted.internet.error import CannotListenError
 
 from server import config as cfg
+from server.stall_watch import DEFAULT_THRESHOLD as STALL_THRESHOLD
 
 log = logging.getLogger("ferrymq")
 
@@ -53,8 +54,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--stall-traceback", metavar="FILE",
-        help="when the event loop stalls for more than 250 ms (always logged as a warning), also write every "
-        "thread's stack to FILE while it is stuck",
+        help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (always logged as a warning), "
+        "also write every thread's stack to FILE while it is stuck",
     )
 
 
