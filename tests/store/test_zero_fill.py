@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from server.store.mapped_file import FILL_STEP, Allocator
+from server.store.mapped_file import FILL_PIECE, FILL_STEP, Allocator
 from wire.message import decode_records
 
 MiB = 1 << 20
@@ -54,6 +54,29 @@ def test_allocator_writes_a_file_made_ahead_full_of_zeros_when_asked(tmp_path):
     assert covers(unwritten_ranges(now), 0, 16 * MiB)
     assert os.path.getsize(ahead) == os.path.getsize(now) == 16 * MiB
     with open(ahead, "rb") as f:
+        assert f.read() == bytes(16 * MiB)
+
+
+def test_zeros_go_in_pieces_so_the_page_cache_keeps_small_folios(tmp_path, monkeypatch):
+    """The kernel caches a write's pages in folios up to the write's size and a fsync writes a dirty folio
+    back whole: zeros written 8 MiB at a time made every SYNC_FLUSH group commit write megabytes."""
+    writes = []
+    real_pwrite = os.pwrite
+
+    def pwrite(fd, data, offset):
+        writes.append(len(data))
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    alloc = Allocator()
+    path = str(tmp_path / "00000000000000000000")
+    alloc.request(path, 16 * MiB)
+    alloc.fill(path, 16 * MiB)
+    assert alloc._filling[path][0].result(timeout=30) == 16 * MiB
+    alloc.shutdown()
+    assert max(writes) == FILL_PIECE < FILL_STEP and sum(writes) == 16 * MiB
+    assert unwritten_ranges(path) == []
+    with open(path, "rb") as f:
         assert f.read() == bytes(16 * MiB)
 
 
@@ -149,6 +172,38 @@ def test_a_restart_keeps_the_zeros_of_the_segment_it_resumes_in(make_store, tmp_
     assert _drain(again, n) == [body] * n
     again.put_message("T", 0, b"after", {})
     assert _drain(again, n + 1)[-1] == b"after"
+
+
+def test_after_a_restart_the_next_segment_is_made_and_filled(make_store, tmp_path):
+    """The previous process requested the successor of the segment it was writing, but a crash loses
+    that request: the restarted store must make and fill it itself, or the sends that reach it land on
+    unwritten extents (and on the large folios readahead makes)."""
+    from .conftest import simulate_crash
+
+    s = make_store(tmp_path / "s", mappedFileSizeCommitLog=8 * MiB)
+    body = b"q" * 4000
+    n = 0
+    while len(s.commitlog.queue.files) < 2:
+        s.put_message("T", 0, body, {})
+        n += 1
+    commitlog = os.path.dirname(s.commitlog.queue.files[1].path)
+    simulate_crash(s)
+    third = os.path.join(commitlog, f"{16 * MiB:020d}")
+    if os.path.exists(third):  # the background creation won the race with the crash: undo it
+        os.unlink(third)
+    again = make_store(tmp_path / "s", mappedFileSizeCommitLog=8 * MiB)
+    while again.commitlog.tail is None or again.commitlog.tail.wrote < MiB:
+        again.put_message("T", 0, body, {})
+        n += 1
+    again._prefault_task()
+    fut, _stop = again._allocator._filling[third]
+    assert fut.result(timeout=30) == 8 * MiB
+    assert unwritten_ranges(third) == []
+    while len(again.commitlog.queue.files) < 3:
+        again.put_message("T", 0, body, {})
+        n += 1
+    assert again.commitlog.queue.files[2].path == third
+    assert _drain(again, n) == [body] * n
 
 
 def _segment(path: str, size: int, *, zero_filled: bool, sparse: bool = False) -> None:
