@@ -93,6 +93,7 @@ def run(seconds: float, group: int, zeros: bool, body_size: int = 1024, segment_
                 done.wait()
             elapsed = time.perf_counter() - start
             written1 = _written_bytes(stat)
+            record_bytes = store.commitlog.max_offset
             n = len(fsyncs)
         finally:
             os.fdatasync = real
@@ -107,7 +108,7 @@ def run(seconds: float, group: int, zeros: bool, body_size: int = 1024, segment_
         "fdatasync_p50_us": statistics.median(ordered) * 1e6,
         "fdatasync_p90_us": ordered[int(n * 0.9)] * 1e6,
         "disk_bytes_per_fsync": (written1 - written0) / n if written0 is not None else None,
-        "record_bytes_per_fsync": puts / n * (body_size + 100),
+        "record_bytes_per_fsync": record_bytes / n,
     }
 
 
@@ -125,7 +126,7 @@ def main() -> None:
     print(f"{first} first segment, {a.group} puts per fsync: "
           f"{r['puts_per_s']:.0f} puts/s, fdatasync p50 {r['fdatasync_p50_us']:.0f} us p90 "
           f"{r['fdatasync_p90_us']:.0f} us, disk writes {disk} per fsync "
-          f"(records ~{r['record_bytes_per_fsync'] / 1024:.0f} KiB)")
+          f"(records {r['record_bytes_per_fsync'] / 1024:.0f} KiB)")
 
 
 if __name__ == "__main__":

@@ -80,20 +80,14 @@ _ZERO_CHECK = 1 << 20
 _ZEROS_CHECK = _ZEROS[:_ZERO_CHECK]
 
 
-def _write_out(fd: int, offset: int, length: int) -> None:
-    """Write a filled step's pages to disk now (``sync_file_range``: data only, so metadata is written
-    once, at the closing fdatasync, not every step: that is what the group commit's fsyncs would queue
-    behind). Bounds the dirty pages and the writer's wait when it takes the file."""
-    if _sync_file_range is None or _sync_file_range(fd, offset, length, _SYNC_RANGE_WAIT) != 0:
-        os.fdatasync(fd)
-
-
 def _fill_zeros(fd: int, size: int, stop: threading.Event) -> int:
     """Write zeros over ``[0, size)`` of a fresh (fallocated) segment until ``stop`` is set; returns how
     far it got.
 
     Written in :data:`FILL_PIECE` pieces: the page cache keeps a write's pages in folios no larger than the
-    write, and a fsync writes every dirty folio back whole (module docstring).
+    write, and a fsync writes every dirty folio back whole (module docstring). Each step's pages are written
+    out at once (``sync_file_range``: data only, so metadata is written once, at the closing fdatasync, not
+    every step: that is what the group commit's fsyncs would queue behind).
     """
     view = memoryview(_ZEROS)
     done = 0
@@ -102,7 +96,8 @@ def _fill_zeros(fd: int, size: int, stop: threading.Event) -> int:
         pos = done
         while pos < done + step:
             pos += os.pwrite(fd, view[: min(FILL_PIECE, done + step - pos)], pos)
-        _write_out(fd, done, step)
+        if _sync_file_range is None or _sync_file_range(fd, done, step, _SYNC_RANGE_WAIT) != 0:
+            os.fdatasync(fd)
         done += step
     os.fdatasync(fd)
     return done
