@@ -118,7 +118,7 @@ def _fill_file(path: str, size: int, stop: threading.Event) -> int:
 def _create_file(path: str, size: int, warm: bool = False) -> None:
     """Create a segment, preallocated; ``warm``: every page made resident."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".alloc"
+    tmp = f"{path}.{threading.get_ident()}.alloc"  # per thread: two creators never share a temp file
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         try:
@@ -142,7 +142,19 @@ def _create_file(path: str, size: int, warm: bool = False) -> None:
             pass
         raise
     os.close(fd)
-    os.rename(tmp, path)  # a crash never leaves a half-allocated file under a segment name
+    # A crash never leaves a half-allocated file under a segment name, and a file already there (made by
+    # another creator) is never replaced: a link fails where a rename would silently swap the inode.
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
+            os.unlink(tmp)
+            raise
+        os.rename(tmp, path)  # a file system without hard links: the writer guards against a second creator
+        return
+    os.unlink(tmp)
 
 
 class MappedFile:
@@ -307,7 +319,9 @@ class Allocator:
 
     def request(self, path: str, size: int) -> None:
         with self._lock:
-            if path in self._pending or os.path.exists(path):
+            # a taken path is the writer's: it may be creating it right now, and a second creator racing it
+            # would fail (or, worse, put a fresh file in place of the one the writer has mapped)
+            if path in self._pending or path in self._taken or os.path.exists(path):
                 return
             self._pending[path] = self._pool.submit(_create_file, path, size, self.warm)
 
