@@ -228,7 +228,10 @@ class MappedFile:
 
         Writing into never-touched pages of a fresh segment costs ~2 µs of kernel time per 1 KiB record
         (page allocation and zeroing on the fault); pre-populated, ~0.3 µs. The madvise call runs
-        without the GIL.
+        without the GIL. Not for the part of a segment the allocator wrote full of zeros (its pages are
+        cached already; :meth:`MappedFileQueue._new_file` marks it populated): there the pages would come
+        in read-only one by one, and the writer then takes a write fault per 4 KiB page (measured:
+        1.0 µs per 1 KiB record against 0.3–0.4 µs when its own write fault maps a whole folio).
         """
         global _madvise
         upto = min(-(-upto // PAGE) * PAGE, self.size)
@@ -462,9 +465,9 @@ class MappedFileQueue:
     def _new_file(self, start: int) -> MappedFile:
         os.makedirs(self.dir, exist_ok=True)
         path = os.path.join(self.dir, segment_name(start))
-        if self.allocator is not None:
-            self.allocator.take(path, self.file_size)
+        filled = self.allocator.take(path, self.file_size) if self.allocator is not None else 0
         mf = MappedFile(path, start, self.file_size, create=True)
+        mf.populated = filled - filled % PAGE  # written zeros: the writer's own faults map them best
         mf.last_write_ms = int(time.time() * 1000)
         with self._lock:
             self.files = self.files + [mf]

@@ -8,6 +8,7 @@ import struct
 
 import pytest
 
+from server.store import mapped_file
 from server.store.mapped_file import FILL_PIECE, FILL_STEP, Allocator
 from wire.message import decode_records
 
@@ -137,7 +138,22 @@ def test_store_fills_the_next_segment_once_a_sixteenth_of_the_current_is_written
     second = s.commitlog.queue.files[1]
     assert 0 < second.wrote < second.size // 2
     assert unwritten_ranges(second.path) == []  # beyond its records too
+    # written zeros are never populated read-only ahead of the writer (a write fault per page after that)
+    assert second.populated == second.size
+    s._prefault_task()
+    assert second.populated == second.size
     assert _drain(s, n) == [body] * n
+
+
+def test_a_segment_nobody_filled_is_still_populated_ahead_of_the_writer(make_store):
+    s = make_store(mappedFileSizeCommitLog=8 * MiB)
+    s.put_message("T", 0, b"z" * 4000, {})
+    first = s.commitlog.tail
+    assert first.populated == 0
+    s._prefault_task()
+    if mapped_file._madvise is None:
+        pytest.skip("this kernel lacks MADV_POPULATE_READ (Linux < 5.14): nothing is populated ahead")
+    assert first.populated == min(first.size, s.PREFAULT_AHEAD)
 
 
 def _drain(store, n: int) -> list[bytes]:
