@@ -53,6 +53,28 @@ def test_group_commit_covers_all_pending_with_one_fsync():
     assert len(calls) == 2
 
 
+@pytest.mark.parametrize("delay_s, fsyncs", [(0.3, 1), (0.0, 2)])
+def test_group_commit_waits_its_delay_for_more_requests_before_the_fsync(delay_s, fsyncs):
+    calls = []
+    svc = GroupCommitService(lambda: (calls.append(1), 100)[1], delay_s=delay_s)
+    svc.start()
+    done = threading.Event()
+    results = []
+
+    def record(ok):
+        results.append(ok)
+        if len(results) == 2:
+            done.set()
+
+    svc.submit(10, record)
+    time.sleep(0.05)  # well inside the delay: the first request has not been fsynced yet
+    svc.submit(20, record)
+    assert done.wait(5)
+    svc.stop()
+    assert results == [True, True]
+    assert len(calls) == fsyncs  # with the delay one fsync covers both; without it the first went alone
+
+
 def test_group_commit_reports_failure_when_not_covered():
     svc = GroupCommitService(lambda: 5)
     svc.start()
