@@ -20,9 +20,10 @@ log = logging.getLogger(__name__)
 #: How long a group commit woken by a first request waits for more before it fsyncs (like PostgreSQL's
 #: commit_delay). Each ``fdatasync`` costs ~100–150 µs of kernel CPU on top of the disk, on a 2-core box
 #: the same cores the broker and its clients need; with sends in flight, a short wait makes fewer, fuller
-#: commits (SYNC_FLUSH batch sends: +14 %, 15–18 -> 13–15 µs of broker CPU per message). Longer waits
-#: cost sync senders, who each wait out the delay: 300 µs took 15 % off 32-thread sync sends, 100 µs
-#: nothing measurable (docs/benchmarks.md, session 13).
+#: commits (FerryMQ alone, SYNC_FLUSH batch sends: +14 %, 15–18 -> 13–15 µs of broker CPU per message;
+#: the side-by-side run after it showed no change). Longer waits cost sync senders, who each wait out
+#: the delay: 300 µs took 15 % off 32-thread sync sends, 100 µs nothing measurable (docs/benchmarks.md,
+#: session 13).
 COMMIT_DELAY_S = 100e-6
 
 
