@@ -39,6 +39,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 log = logging.getLogger(__name__)
 
+try:  # pwrite keeping the GIL (built at install when a C compiler is present; see MappedFile.write_at)
+    from ._writec import pwrite_all as _pwrite_all
+except ImportError:
+    _pwrite_all = None
+if os.environ.get("FERRYMQ_PURE_PYTHON"):
+    _pwrite_all = None
+
 PAGE = mmap.PAGESIZE
 
 #: Linux 5.14+: fault pages of a mapping in ahead of use. READ, not WRITE: the pages come in as clean
@@ -209,6 +216,22 @@ class MappedFile:
             os.fdatasync(self.fd)  # releases the GIL; on Linux this covers pages dirtied through the mapping
             self.flushed = pos
         return self.flushed
+
+    def write_at(self, pos: int, data: bytes | bytearray) -> None:
+        """Write ``data`` at ``pos`` with ``pwrite`` (the mapping sees it: one page cache).
+
+        The put paths write records this way instead of storing through the mapping: a store into a
+        mapped page takes a write fault whenever the page is clean, and every SYNC_FLUSH fsync cleans
+        the page being written, so the writer faulted again after each group commit; ``pwrite`` copies
+        into the page cache with no fault (measured alone, 16 records of 1.1 KiB per write and an
+        fdatasync every 10 writes into a zero-filled segment: 0.5–0.6 against 1.0–1.1 µs of CPU per
+        record). It goes through ``_writec``, which keeps the GIL (see there); without that module built,
+        the record is stored through the mapping as before. Raises OSError (e.g. EIO): nothing counts
+        as written then."""
+        if _pwrite_all is None:
+            self.mm[pos : pos + len(data)] = data
+        else:
+            _pwrite_all(self.fd, data, pos)
 
     def release_pages(self, upto: int) -> None:
         """Drop mapped pages below ``upto`` from this process (they stay in the page cache).

@@ -456,8 +456,13 @@ class MessageStore:
                 self._allocation_failed(exc)
                 return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
         phys = mf.start + pos
-        write_record(mf.mm, pos, parts, body, queue_id, flag, qoff, phys, born_timestamp, now,
+        record = bytearray(size)
+        write_record(record, 0, parts, body, queue_id, flag, qoff, phys, born_timestamp, now,
                      reconsume_times, prepared_transaction_offset)
+        try:
+            mf.write_at(pos, record)  # not through the mapping: see MappedFile.write_at
+        except OSError as exc:
+            return self._write_failed(exc)
         mf.wrote = pos + size
         mf.last_write_ms = now
         if cq is not None:
@@ -558,9 +563,15 @@ class MessageStore:
                 self._allocation_failed(exc)
                 return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
         first_phys = mf.start + pos
-        end, units, items, ids, uniq_keys = wire_batch.write(
-            mf.mm, pos, body, stamp, template, tail, first, first_phys,
+        records = bytearray(total)
+        written, units, items, ids, uniq_keys = wire_batch.write(
+            records, 0, body, stamp, template, tail, first, first_phys,
             f"{topic}#".encode() if self._index_enabled else None, self._id_prefix)
+        try:
+            mf.write_at(pos, records)  # not through the mapping: see MappedFile.write_at
+        except OSError as exc:
+            return self._write_failed(exc)
+        end = pos + written
         mf.wrote = end
         mf.last_write_ms = now
         if topic == SCHEDULE_TOPIC:  # tag codes are delivery times there
@@ -578,6 +589,10 @@ class MessageStore:
         result.uniq_keys = uniq_keys
         result.needs_flush_wait = self._group_commit is not None and wait
         return result
+
+    def _write_failed(self, exc: OSError) -> PutMessageResult:
+        log.error("cannot write to the commit log (%s); the put is refused, nothing of it is stored", exc)
+        return PutMessageResult(_P.UNKNOWN_ERROR, remark=f"cannot write to the commit log: {exc}")
 
     def _allocation_failed(self, exc: Exception) -> None:
         log.error("commit log segment allocation failed (%s); refusing writes until there is room for a "
