@@ -112,12 +112,17 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--native", action="store_true",
                    help="profile native frames too (py-spy --native, pauses the broker per sample): shows time "
                         "inside the compiled hot-path modules, which plain sampling cannot see into")
+    p.add_argument("--segment-mib", type=int,
+                   help="commit-log segment size (mappedFileSizeCommitLog) in MiB: a few tens put the writer in "
+                        "segments written full of zeros ahead of it, as in the side-by-side's timed phases "
+                        "(which follow a 1 GiB backlog); by default it writes the fresh store's first segment")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = p.parse_args(argv)
     phases = set(args.phases.split(","))
     tools = javatools.load_tools()
     home = Path(tempfile.mkdtemp(prefix="ferrymq-hotpath-"))
-    side = FerrySide(home / "ferrymq", args.flush)
+    side = FerrySide(home / "ferrymq", args.flush,
+                     {"mappedFileSizeCommitLog": args.segment_mib << 20} if args.segment_mib else None)
     results: dict[str, object] = {}
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)

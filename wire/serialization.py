@@ -7,6 +7,7 @@ JSON is written the way Java's fastjson writes it (alphabetical keys, compact, n
 
 from __future__ import annotations
 
+import os
 import struct
 
 import orjson
@@ -25,6 +26,13 @@ _LANGUAGE_BY_NUMBER = {int(member): member for member in LanguageCode}
 _LANGUAGE_BY_NAME = {member.name: member for member in LanguageCode}
 _STR_ONLY = {str}
 _SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
+
+try:  # the ROCKETMQ header's byte work in C (built at install when a C compiler is present)
+    from . import _headerc
+except ImportError:
+    _headerc = None
+if os.environ.get("FERRYMQ_PURE_PYTHON"):
+    _headerc = None
 
 
 # ---------------------------------------------------------------- JSON
@@ -124,7 +132,7 @@ def _key_prefix(key: str) -> bytes:
     return prefix
 
 
-def encode_ext_fields(ext: dict[str, str] | None) -> bytes:
+def encode_ext_fields(ext: dict | None) -> bytes:
     """``int16 keyLen, key, int32 valLen, value`` per entry; entries with a None key or value are skipped."""
     if not ext:
         return b""
@@ -141,6 +149,39 @@ def encode_ext_fields(ext: dict[str, str] | None) -> bytes:
 
 
 def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+    if _headerc is not None:
+        out = _headerc.encode(cmd.code, cmd.language, cmd.version, cmd.opaque, cmd.flag, cmd.remark or None,
+                              cmd.ext_fields)
+        if out is not None:
+            return out
+    return encode_rocketmq_header_py(cmd)
+
+
+def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
+    if _headerc is None:
+        return decode_rocketmq_header_py(data)
+    try:
+        code, language, version, opaque, flag, remark, ext = _headerc.decode(data)
+    except UnicodeDecodeError as exc:
+        raise HeaderError(f"ROCKETMQ header: unreadable extFields ({exc})") from None
+    except ValueError as exc:
+        raise HeaderError(f"ROCKETMQ header: {exc}") from None
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=_LANGUAGE_BY_NUMBER.get(language) or LanguageCode.parse(language),
+        version=version,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+# The Python implementation: the specification of wire/_headerc.c, and what runs without it.
+
+
+def encode_rocketmq_header_py(cmd: RemotingCommand) -> bytes:
     remark = cmd.remark.encode() if cmd.remark else b""
     ext = encode_ext_fields(cmd.ext_fields)
     return b"".join(
@@ -207,7 +248,7 @@ def _decode_ascii_ext_fields(data: bytes, start: int, end: int) -> dict[str, str
     return ext
 
 
-def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
+def decode_rocketmq_header_py(data: bytes | memoryview) -> RemotingCommand:
     data = bytes(data)
     size = len(data)
     if size < ROCKETMQ_FIXED.size + 8:

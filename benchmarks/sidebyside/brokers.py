@@ -188,10 +188,11 @@ def ferrymq_executable() -> str:
 class FerrySide(Side):
     name = "ferrymq"
 
-    def __init__(self, home: Path, flush: str):
+    def __init__(self, home: Path, flush: str, overrides: dict[str, object] | None = None):
         super().__init__(home, flush)
         self.namesrv_port = free_port()
         self.port = free_port(also_free=(1,))
+        self.overrides = dict(overrides or {})  # broker.conf keys on top of the harness's settings
 
     @property
     def namesrv_addr(self) -> str:
@@ -212,6 +213,7 @@ class FerrySide(Side):
             "namesrvListenPort": self.namesrv_port,
             "kvConfigPath": self.home / "namesrv" / "kvConfig.json",
             "configStorePath": self.home / "namesrv" / "namesrv.properties",
+            **self.overrides,
         })
         argv = [ferrymq_executable(), "standalone", "-c", str(conf), "--stall-traceback", str(self.home / "stall-stacks.txt")]
         self.broker = Child("FerryMQ standalone", argv, self.home / "ferrymq.out").start()
