@@ -1,7 +1,8 @@
 """Build hook for the compiled parts; everything else is in pyproject.toml.
 
 * ``wire._batchc`` and ``server.store._indexc`` (C) write batch sends (see wire/batch.py); ``wire._headerc``
-  (C) reads and writes ROCKETMQ (binary) headers (wire/serialization.py);
+  (C) reads and writes ROCKETMQ (binary) headers (wire/serialization.py); ``wire._crc`` (C) computes
+  BODYCRC with PCLMULQDQ where the CPU has it (wire/crc32_fast.h, also used by ``wire._batchc``);
   ``server.store._writec`` (C) writes commit-log records without letting go of the GIL (store/mapped_file.py).
 * The broker's hot-path modules below are compiled with Cython, unchanged: the same ``.py`` files, run
   faster. ``wire/_compiled.py`` imports a module's source instead whenever it is newer than its build.
@@ -28,7 +29,10 @@ HOT_PATH = [
 ]
 
 extensions = [
-    Extension("wire._batchc", ["wire/_batchc.c"], libraries=["z"], optional=True, extra_compile_args=["-O2"]),
+    Extension("wire._batchc", ["wire/_batchc.c"], depends=["wire/crc32_fast.h"], libraries=["z"], optional=True,
+              extra_compile_args=["-O2"]),
+    Extension("wire._crc", ["wire/_crc.c"], depends=["wire/crc32_fast.h"], libraries=["z"], optional=True,
+              extra_compile_args=["-O2"]),
     Extension("server.store._indexc", ["server/store/_indexc.c"], optional=True, extra_compile_args=["-O2"]),
     Extension("server.store._writec", ["server/store/_writec.c"], optional=True, extra_compile_args=["-O2"]),
     Extension("wire._headerc", ["wire/_headerc.c"], optional=True, extra_compile_args=["-O2"]),

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "crc32_fast.h"
+
 enum { POS_TOTALSIZE = 0, POS_BODYCRC = 8, POS_FLAG = 16, POS_QUEUEOFFSET = 20, POS_PHYSICALOFFSET = 28 };
 enum { ENTRY_HEAD = 20, UNIT_SIZE = 20, ITEM_SIZE = 12, MAX_KEYS = 12, N_WATCHED = 4 };
 enum { W_TAGS = 0, W_KEYS = 1, W_UNIQ = 2, W_WAIT = 3 };
@@ -272,14 +274,7 @@ static char *grow(growbuf_t *g, Py_ssize_t more) {
 
 /* CRC-32 as zlib.crc32 / java.util.zip.CRC32 compute it, continuing from ``start``. */
 static uint32_t crc32_of(const uint8_t *p, Py_ssize_t n, uint32_t start) {
-    uLong crc = start;
-    while (n > 0) {  /* zlib takes a uInt length */
-        uInt chunk = n > (Py_ssize_t)0x40000000 ? 0x40000000u : (uInt)n;
-        crc = crc32(crc, p, chunk);
-        p += chunk;
-        n -= chunk;
-    }
-    return (uint32_t)crc;
+    return crc32_fast(start, p, (size_t)n);
 }
 
 static int add_item(growbuf_t *items, const uint8_t *key, Py_ssize_t n, uint32_t prefix_crc, int64_t phys) {

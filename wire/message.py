@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import os
 import socket
 import struct
 import zlib
@@ -33,6 +34,13 @@ from typing import Iterator, NamedTuple
 import construct as c
 
 from .errors import BodyError
+
+try:  # zlib's CRC-32, folded with PCLMULQDQ (built at install when a C compiler is present)
+    from ._crc import crc32 as _crc32
+except ImportError:
+    _crc32 = zlib.crc32
+if os.environ.get("FERRYMQ_PURE_PYTHON"):
+    _crc32 = zlib.crc32
 
 # ---------------------------------------------------------------------------------------------
 # Magic codes, sizes, field positions
@@ -250,7 +258,7 @@ def tags_code(tags: str | None) -> int:
 
 def body_crc(body: bytes | bytearray | memoryview) -> int:
     """BODYCRC: ``CRC32 & 0x7FFFFFFF`` (java.util.zip.CRC32 is zlib's CRC-32)."""
-    return zlib.crc32(body) & 0x7FFFFFFF
+    return _crc32(body) & 0x7FFFFFFF
 
 
 def compress_body(body: bytes, level: int = 5) -> tuple[bytes, int]:
@@ -469,7 +477,7 @@ def write_record(
     size, fixed, magic, sys_flag, bip, bport, sip, sport, tail = parts
     blen = len(body)
     fixed.pack_into(
-        buf, pos, size, magic, (zlib.crc32(body) & 0x7FFFFFFF) if crc is None else crc, queue_id, flag,
+        buf, pos, size, magic, (_crc32(body) & 0x7FFFFFFF) if crc is None else crc, queue_id, flag,
         queue_offset, commitlog_offset, sys_flag, born_timestamp, bip, bport, store_timestamp, sip, sport,
         reconsume_times, prepared_transaction_offset, blen,
     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import zlib
 from typing import Callable, Iterator, NamedTuple
 
 from wire.message import (
@@ -21,6 +20,7 @@ from wire.message import (
     RecordError,
     RecordInfo,
     blank_record,
+    body_crc,
     patch_record,
     peek_record,
 )
@@ -249,7 +249,7 @@ class CommitLog:
                     return ScanStop(mf.start + pos, f"PHYSICALOFFSET {info.commitlog_offset} does not match its position")
                 if check_crc:
                     b = pos + info.body_pos
-                    if zlib.crc32(buf[b : b + info.body_len]) & 0x7FFFFFFF != info.body_crc:
+                    if body_crc(buf[b : b + info.body_len]) != info.body_crc:
                         return ScanStop(mf.start + pos, "body CRC mismatch")
                 if on_record is not None:
                     on_record(info, mf.start + pos)
