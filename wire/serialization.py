@@ -157,15 +157,8 @@ def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     return encode_rocketmq_header_py(cmd)
 
 
-def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
-    if _headerc is None:
-        return decode_rocketmq_header_py(data)
-    try:
-        code, language, version, opaque, flag, remark, ext = _headerc.decode(data)
-    except UnicodeDecodeError as exc:
-        raise HeaderError(f"ROCKETMQ header: unreadable extFields ({exc})") from None
-    except ValueError as exc:
-        raise HeaderError(f"ROCKETMQ header: {exc}") from None
+def _rocketmq_command(code: int, language: int, version: int, opaque: int, flag: int, remark: str | None,
+                      ext: dict[str, str] | None) -> RemotingCommand:
     return RemotingCommand(
         code=code,
         opaque=opaque,
@@ -176,6 +169,18 @@ def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
         ext_fields=ext,
         serialize_type=SerializeType.ROCKETMQ,
     )
+
+
+def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
+    if _headerc is None:
+        return decode_rocketmq_header_py(data)
+    try:
+        code, language, version, opaque, flag, remark, ext = _headerc.decode(data)
+    except UnicodeDecodeError as exc:
+        raise HeaderError(f"ROCKETMQ header: unreadable extFields ({exc})") from None
+    except ValueError as exc:
+        raise HeaderError(f"ROCKETMQ header: {exc}") from None
+    return _rocketmq_command(code, language, version, opaque, flag, remark, ext)
 
 
 # The Python implementation: the specification of wire/_headerc.c, and what runs without it.
@@ -269,16 +274,7 @@ def decode_rocketmq_header_py(data: bytes | memoryview) -> RemotingCommand:
     if elen < 0 or pos + elen > size:
         raise HeaderError("ROCKETMQ header: extFields length overruns the header")
     ext = decode_ext_fields(data, pos, pos + elen) if elen else None
-    return RemotingCommand(
-        code=code,
-        opaque=opaque,
-        flag=flag,
-        language=_LANGUAGE_BY_NUMBER.get(language) or LanguageCode.parse(language),
-        version=version,
-        remark=remark,
-        ext_fields=ext,
-        serialize_type=SerializeType.ROCKETMQ,
-    )
+    return _rocketmq_command(code, language, version, opaque, flag, remark, ext)
 
 
 ENCODERS = {SerializeType.JSON: encode_json_header, SerializeType.ROCKETMQ: encode_rocketmq_header}
