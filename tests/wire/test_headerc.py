@@ -27,6 +27,7 @@ def c_codec(monkeypatch):
     """The C codec even under FERRYMQ_PURE_PYTHON, which only stops the broker from using it."""
     monkeypatch.setattr(serialization, "_headerc", _headerc)
 
+
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 commands = st.builds(
     RemotingCommand,
