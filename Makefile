@@ -4,16 +4,19 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONF   ?= conf/standalone.conf
+# The compiled parts' sources (wire/native.py lists them): an edit to any of them compiles again.
+NATIVE_SOURCES := $(wildcard wire/*.c wire/*.h server/store/*.c) \
+	$(shell $(PYTHON) -c 'import runpy; print(*runpy.run_path("wire/native.py")["CYTHON_SOURCES"])')
 
 .PHONY: run test unit compat bench compile clean
 
-$(STAMP): pyproject.toml setup.py wire/_batchc.c server/store/_indexc.c
+$(STAMP): pyproject.toml setup.py wire/native.py $(NATIVE_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# Compile the hot path again after editing it (until then the edited modules run from source).
+# Compile the hot path again after editing it (until then the old build runs, and pytest refuses to start).
 compile: $(STAMP)
 	$(BIN)/pip install -q -e '.[test]'
 

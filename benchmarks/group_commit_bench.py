@@ -26,9 +26,9 @@ import threading
 import time
 from pathlib import Path
 
-from server.store import mapped_file
-from server.store.config import MessageStoreConfig
-from server.store.message_store import MessageStore
+from ferrymq.server.store import mapped_file
+from ferrymq.server.store.config import MessageStoreConfig
+from ferrymq.server.store.message_store import MessageStore
 
 
 def _device_stat(path: str) -> Path | None:

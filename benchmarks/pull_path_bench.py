@@ -24,15 +24,15 @@ from typing import Any
 
 from twisted.internet import task
 
-from server.broker.service import Broker
-from server.config import BrokerConfig
-from server.remoting import dispatch
-from wire.bodies import ConsumerData, HeartbeatData, SubscriptionData
-from wire.codes import LanguageCode, RequestCode, ResponseCode
-from wire.command import request
-from wire.frame import FrameDecoder, encode
-from wire.message import encode_properties
-from wire.msgid import UniqKeyGenerator
+from ferrymq.server.broker.service import Broker
+from ferrymq.server.config import BrokerConfig
+from ferrymq.remoting import dispatch
+from ferrymq.wire.bodies import ConsumerData, HeartbeatData, SubscriptionData
+from ferrymq.wire.codes import LanguageCode, RequestCode, ResponseCode
+from ferrymq.wire.command import request
+from ferrymq.wire.frame import FrameDecoder, encode
+from ferrymq.wire.message import encode_properties
+from ferrymq.wire.msgid import UniqKeyGenerator
 
 TOPIC, GROUP = "PullBench", "pull_bench"
 PULL_BATCH = 32  # a Java push consumer's default pullBatchSize

@@ -19,9 +19,9 @@ import tempfile
 import threading
 import time
 
-from server.store import ASYNC_FLUSH, SYNC_FLUSH, MessageStore, MessageStoreConfig
-from wire.message import encode_properties
-from wire.msgid import UniqKeyGenerator
+from ferrymq.server.store import ASYNC_FLUSH, SYNC_FLUSH, MessageStore, MessageStoreConfig
+from ferrymq.wire.message import encode_properties
+from ferrymq.wire.msgid import UniqKeyGenerator
 
 BODY = os.urandom(1024)
 TOPIC = "BenchTopic"
@@ -168,7 +168,7 @@ def bench_recovery(root: str, gib: float, props) -> dict:
     crash(s)
     res = {"messages": n, "bytes": size}
     # worst case: a checkpoint that covers nothing, so every record is re-validated (CRC) and re-dispatched
-    from server.store.checkpoint import StoreCheckpoint
+    from ferrymq.server.store.checkpoint import StoreCheckpoint
 
     cp = StoreCheckpoint.open(os.path.join(root, "checkpoint"))
     cp.physic_flushed_offset = cp.logics_flushed_offset = cp.index_flushed_offset = 0

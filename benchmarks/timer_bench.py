@@ -16,9 +16,9 @@ import time
 
 from twisted.internet.task import Clock
 
-from server.schedule.timer import TimerConfig, TimerMessageService, park_timer
-from server.store import MessageStore, MessageStoreConfig
-from wire.message import MessageConst
+from ferrymq.server.schedule.timer import TimerConfig, TimerMessageService, park_timer
+from ferrymq.server.store import MessageStore, MessageStoreConfig
+from ferrymq.wire.message import MessageConst
 
 
 def _rss_anon_kib() -> int:

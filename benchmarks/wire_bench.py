@@ -13,11 +13,11 @@ from __future__ import annotations
 import statistics
 import time
 
-from wire import frame
-from wire.codes import RequestCode, SerializeType
-from wire.command import request
-from wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header, encode_request_header
-from wire.message import MessageConst, encode_properties
+from ferrymq.wire import frame
+from ferrymq.wire.codes import RequestCode, SerializeType
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header, encode_request_header
+from ferrymq.wire.message import MessageConst, encode_properties
 
 BODY = bytes(range(256)) * 4  # 1 KiB
 PROPERTIES = encode_properties(

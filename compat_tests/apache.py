@@ -196,8 +196,8 @@ def _remove_if_outside(store: Path, home: Path) -> None:
 
 def _routes_to(namesrv_addr: str, topic: str, broker_name: str) -> bool:
     """Whether the name server's route for ``topic`` names ``broker_name``."""
-    from wire.codes import RequestCode, ResponseCode
-    from wire.command import request
+    from ferrymq.wire.codes import RequestCode, ResponseCode
+    from ferrymq.wire.command import request
 
     from .wireclient import call
 

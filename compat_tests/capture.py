@@ -22,7 +22,7 @@ from pathlib import Path
 
 import orjson
 
-from wire.frame import decode_frame_payload
+from ferrymq.wire.frame import decode_frame_payload
 
 _LENGTH = struct.Struct(">i")
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import orjson
 
-from wire.codes import RequestCode
+from ferrymq.wire.codes import RequestCode
 
 from . import toolchain
 from .apache import ApacheBroker, ApacheNamesrv

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from wire.codes import RequestCode, ResponseCode
-from wire.command import request
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
 
 from . import mqadmin_output
 from .wireclient import Connection, FakeBroker, TopicSpec, register_broker_request

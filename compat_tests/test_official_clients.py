@@ -12,8 +12,8 @@ import time
 import uuid
 from collections import Counter, defaultdict
 
-from wire.codes import RequestCode, ResponseCode
-from wire.command import request
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
 
 from .servers import DELAY_LEVEL_3_MS
 from .wireclient import call

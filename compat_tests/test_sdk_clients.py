@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from sdk_py import reactor_thread
-from sdk_py.blocking_clients import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, BlockingPushConsumer
-from sdk_py.client_config import ClientConfig
-from sdk_py.client_instance import MQClientError
-from sdk_py.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
-from sdk_py.message import Message, PullStatus, SendStatus
-from sdk_py.producer import LocalTransactionState, select_by_hash
+from ferrymq.sdk import reactor_thread
+from ferrymq.sdk.blocking_clients import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, BlockingPushConsumer
+from ferrymq.sdk.client_config import ClientConfig
+from ferrymq.sdk.client_instance import MQClientError
+from ferrymq.sdk.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
+from ferrymq.sdk.message import Message, PullStatus, SendStatus
+from ferrymq.sdk.producer import LocalTransactionState, select_by_hash
 
 from .conftest import _ferrymq_cli
 from .processes import LOOPBACK

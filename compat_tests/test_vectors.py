@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from wire.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
-from wire.frame import FrameDecoder, encode
+from ferrymq.wire.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
+from ferrymq.wire.frame import FrameDecoder, encode
 
 HERE = Path(__file__).resolve().parent / "vectors"
 MANIFEST = orjson.loads((HERE / "manifest.json").read_bytes())
@@ -91,7 +91,7 @@ ANSWERS = [v for v in VECTORS if v["direction"] == "server-to-client" and v["cod
 
 @pytest.mark.parametrize("vector", REQUESTS, ids=_ids)
 def test_request_header_is_typed(vector):
-    from wire.headers import decode_request_header
+    from ferrymq.wire.headers import decode_request_header
 
     cmd = _cmd(vector)
     hdr = decode_request_header(cmd)
@@ -113,7 +113,7 @@ def test_request_header_is_typed(vector):
                                     (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.PULL_MESSAGE)],
                          ids=_ids)
 def test_response_header_is_typed(vector):
-    from wire.headers import decode_response_header
+    from ferrymq.wire.headers import decode_response_header
 
     cmd = _cmd(vector)
     hdr = decode_response_header(vector["answers_request_code"], cmd)
@@ -127,7 +127,7 @@ def test_response_header_is_typed(vector):
 
 @pytest.mark.parametrize("vector", [v for v in REQUESTS if v["code"] == RequestCode.HEART_BEAT], ids=_ids)
 def test_heartbeat_body(vector):
-    from wire.bodies import HeartbeatData
+    from ferrymq.wire.bodies import HeartbeatData
 
     data = HeartbeatData.decode(_cmd(vector).body)
     assert data.client_id
@@ -141,7 +141,7 @@ def test_heartbeat_body(vector):
 @pytest.mark.parametrize("vector", [v for v in ANSWERS if v["answers_request_code"] == RequestCode.GET_ROUTEINFO_BY_TOPIC],
                          ids=_ids)
 def test_route_body(vector):
-    from wire.bodies import TopicRouteData
+    from ferrymq.wire.bodies import TopicRouteData
 
     route = TopicRouteData.decode(_cmd(vector).body)
     (broker,) = route.broker_datas
@@ -151,7 +151,7 @@ def test_route_body(vector):
 
 
 def test_register_broker_body_from_apache_broker():
-    from wire.bodies import RegisterBrokerBody
+    from ferrymq.wire.bodies import RegisterBrokerBody
 
     (vector,) = _vector("apache-broker-5.5.0", RequestCode.REGISTER_BROKER)
     cmd = _cmd(vector)
@@ -163,7 +163,7 @@ def test_register_broker_body_from_apache_broker():
 @pytest.mark.parametrize("vector", [v for v in ANSWERS if v["answers_request_code"] == RequestCode.PULL_MESSAGE],
                          ids=_ids)
 def test_pull_response_messages(vector):
-    from wire.message import decode_records
+    from ferrymq.wire.message import decode_records
 
     messages = decode_records(_cmd(vector).body)
     assert messages

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from wire.codes import LanguageCode, RequestCode, ResponseCode
-from wire.command import RemotingCommand, request
-from wire.frame import FrameDecoder, encode
+from ferrymq.wire.codes import LanguageCode, RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.frame import FrameDecoder, encode
 
 
 def split_addr(addr: str) -> tuple[str, int]:

@@ -1,4 +1,4 @@
-"""Name-server admin calls (what mqadmin and a broker send to a name server), Deferred-based.
+"""Name-server admin calls (what mqadmin sends to a name server), Deferred-based.
 
 Each method builds the request from the typed header in ``wire.headers``, sends it through the
 shared :class:`RemotingClient` and turns the answer into typed bodies; an unexpected response code
@@ -7,28 +7,22 @@ raises :class:`MQResponseError` with the server's code and remark.
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from twisted.internet import defer
 
-from server.config import parse_properties
-from wire.bodies import (
+from ferrymq.wire.bodies import (
     ClusterInfo,
-    DataVersion,
     KVTable,
     QueueData,
-    RegisterBrokerBody,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
     TopicList,
     TopicRouteData,
 )
-from wire.codes import RequestCode, ResponseCode
-from wire.command import RemotingCommand, request
-from wire.headers import (
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.properties import parse_properties
+from ferrymq.wire.headers import (
     AddWritePermOfBrokerRequestHeader,
     DeleteKVConfigRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -37,26 +31,13 @@ from wire.headers import (
     GetRouteInfoRequestHeader,
     GetTopicsByClusterRequestHeader,
     PutKVConfigRequestHeader,
-    QueryDataVersionRequestHeader,
-    RegisterBrokerRequestHeader,
     RegisterTopicRequestHeader,
-    UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
 )
 
-from .errors import MQResponseError
-from .remoting import RemotingClient
+from ferrymq.remoting import RemotingClient
 
 DEFAULT_TIMEOUT = 3.0
-
-
-@dataclass(slots=True)
-class RegisterBrokerReply:
-    """What REGISTER_BROKER answers: the master's HA address (for slaves) and ORDER_TOPIC_CONFIG KVs."""
-
-    ha_server_addr: str | None
-    master_addr: str | None
-    order_topic_config: dict[str, str]
 
 
 class NamesrvAdmin:
@@ -75,77 +56,12 @@ class NamesrvAdmin:
 
     def call(self, cmd: RemotingCommand, *accept: int, operation: str | None = None) -> defer.Deferred:
         """Send ``cmd``; fire with the response if its code is in ``accept`` (default SUCCESS)."""
-        accept = accept or (ResponseCode.SUCCESS,)
-        operation = operation or RequestCode(cmd.code).name
-
-        def check(resp: RemotingCommand) -> RemotingCommand:
-            if resp.code not in accept:
-                raise MQResponseError(operation, self.addr, resp.code, resp.remark)
-            return resp
-
-        return self.client.invoke(self.addr, cmd, self.timeout).addCallback(check)
+        return self.client.call(self.addr, cmd, self.timeout, accept or (ResponseCode.SUCCESS,), operation)
 
     def _req(self, code: int, header: Any = None, body: bytes = b"") -> RemotingCommand:
         return request(code, header.to_ext() if header is not None else None, body)
 
     # ------------------------------------------------------------------ brokers
-
-    def register_broker(
-        self,
-        cluster_name: str,
-        broker_addr: str,
-        broker_name: str,
-        broker_id: int = 0,
-        ha_server_addr: str = "",
-        topics: Iterable[TopicConfig] | TopicConfigSerializeWrapper = (),
-        *,
-        data_version: DataVersion | None = None,
-        compressed: bool = False,
-        heartbeat_timeout_ms: int | None = None,
-        enable_acting_master: bool | None = False,
-        filter_servers: Iterable[str] = (),
-        with_crc: bool = True,
-    ) -> defer.Deferred:
-        """Register (or re-register) a broker with its topic table, as a broker does every 30 s."""
-        if isinstance(topics, TopicConfigSerializeWrapper):
-            wrapper = topics
-        else:
-            wrapper = TopicConfigSerializeWrapper(
-                topic_config_table={t.topic_name: t for t in topics},
-                data_version=data_version or DataVersion(),
-            )
-        body = RegisterBrokerBody(wrapper, list(filter_servers)).encode(compressed=compressed)
-        header = RegisterBrokerRequestHeader(
-            broker_name=broker_name,
-            broker_addr=broker_addr,
-            cluster_name=cluster_name,
-            ha_server_addr=ha_server_addr,
-            broker_id=broker_id,
-            heartbeat_timeout_millis=heartbeat_timeout_ms,
-            enable_acting_master=enable_acting_master,
-            compressed=compressed,
-            body_crc32=(zlib.crc32(body) & 0x7FFFFFFF) if with_crc else 0,
-        )
-
-        def reply(resp: RemotingCommand) -> RegisterBrokerReply:
-            table = KVTable.decode(resp.body).table if resp.body else {}
-            return RegisterBrokerReply(resp.ext("haServerAddr"), resp.ext("masterAddr"), table)
-
-        return self.call(self._req(RequestCode.REGISTER_BROKER, header, body)).addCallback(reply)
-
-    def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int = 0):
-        header = UnRegisterBrokerRequestHeader(broker_name, broker_addr, cluster_name, broker_id)
-        return self.call(self._req(RequestCode.UNREGISTER_BROKER, header)).addCallback(lambda _: None)
-
-    def query_data_version(
-        self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int, version: DataVersion
-    ) -> defer.Deferred:
-        """Fires with (changed, the name server's DataVersion or None)."""
-        header = QueryDataVersionRequestHeader(broker_name, broker_addr, cluster_name, broker_id)
-        d = self.call(self._req(RequestCode.QUERY_DATA_VERSION, header, version.encode()))
-        return d.addCallback(
-            lambda r: (r.ext("changed") == "true", DataVersion.decode(r.body) if r.body else None)
-        )
 
     def get_cluster_info(self) -> defer.Deferred:
         d = self.call(self._req(RequestCode.GET_BROKER_CLUSTER_INFO))

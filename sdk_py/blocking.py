@@ -11,7 +11,7 @@ from typing import Any
 
 from . import reactor_thread
 from .admin import DEFAULT_TIMEOUT, NamesrvAdmin
-from .remoting import RemotingClient
+from ferrymq.remoting import RemotingClient
 
 
 class BlockingAdmin:

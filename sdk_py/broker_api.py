@@ -11,7 +11,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from wire.bodies import (
+from ferrymq.wire.bodies import (
     CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -20,9 +20,9 @@ from wire.bodies import (
     MessageQueue,
     UnlockBatchRequestBody,
 )
-from wire.codes import RequestCode, ResponseCode
-from wire.command import RemotingCommand, request
-from wire.headers import (
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
     EndTransactionRequestHeader,
@@ -40,11 +40,11 @@ from wire.headers import (
     UpdateConsumerOffsetRequestHeader,
     encode_request_header,
 )
-from wire.message import MessageConst, decode_records, decompress_body
+from ferrymq.wire.message import MessageConst, decode_records, decompress_body
 
 from .errors import MQResponseError
 from .message import PullResult, PullStatus, SendResult, SendStatus
-from .remoting import RemotingClient
+from ferrymq.remoting import RemotingClient
 
 _SEND_STATUS = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,

@@ -11,7 +11,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from wire.topics import validate_group
+from ferrymq.wire.topics import validate_group
 
 _instance_counter = itertools.count()
 

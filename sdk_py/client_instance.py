@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from twisted.internet import defer, task
 
-from wire.bodies import (
+from ferrymq.wire.bodies import (
     ConsumerData,
     GetConsumerStatusBody,
     HeartbeatData,
@@ -23,9 +23,9 @@ from wire.bodies import (
     ResetOffsetBody,
     TopicRouteData,
 )
-from wire.codes import RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.headers import (
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.headers import (
     CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -33,14 +33,14 @@ from wire.headers import (
     NotifyConsumerIdsChangedRequestHeader,
     ResetOffsetRequestHeader,
 )
-from wire.message import MessageConst, decode_record
-from wire.topics import CLIENT_INNER_PRODUCER_GROUP
+from ferrymq.wire.message import MessageConst, decode_record
+from ferrymq.wire.topics import CLIENT_INNER_PRODUCER_GROUP
 
 from .admin import NamesrvAdmin
 from .broker_api import BrokerAPI
 from .client_config import ClientConfig
 from .errors import MQResponseError
-from .remoting import RemotingClient
+from ferrymq.remoting import RemotingClient
 
 log = logging.getLogger("ferrymq.sdk")
 

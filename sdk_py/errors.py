@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-from wire.codes import ResponseCode
+from ferrymq.remoting.errors import ResponseCodeError
 
 
-class MQResponseError(Exception):
-    """The server answered with a code the call cannot use; ``code`` and ``remark`` are the server's."""
-
-    def __init__(self, operation: str, addr: str, code: int, remark: str | None):
-        try:
-            name = ResponseCode(code).name
-        except ValueError:
-            name = "UNKNOWN"
-        super().__init__(f"{operation} at {addr} answered {code} ({name}): {remark or ''}".rstrip(": "))
-        self.operation = operation
-        self.addr = addr
-        self.code = code
-        self.remark = remark
+MQResponseError = ResponseCodeError

@@ -11,8 +11,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from wire.bodies import MessageQueue
-from wire.message import MessageConst, MessageExt
+from ferrymq.wire.bodies import MessageQueue
+from ferrymq.wire.message import MessageConst, MessageExt
 
 __all__ = [
     "Message",

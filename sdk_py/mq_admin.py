@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from twisted.internet import defer, task
 
-from wire.bodies import MessageQueue, TopicRouteData
-from wire.codes import ResponseCode
+from ferrymq.wire.bodies import MessageQueue, TopicRouteData
+from ferrymq.wire.codes import ResponseCode
 
 from .admin import DEFAULT_TIMEOUT, NamesrvAdmin
 from .broker_api import BrokerAPI
 from .client_instance import MQClientError
 from .errors import MQResponseError
-from .remoting import RemotingClient
+from ferrymq.remoting import RemotingClient
 from .route import master_addr, publish_info, subscribe_queues
 
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from twisted.internet import defer
 
-from wire.bodies import MessageQueue, TopicRouteData
-from wire.codes import ResponseCode
-from wire.headers import EndTransactionRequestHeader, SendMessageRequestHeader
-from wire.message import (
+from ferrymq.wire.bodies import MessageQueue, TopicRouteData
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.headers import EndTransactionRequestHeader, SendMessageRequestHeader
+from ferrymq.wire.message import (
     DEFAULT_MAX_MESSAGE_SIZE,
     MessageConst,
     MessageExt,
@@ -32,14 +32,14 @@ from wire.message import (
     encode_properties,
     java_string_hash,
 )
-from wire.msgid import UniqKeyGenerator, parse_offset_msg_id
-from wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
+from ferrymq.wire.msgid import UniqKeyGenerator, parse_offset_msg_id
+from ferrymq.wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 
 from .client_config import ClientConfig, settle_config
 from .client_instance import ClientInstance, MQClientError
 from .errors import MQResponseError
 from .message import Message
-from .remoting import RemotingError
+from ferrymq.remoting import RemotingError
 from .route import TopicPublishInfo, publish_info
 
 log = logging.getLogger("ferrymq.sdk.producer")

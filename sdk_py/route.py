@@ -12,8 +12,8 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
-from wire.bodies import MessageQueue, TopicRouteData
-from wire.codes import Perm
+from ferrymq.wire.bodies import MessageQueue, TopicRouteData
+from ferrymq.wire.codes import Perm
 
 MASTER_ID = 0
 

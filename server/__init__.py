@@ -1,3 +1,0 @@
-from wire import _compiled
-
-_compiled.install()  # before any compiled module of server loads

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from twisted.internet.error import CannotListenError
 
-from server import config as cfg
-from server.stall_watch import DEFAULT_THRESHOLD as STALL_THRESHOLD
+from ferrymq.server import config as cfg
+from ferrymq.server.stall_watch import DEFAULT_THRESHOLD as STALL_THRESHOLD
 
 log = logging.getLogger("ferrymq")
 
@@ -32,8 +32,8 @@ def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     ``props`` is the whole config file: the broker reads its network keys (bindAddress, idle time, frame
     size) and the store-only keys (flush intervals, index sizes...) from it too.
     """
-    from server.broker.service import start_broker
-    from server.store.message_store import StoreLockedError
+    from ferrymq.server.broker.service import start_broker
+    from ferrymq.server.store.message_store import StoreLockedError
 
     try:
         return start_broker(broker_cfg, props)
@@ -132,11 +132,11 @@ def _run_reactor(stoppables: list, args: argparse.Namespace) -> int:
     """Run until SIGTERM/SIGINT; shutdown triggers stop every component gracefully first."""
     from twisted.internet import reactor
 
-    from server.gc_tuning import tune_gc
-    from server.stall_watch import StallWatch
-    from wire import _compiled
+    from ferrymq.server.gc_tuning import tune_gc
+    from ferrymq.server.stall_watch import StallWatch
+    from ferrymq.wire import native
 
-    _compiled.report()
+    native.report()
     tune_gc()
     for component in stoppables:
         reactor.addSystemEventTrigger("before", "shutdown", component.stop)
@@ -150,7 +150,7 @@ def _run_reactor(stoppables: list, args: argparse.Namespace) -> int:
 
 
 def _start_namesrv(namesrv_cfg: cfg.NamesrvConfig, netty_cfg: cfg.NettyServerConfig):
-    from server.namesrv.service import NameServer
+    from ferrymq.server.namesrv.service import NameServer
 
     server = NameServer(namesrv_cfg, netty_cfg)
     server.start()
@@ -183,7 +183,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 def _store_config_class() -> type:
     """The store's own keys (flush intervals, index sizes...) are known keys of a broker config file."""
-    from server.store.config import MessageStoreConfig
+    from ferrymq.server.store.config import MessageStoreConfig
 
     return MessageStoreConfig
 

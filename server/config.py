@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from server.remoting.options import TransportOptions
-from wire.frame import DEFAULT_MAX_FRAME_SIZE
+from ferrymq.remoting.options import TransportOptions
+from ferrymq.wire.frame import DEFAULT_MAX_FRAME_SIZE
+from ferrymq.wire.properties import PropertiesError, parse_properties
 
 T = TypeVar("T")
 
@@ -40,44 +41,15 @@ def key(default: Any, help: str, *, factory: Any = None) -> Any:
 # ---------------------------------------------------------------- reading files
 
 
-def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
-    """Parse ``java.util.Properties`` text (the subset config files use) into a dict."""
-    props: dict[str, str] = {}
-    logical: list[str] = []
-    lines = text.splitlines()
-    for raw in lines:
-        line = raw.lstrip() if not logical else raw.strip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical.append(line[:-1])
-            continue
-        logical.append(line)
-        entry = "".join(logical).strip()
-        logical = []
-        if not entry:
-            continue
-        sep_at = len(entry)
-        for i, ch in enumerate(entry):
-            if ch in "=:" or ch.isspace():
-                sep_at = i
-                break
-        name = entry[:sep_at].strip()
-        rest = entry[sep_at:].lstrip()
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip()
-        if not name:
-            raise ConfigError(f"{source}: line {raw!r} has no key before its separator")
-        props[name] = rest
-    return props
-
-
 def load_properties(path: str | os.PathLike) -> dict[str, str]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    return parse_properties(text, str(path))
+    try:
+        return parse_properties(text, str(path))
+    except PropertiesError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 # ---------------------------------------------------------------- typed conversion

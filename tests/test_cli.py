@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from server import cli
-from server.config import ConfigError, NamesrvConfig, load_properties, namesrv_config, parse_properties
+from ferrymq.server import cli
+from ferrymq.wire.properties import parse_properties
+from ferrymq.server.config import ConfigError, NamesrvConfig, load_properties, namesrv_config
 
-FERRYMQ = [sys.executable, "-m", "server.cli"]
+FERRYMQ = [sys.executable, "-m", "ferrymq.server.cli"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -104,11 +105,11 @@ def test_started_from_config_serves_routes_and_stops_on_sigterm(tmp_path, comman
     stacks = tmp_path / "stalls.txt"
     proc, port, lines = _start([command, "-c", str(conf), "--stall-traceback", str(stacks)], tmp_path)
     try:
-        from sdk_py.blocking import BlockingAdmin
-        from sdk_py.errors import MQResponseError
-        from wire.bodies import TopicConfig
+        from ferrymq.sdk.errors import MQResponseError
+        from tests.namesrv.conftest import PlayingBroker
+        from ferrymq.wire.bodies import TopicConfig
 
-        with BlockingAdmin(f"127.0.0.1:{port}") as admin:
+        with PlayingBroker(f"127.0.0.1:{port}") as admin:
             with pytest.raises(MQResponseError):
                 admin.get_route_info("TopicTest")
             admin.register_broker("DefaultCluster", "127.0.0.1:10911", "broker-a", 0, "",

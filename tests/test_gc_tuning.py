@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server.gc_tuning import GC_THRESHOLDS
+from ferrymq.server.gc_tuning import GC_THRESHOLDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import gc, json
-from server.gc_tuning import tune_gc
+from ferrymq.server.gc_tuning import tune_gc
 before = gc.get_freeze_count()
 tune_gc()
 young = [[i] for i in range(1000)]  # allocated after: not frozen, collected normally

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from twisted.internet.task import Clock
 
-from server.stall_watch import StallWatch
+from ferrymq.server.stall_watch import StallWatch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,7 +82,7 @@ def test_a_real_stall_is_logged_and_its_stack_written_while_stuck(tmp_path):
     script = textwrap.dedent(f"""
         import logging, sys, time
         from twisted.internet import reactor
-        from server.stall_watch import StallWatch
+        from ferrymq.server.stall_watch import StallWatch
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
         def a_blocking_callback():
             time.sleep(0.8)

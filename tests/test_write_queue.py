@@ -7,8 +7,8 @@ import threading
 
 from twisted.internet import threads
 
-from sdk_py import reactor_thread
-from server.write_queue import WriteQueue
+from ferrymq.sdk import reactor_thread
+from ferrymq.server.write_queue import WriteQueue
 
 
 def _queue(name: str) -> WriteQueue:
@@ -65,7 +65,7 @@ def test_an_owner_that_never_closes_the_queue_does_not_keep_the_process_alive(tm
     script = f"""
 import time
 from twisted.internet import task
-from server.write_queue import WriteQueue
+from ferrymq.server.write_queue import WriteQueue
 q = WriteQueue(task.Clock(), "orphan")
 q.submit("x", open({str(tmp_path / "wrote")!r}, "w").close)
 time.sleep(0.5)

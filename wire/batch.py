@@ -26,12 +26,12 @@ TOTALSIZE, BODYCRC, FLAG, QUEUEOFFSET, PHYSICALOFFSET and BODYLEN (:data:`VARYIN
 from __future__ import annotations
 
 import functools
-import os
 import struct
 import zlib
 from dataclasses import dataclass
 from typing import Iterator
 
+from . import native
 from .message import (
     MAX_PROPERTIES_LEN,
     POS_BODYCRC,
@@ -187,9 +187,8 @@ def py_write(buf, pos: int, body: bytes | memoryview, stamp: Stamp, template: by
 
 
 def _c_functions():
-    try:
-        from . import _batchc
-    except ImportError:  # not built (no C compiler at install): the Python code serves
+    _batchc = native.built("ferrymq.wire._batchc")
+    if _batchc is None:  # not built (no C compiler at install): the Python code serves
         return None
     _batchc.configure(RecordError, PropertiesTooLong, tuple(w.encode() for w in WATCHED), MAX_PROPERTIES_LEN)
     return _batchc.measure, _batchc.write
@@ -197,7 +196,7 @@ def _c_functions():
 
 #: (measure, write) of the C extension, None when it is not built
 C_FUNCTIONS = _c_functions()
-measure, write = (py_measure, py_write) if C_FUNCTIONS is None or os.environ.get("FERRYMQ_PURE_PYTHON") else C_FUNCTIONS
+measure, write = (py_measure, py_write) if native.load("ferrymq.wire._batchc") is None else C_FUNCTIONS
 
 
 def unit_items(units: bytes) -> Iterator[tuple[int, int, int]]:

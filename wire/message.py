@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import os
 import socket
 import struct
 import zlib
@@ -33,14 +32,11 @@ from typing import Iterator, NamedTuple
 
 import construct as c
 
+from . import native
 from .errors import BodyError
 
-try:  # zlib's CRC-32, folded with PCLMULQDQ (built at install when a C compiler is present)
-    from ._crc import crc32 as _crc32
-except ImportError:
-    _crc32 = zlib.crc32
-if os.environ.get("FERRYMQ_PURE_PYTHON"):
-    _crc32 = zlib.crc32
+_crc = native.load("ferrymq.wire._crc")  # zlib's CRC-32, folded with PCLMULQDQ
+_crc32 = zlib.crc32 if _crc is None else _crc.crc32
 
 # ---------------------------------------------------------------------------------------------
 # Magic codes, sizes, field positions

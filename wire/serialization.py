@@ -7,13 +7,13 @@ JSON is written the way Java's fastjson writes it (alphabetical keys, compact, n
 
 from __future__ import annotations
 
-import os
 import struct
 
 import orjson
 
 from .codes import LanguageCode, SerializeType
 from .command import RemotingCommand
+from . import native
 from .errors import HeaderError
 
 # ROCKETMQ header, fixed part: code, language, version, opaque, flag (the remark length follows).
@@ -27,12 +27,7 @@ _LANGUAGE_BY_NAME = {member.name: member for member in LanguageCode}
 _STR_ONLY = {str}
 _SERIALIZE_NAMES = {SerializeType.JSON: "JSON", SerializeType.ROCKETMQ: "ROCKETMQ"}
 
-try:  # the ROCKETMQ header's byte work in C (built at install when a C compiler is present)
-    from . import _headerc
-except ImportError:
-    _headerc = None
-if os.environ.get("FERRYMQ_PURE_PYTHON"):
-    _headerc = None
+_headerc = native.load("ferrymq.wire._headerc")  # the ROCKETMQ header's byte work in C
 
 
 # ---------------------------------------------------------------- JSON

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from compat_tests import apache, toolchain
 from compat_tests.processes import LOOPBACK, Child, free_port
-from server.stall_watch import LOGGED_STALL
+from ferrymq.server.stall_watch import LOGGED_STALL
 
 from . import javatools
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from wire.bodies import MessageQueue
+from ferrymq.wire.bodies import MessageQueue
 
 
 def sort_queues(mqs: Iterable[MessageQueue]) -> list[MessageQueue]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from twisted.internet import defer
 
-from wire.bodies import MessageQueue, body
+from ferrymq.wire.bodies import MessageQueue, body
 
 log = logging.getLogger("ferrymq.sdk.offsets")
 

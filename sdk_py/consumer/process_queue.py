@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from wire.message import MessageExt
+from ferrymq.wire.message import MessageExt
 
 #: Java ``rocketmq.client.rebalance.lockMaxLiveTime``: a client lock older than this is not trusted.
 LOCK_MAX_LIVE_TIME = 30.0

@@ -12,9 +12,9 @@ from collections.abc import Iterable
 
 from twisted.internet import defer
 
-from wire.bodies import ConsumerData, MessageQueue, SubscriptionData, TopicRouteData
-from wire.codes import PullSysFlag
-from wire.headers import PullMessageRequestHeader
+from ferrymq.wire.bodies import ConsumerData, MessageQueue, SubscriptionData, TopicRouteData
+from ferrymq.wire.codes import PullSysFlag
+from ferrymq.wire.headers import PullMessageRequestHeader
 
 from ..client_config import ClientConfig, settle_config
 from ..client_instance import ClientInstance, MQClientError
@@ -103,7 +103,7 @@ class PullConsumer:
         return self.offset_store.persist_all(list(self.offset_store.table))
 
     def running_info(self):
-        from wire.bodies import ConsumerRunningInfo
+        from ferrymq.wire.bodies import ConsumerRunningInfo
 
         return ConsumerRunningInfo(
             properties={"PROP_CONSUME_TYPE": "CONSUME_ACTIVELY", "consumerGroup": self.group},

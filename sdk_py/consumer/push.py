@@ -31,7 +31,7 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from wire.bodies import (
+from ferrymq.wire.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerData,
     ConsumerRunningInfo,
@@ -40,10 +40,10 @@ from wire.bodies import (
     SubscriptionData,
     TopicRouteData,
 )
-from wire.codes import CURRENT_VERSION_DESC, PullSysFlag
-from wire.headers import PullMessageRequestHeader
-from wire.message import MessageConst, MessageExt
-from wire.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic
+from ferrymq.wire.codes import CURRENT_VERSION_DESC, PullSysFlag
+from ferrymq.wire.headers import PullMessageRequestHeader
+from ferrymq.wire.message import MessageConst, MessageExt
+from ferrymq.wire.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic
 
 from ..client_config import ClientConfig, settle_config
 from ..client_instance import ClientInstance, MQClientError

@@ -17,7 +17,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from wire.bodies import MessageQueue, SubscriptionData
+from ferrymq.wire.bodies import MessageQueue, SubscriptionData
 
 from .allocate import allocate_average
 from .offset_store import ReadOffsetType

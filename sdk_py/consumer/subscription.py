@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 
-from wire.bodies import SubscriptionData
-from wire.message import MessageExt, java_string_hash
+from ferrymq.wire.bodies import SubscriptionData
+from ferrymq.wire.message import MessageExt, java_string_hash
 
 SUB_ALL = "*"
 TAG = "TAG"

@@ -6,9 +6,9 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from server.config import BrokerConfig
-from wire.codes import Perm
-from wire.message import Host
+from ferrymq.server.config import BrokerConfig
+from ferrymq.wire.codes import Perm
+from ferrymq.wire.message import Host
 
 from .clients import ConsumerManager, ProducerManager
 from .locks import QueueLockManager

@@ -7,8 +7,8 @@ later issue: the broker only recognises it and refuses it unless ``enablePropert
 
 from __future__ import annotations
 
-from wire.bodies import SubscriptionData
-from wire.message import java_string_hash
+from ferrymq.wire.bodies import SubscriptionData
+from ferrymq.wire.message import java_string_hash
 
 SUB_ALL = "*"
 TAG = "TAG"

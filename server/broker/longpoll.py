@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from twisted.internet import defer
 
-from wire.command import RemotingCommand
+from ferrymq.wire.command import RemotingCommand
 
 log = logging.getLogger("ferrymq.broker.longpoll")
 

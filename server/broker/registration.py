@@ -8,9 +8,9 @@ from typing import Any, Callable
 
 from twisted.internet import defer
 
-from sdk_py.admin import NamesrvAdmin
-from server.remoting import RemotingClient
-from wire.bodies import TopicConfig, TopicConfigSerializeWrapper
+from .namesrv_peer import NamesrvPeer
+from ferrymq.remoting import RemotingClient
+from ferrymq.wire.bodies import TopicConfig, TopicConfigSerializeWrapper
 
 log = logging.getLogger("ferrymq.broker.registration")
 
@@ -34,24 +34,24 @@ class NameServerRegistration:
         self.reactor = reactor
         self.compressed = compressed
         self.client = RemotingClient(reactor=reactor)
-        self.admins = [NamesrvAdmin(addr, self.client, timeout_ms / 1000.0) for addr in split_namesrv_addr(namesrv_addr)]
+        self.peers = [NamesrvPeer(addr, self.client, timeout_ms / 1000.0) for addr in split_namesrv_addr(namesrv_addr)]
         self._pending: Any = None
         self._waiters: list[defer.Deferred] = []
         self.registrations = 0
 
     def set_namesrv_addr(self, namesrv_addr: str) -> None:
-        timeout = self.admins[0].timeout if self.admins else 6.0
-        self.admins = [NamesrvAdmin(addr, self.client, timeout) for addr in split_namesrv_addr(namesrv_addr)]
+        timeout = self.peers[0].timeout if self.peers else 6.0
+        self.peers = [NamesrvPeer(addr, self.client, timeout) for addr in split_namesrv_addr(namesrv_addr)]
 
     def register_all(self) -> defer.Deferred:
         """Register with every name server at once; fires when all answered (failures are logged)."""
         cluster, addr, name, broker_id, ha_addr = self.identity
         wrapper = self.wrapper()
         calls = []
-        for admin in self.admins:
-            d = admin.register_broker(cluster, addr, name, broker_id, ha_addr, wrapper, compressed=self.compressed)
+        for peer in self.peers:
+            d = peer.register_broker(cluster, addr, name, broker_id, ha_addr, wrapper, compressed=self.compressed)
             d.addCallback(lambda _r: setattr(self, "registrations", self.registrations + 1))
-            d.addErrback(lambda f, a=admin.addr: log.warning("register broker to name server %s failed: %s", a,
+            d.addErrback(lambda f, a=peer.addr: log.warning("register broker to name server %s failed: %s", a,
                                                               f.getErrorMessage()))
             calls.append(d)
         return defer.DeferredList(calls, consumeErrors=True)
@@ -87,10 +87,10 @@ class NameServerRegistration:
     def unregister_all(self) -> defer.Deferred:
         cluster, addr, name, broker_id, _ = self.identity
         calls = []
-        for admin in self.admins:
-            d = admin.unregister_broker(cluster, addr, name, broker_id)
+        for peer in self.peers:
+            d = peer.unregister_broker(cluster, addr, name, broker_id)
             d.addTimeout(UNREGISTER_TIMEOUT_S, self.reactor)  # shutdown must not wait on a dead name server
-            d.addErrback(lambda f, a=admin.addr: log.warning("unregister broker from name server %s failed: %s", a,
+            d.addErrback(lambda f, a=peer.addr: log.warning("unregister broker from name server %s failed: %s", a,
                                                               f.getErrorMessage()))
             calls.append(d)
         return defer.DeferredList(calls, consumeErrors=True)

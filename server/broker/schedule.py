@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from server.config import BrokerConfig
-from server.schedule.delay import ScheduleMessageService, park_delayed
-from server.schedule.timer import _TIMER_KEYS, TimerConfig, TimerMessageError, TimerMessageService, park_timer
-from wire.codes import ResponseCode
-from wire.message import MessageConst, MessageExt, MessageSysFlag
+from ferrymq.server.config import BrokerConfig
+from ferrymq.server.schedule.delay import ScheduleMessageService, park_delayed
+from ferrymq.server.schedule.timer import _TIMER_KEYS, TimerConfig, TimerMessageError, TimerMessageService, park_timer
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.message import MessageConst, MessageExt, MessageSysFlag
 
 _PLAIN_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 

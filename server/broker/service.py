@@ -14,15 +14,15 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from server.config import BrokerConfig, NettyServerConfig
-from server.remoting import Channel, RemotingServer
-from server.store.config import MessageStoreConfig
-from server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
-from server.store.message_store import MessageStore
-from server.write_queue import WriteQueue
-from wire.codes import RequestCode
-from wire.command import request
-from wire.headers import NotifyConsumerIdsChangedRequestHeader
+from ferrymq.server.config import BrokerConfig, NettyServerConfig
+from ferrymq.remoting import Channel, RemotingServer
+from ferrymq.server.store.config import MessageStoreConfig
+from ferrymq.server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
+from ferrymq.server.store.message_store import MessageStore
+from ferrymq.server.write_queue import WriteQueue
+from ferrymq.wire.codes import RequestCode
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import NotifyConsumerIdsChangedRequestHeader
 
 from .clients import ConsumerManager, ProducerManager
 from .context import BrokerContext
@@ -168,7 +168,7 @@ class Broker:
             lambda: perm_limited(self.ctx.topics.wrapper(), c.brokerPermission), self.reactor,
             timeout_ms=c.registerBrokerTimeoutMills, compressed=c.compressedRegister,
         )
-        if self.registration.admins:
+        if self.registration.peers:
             self.ctx.registration_pending = self.registration.pending
         period = min(max(c.registerNameServerPeriod, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000.0
         self._every(period, self.registration.register_all, "name server registration")
@@ -285,7 +285,7 @@ class Broker:
 def start_broker(config: BrokerConfig, props: dict[str, str] | None = None, reactor: Any = None) -> Broker:
     """What ``ferrymq broker`` / ``standalone`` run: network keys (bindAddress, idle time, frame size...)
     and store-only keys (flush intervals, index sizes...) come from the same config file ``props``."""
-    from server.config import from_properties
+    from ferrymq.server.config import from_properties
 
     props = dict(props or {})
     netty_props = {k: v for k, v in props.items() if k != "listenPort"}

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from server.filter.sql92 import FilterSyntaxError, Selector, compile_expression
-from wire import topics as names
-from wire.message import MessageConst, decode_properties, peek_record
+from ferrymq.server.filter.sql92 import FilterSyntaxError, Selector, compile_expression
+from ferrymq.wire import topics as names
+from ferrymq.wire.message import MessageConst, decode_properties, peek_record
 
 from .clients import CHANNEL_EXPIRED_TIMEOUT_MS
 

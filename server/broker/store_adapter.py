@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from server.remoting.pending import Pending
-from server.store.message_store import MessageStore
-from server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
-from server.store.twisted_adapter import deferred_for, flush_watch
-from wire.message import MessageExt
+from ferrymq.remoting.pending import Pending
+from ferrymq.server.store.message_store import MessageStore
+from ferrymq.server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
+from ferrymq.server.store.twisted_adapter import deferred_for, flush_watch
+from ferrymq.wire.message import MessageExt
 
 from .store_port import ArrivalListener
 

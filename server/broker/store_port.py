@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-from server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
-from wire.message import MessageExt
+from ferrymq.server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
+from ferrymq.wire.message import MessageExt
 
 #: ``listener(topic, queue_id, max_offset, tags_code)`` after a message is dispatched.
 ArrivalListener = Callable[[str, int, int, int], None]

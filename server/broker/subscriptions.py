@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from wire import topics as names
-from wire.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from ferrymq.wire import topics as names
+from ferrymq.wire.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 log = logging.getLogger("ferrymq.broker.groups")
 

@@ -6,9 +6,9 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from wire import topics as names
-from wire.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from wire.codes import Perm
+from ferrymq.wire import topics as names
+from ferrymq.wire.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from ferrymq.wire.codes import Perm
 
 log = logging.getLogger("ferrymq.broker.topics")
 

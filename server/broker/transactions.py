@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
-from wire.codes import Perm, RequestCode, ResponseCode
-from wire.command import RemotingCommand, request
-from wire.headers import EndTransactionRequestHeader, decode_request_header
-from wire.message import MessageExt
+from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
+from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.headers import EndTransactionRequestHeader, decode_request_header
+from ferrymq.wire.message import MessageExt
 
 from .context import BrokerContext
 from .processors.common import fail

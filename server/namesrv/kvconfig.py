@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from wire.bodies import KVTable
+from ferrymq.wire.bodies import KVTable
 
 log = logging.getLogger("ferrymq.namesrv")
 

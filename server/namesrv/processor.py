@@ -13,14 +13,15 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from server.config import ConfigError, NamesrvConfig, NettyServerConfig, from_properties, parse_properties, to_properties
-from server.remoting import Channel
-from wire import fastjson
-from wire.bodies import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicRouteData
-from wire.codes import RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.errors import BodyError
-from wire.headers import (
+from ferrymq.server.config import ConfigError, NamesrvConfig, NettyServerConfig, from_properties, to_properties
+from ferrymq.remoting import Channel
+from ferrymq.wire import fastjson
+from ferrymq.wire.bodies import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicRouteData
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.properties import PropertiesError, parse_properties
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.errors import BodyError
+from ferrymq.wire.headers import (
     AddWritePermOfBrokerRequestHeader,
     BrokerHeartbeatRequestHeader,
     DeleteKVConfigRequestHeader,
@@ -287,7 +288,7 @@ class NamesrvProcessor:
             return cmd.response()
         try:
             props = parse_properties(cmd.body.decode("utf-8"), "UPDATE_NAMESRV_CONFIG body")
-        except (UnicodeDecodeError, ConfigError) as exc:
+        except (UnicodeDecodeError, PropertiesError) as exc:
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
         blacklist = {k for k in self.config.configBlackList.split(";") if k}
         if blacklist & set(props):

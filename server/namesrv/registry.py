@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wire.bodies import (
+from ferrymq.wire.bodies import (
     BrokerData,
     ClusterInfo,
     DataVersion,
@@ -24,7 +24,7 @@ from wire.bodies import (
     TopicList,
     TopicRouteData,
 )
-from wire.codes import Perm
+from ferrymq.wire.codes import Perm
 
 _WRITE = int(Perm.WRITE)
 _READ_WRITE = int(Perm.READ | Perm.WRITE)

@@ -7,9 +7,9 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from server.config import NamesrvConfig, NettyServerConfig
-from server.remoting import Channel, RemotingServer
-from server.write_queue import WriteQueue
+from ferrymq.server.config import NamesrvConfig, NettyServerConfig
+from ferrymq.remoting import Channel, RemotingServer
+from ferrymq.server.write_queue import WriteQueue
 
 from .kvconfig import KVConfigStore, atomic_write
 from .processor import NamesrvProcessor

@@ -17,9 +17,9 @@ import logging
 import time
 from typing import Callable
 
-from server.store.config_files import DELAY_OFFSETS, config_file
-from wire.message import MessageConst, MessageSysFlag, decode_properties, decode_record, peek_record
-from wire.topics import SCHEDULE_TOPIC
+from ferrymq.server.store.config_files import DELAY_OFFSETS, config_file
+from ferrymq.wire.message import MessageConst, MessageSysFlag, decode_properties, decode_record, peek_record
+from ferrymq.wire.topics import SCHEDULE_TOPIC
 
 log = logging.getLogger("ferrymq.schedule")
 

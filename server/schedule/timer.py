@@ -27,10 +27,10 @@ from array import array
 from dataclasses import dataclass
 from typing import Callable
 
-from server.schedule.delay import delay_level
-from server.store.config_files import config_file
-from wire.message import MessageConst, decode_properties, decode_record, encode_properties, peek_record
-from wire.topics import TIMER_TOPIC
+from ferrymq.server.schedule.delay import delay_level
+from ferrymq.server.store.config_files import config_file
+from ferrymq.wire.message import MessageConst, decode_properties, decode_record, encode_properties, peek_record
+from ferrymq.wire.topics import TIMER_TOPIC
 
 log = logging.getLogger("ferrymq.timer")
 

@@ -11,7 +11,7 @@ import logging
 import struct
 from typing import Callable, Iterator, NamedTuple
 
-from wire.message import (
+from ferrymq.wire.message import (
     BLANK_MAGIC,
     MAGIC_V1,
     MAGIC_V2,

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 
-from wire.message import DEFAULT_MAX_MESSAGE_SIZE
+from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"

@@ -13,8 +13,8 @@ import logging
 import os
 from typing import Any
 
-from wire import fastjson
-from wire.errors import BodyError
+from ferrymq.wire import fastjson
+from ferrymq.wire.errors import BodyError
 
 log = logging.getLogger(__name__)
 

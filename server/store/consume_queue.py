@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from wire.batch import CQ_UNIT
+from ferrymq.wire.batch import CQ_UNIT
 
 from .mapped_file import MappedFileQueue
 

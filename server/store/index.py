@@ -24,18 +24,15 @@ import threading
 import time
 import zlib
 
-from wire.batch import INDEX_ITEM
+from ferrymq.wire import native
+from ferrymq.wire.batch import INDEX_ITEM
 
 from .mapped_file import AllocationError, _create_file
 
 log = logging.getLogger(__name__)
 
-try:  # IndexFile.put for a run of items in C (built at install when a C compiler is present)
-    from ._indexc import put_items as _put_items
-except ImportError:
-    _put_items = None
-if os.environ.get("FERRYMQ_PURE_PYTHON"):
-    _put_items = None
+_indexc = native.load("ferrymq.server.store._indexc")  # IndexFile.put for a run of items in C
+_put_items = None if _indexc is None else _indexc.put_items
 
 HEADER = struct.Struct(">qqqqii")
 HEADER_SIZE = 40

@@ -37,14 +37,12 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from ferrymq.wire import native
+
 log = logging.getLogger(__name__)
 
-try:  # pwrite keeping the GIL (built at install when a C compiler is present; see MappedFile.write_at)
-    from ._writec import pwrite_all as _pwrite_all
-except ImportError:
-    _pwrite_all = None
-if os.environ.get("FERRYMQ_PURE_PYTHON"):
-    _pwrite_all = None
+_writec = native.load("ferrymq.server.store._writec")  # pwrite keeping the GIL (see MappedFile.write_at)
+_pwrite_all = None if _writec is None else _writec.pwrite_all
 
 PAGE = mmap.PAGESIZE
 

@@ -21,7 +21,7 @@ import time
 from concurrent.futures import Future
 from typing import Callable, Iterable, Iterator
 
-from wire.message import (
+from ferrymq.wire.message import (
     BatchEntry,
     MessageConst,
     MessageExt,
@@ -38,8 +38,8 @@ from wire.message import (
     peek_record,
     tags_code as compute_tags_code,
 )
-from wire import batch as wire_batch
-from wire.msgid import offset_msg_id_prefix
+from ferrymq.wire import batch as wire_batch
+from ferrymq.wire.msgid import offset_msg_id_prefix
 
 from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog

@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from wire.codes import ResponseCode
-from wire.message import (
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.message import (
     MessageConst,
     MessageExt,
     MessageSysFlag,
@@ -30,8 +30,8 @@ from wire.message import (
     encode_record,
     peek_record,
 )
-from wire.msgid import create_offset_msg_id
-from wire.topics import TRANS_CHECK_GROUP, TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from ferrymq.wire.msgid import create_offset_msg_id
+from ferrymq.wire.topics import TRANS_CHECK_GROUP, TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 
 log = logging.getLogger("ferrymq.transaction")
 

@@ -8,11 +8,11 @@ import time
 import pytest
 
 from tests.advanced.wireclient import COMMIT, ROLLBACK, UNKNOWN, Standalone, WireClient, wait_for
-from wire.bodies import CheckClientRequestBody, ResetOffsetBody, SubscriptionData
-from wire.codes import RequestCode, ResponseCode
-from wire.headers import QueryMessageRequestHeader, ResetOffsetRequestHeader
-from wire.message import decode_records
-from wire.msgid import parse_offset_msg_id
+from ferrymq.wire.bodies import CheckClientRequestBody, ResetOffsetBody, SubscriptionData
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.headers import QueryMessageRequestHeader, ResetOffsetRequestHeader
+from ferrymq.wire.message import decode_records
+from ferrymq.wire.msgid import parse_offset_msg_id
 
 C = RequestCode
 CONFIG = {

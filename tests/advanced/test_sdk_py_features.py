@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from sdk_py.blocking_clients import BlockingProducer, BlockingPushConsumer
-from sdk_py.client_config import ClientConfig
-from sdk_py.message import Message
-from sdk_py.producer import LocalTransactionState
+from ferrymq.sdk.blocking_clients import BlockingProducer, BlockingPushConsumer
+from ferrymq.sdk.client_config import ClientConfig
+from ferrymq.sdk.message import Message
+from ferrymq.sdk.producer import LocalTransactionState
 from tests.advanced.wireclient import Standalone, wait_for
 
 CONFIG = {

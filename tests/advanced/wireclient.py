@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sdk_py import reactor_thread
-from server.remoting import RemotingClient
+from ferrymq.sdk import reactor_thread
+from ferrymq.remoting import RemotingClient
 from tests.broker.test_broker_e2e import _free_pair
 from tests.broker.test_cli_broker import BROKER_UP, NAMESRV_UP, start
-from wire.bodies import ResetOffsetBody, ConsumerData, HeartbeatData, ProducerData, SubscriptionData
-from wire.codes import PullSysFlag, RequestCode
-from wire.command import RemotingCommand, request
-from wire.headers import EndTransactionRequestHeader, SendMessageRequestHeader
-from wire.message import MessageExt, decode_record, decode_records, encode_properties
+from ferrymq.wire.bodies import ResetOffsetBody, ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from ferrymq.wire.codes import PullSysFlag, RequestCode
+from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.headers import EndTransactionRequestHeader, SendMessageRequestHeader
+from ferrymq.wire.message import MessageExt, decode_record, decode_records, encode_properties
 
 C = RequestCode
 COMMIT, ROLLBACK, UNKNOWN = 8, 12, 0

@@ -13,30 +13,30 @@ from typing import Any
 import pytest
 from twisted.internet import task
 
-from server.broker.clients import ConsumerManager, ProducerManager
-from server.broker.context import BrokerContext
-from server.broker.locks import QueueLockManager
-from server.broker.longpoll import PullRequestHoldService
-from server.broker.offsets import ConsumerOffsetManager
-from server.broker.processors import build_table
-from server.broker.processors.pull import PullProcessor
-from server.broker.stats import BrokerStats
-from server.broker.store_adapter import StoreAdapter
-from server.broker.subscriptions import SubscriptionGroupManager
-from server.broker.topics import TopicConfigManager, TopicDefaults
-from server.broker.schedule import build_services
-from server.broker.sqlfilter import ConsumerFilterManager
-from server.broker.transactions import TransactionProcessor
-from server.config import BrokerConfig
-from server.remoting import dispatch
-from server.remoting.pending import PROMISES
-from server.store.config import MessageStoreConfig
-from server.store.message_store import MessageStore
-from wire.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
-from wire.codes import CURRENT_VERSION, LanguageCode, RequestCode
-from wire.command import RemotingCommand, request
-from wire.headers import SendMessageRequestHeader
-from wire.message import encode_properties, java_string_hash
+from ferrymq.server.broker.clients import ConsumerManager, ProducerManager
+from ferrymq.server.broker.context import BrokerContext
+from ferrymq.server.broker.locks import QueueLockManager
+from ferrymq.server.broker.longpoll import PullRequestHoldService
+from ferrymq.server.broker.offsets import ConsumerOffsetManager
+from ferrymq.server.broker.processors import build_table
+from ferrymq.server.broker.processors.pull import PullProcessor
+from ferrymq.server.broker.stats import BrokerStats
+from ferrymq.server.broker.store_adapter import StoreAdapter
+from ferrymq.server.broker.subscriptions import SubscriptionGroupManager
+from ferrymq.server.broker.topics import TopicConfigManager, TopicDefaults
+from ferrymq.server.broker.schedule import build_services
+from ferrymq.server.broker.sqlfilter import ConsumerFilterManager
+from ferrymq.server.broker.transactions import TransactionProcessor
+from ferrymq.server.config import BrokerConfig
+from ferrymq.remoting import dispatch
+from ferrymq.remoting.pending import PROMISES
+from ferrymq.server.store.config import MessageStoreConfig
+from ferrymq.server.store.message_store import MessageStore
+from ferrymq.wire.bodies import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from ferrymq.wire.codes import CURRENT_VERSION, LanguageCode, RequestCode
+from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.headers import SendMessageRequestHeader
+from ferrymq.wire.message import encode_properties, java_string_hash
 
 
 @dataclass(eq=False)

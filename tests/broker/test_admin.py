@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from wire import fastjson
-from wire.bodies import (
+from ferrymq.wire import fastjson
+from ferrymq.wire.bodies import (
     ConsumeStats,
     ConsumerConnection,
     GroupList,
@@ -17,8 +17,8 @@ from wire.bodies import (
     TopicList,
     TopicStatsTable,
 )
-from wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, RequestCode, ResponseCode
-from wire.headers import CreateTopicRequestHeader
+from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, RequestCode, ResponseCode
+from ferrymq.wire.headers import CreateTopicRequestHeader
 
 C = RequestCode
 

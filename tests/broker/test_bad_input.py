@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet import defer
 
-from wire.codes import RequestCode, ResponseCode
-from wire.message import decode_records
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.message import decode_records
 
 KEYS = ["topic", "queueId", "queueOffset", "consumerGroup", "group", "offset", "maxMsgNums", "sysFlag",
         "commitOffset", "suspendTimeoutMillis", "subVersion", "subscription", "expressionType", "delayLevel",

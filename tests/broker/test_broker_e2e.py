@@ -8,19 +8,19 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sdk_py import reactor_thread
-from sdk_py.blocking import BlockingAdmin
-from sdk_py.errors import MQResponseError
-from server.broker.service import Broker
-from server.config import BrokerConfig, NamesrvConfig, NettyServerConfig
-from server.namesrv.service import NameServer
-from server.remoting import RemotingClient
+from ferrymq.sdk import reactor_thread
+from ferrymq.sdk.blocking import BlockingAdmin
+from ferrymq.sdk.errors import MQResponseError
+from ferrymq.server.broker.service import Broker
+from ferrymq.server.config import BrokerConfig, NamesrvConfig, NettyServerConfig
+from ferrymq.server.namesrv.service import NameServer
+from ferrymq.remoting import RemotingClient
 from tests.remoting.helpers import RawClient
-from wire.bodies import ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData, SubscriptionData
-from wire.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
-from wire.command import request
-from wire.headers import SendMessageRequestHeader
-from wire.message import decode_records, encode_properties
+from ferrymq.wire.bodies import ConsumerData, GetConsumerListByGroupResponseBody, HeartbeatData, SubscriptionData
+from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import SendMessageRequestHeader
+from ferrymq.wire.message import decode_records, encode_properties
 
 C = RequestCode
 

@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from sdk_py import reactor_thread
-from sdk_py.blocking import BlockingAdmin
-from server.remoting import RemotingClient
+from ferrymq.sdk import reactor_thread
+from ferrymq.sdk.blocking import BlockingAdmin
+from ferrymq.remoting import RemotingClient
 from tests.broker.test_broker_e2e import _free_pair
-from wire.codes import RequestCode
-from wire.command import request
-from wire.headers import SendMessageRequestHeader
-from wire.message import decode_records
+from ferrymq.wire.codes import RequestCode
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import SendMessageRequestHeader
+from ferrymq.wire.message import decode_records
 
 ROOT = Path(__file__).resolve().parents[2]
-FERRYMQ = [sys.executable, "-m", "server.cli"]
+FERRYMQ = [sys.executable, "-m", "ferrymq.server.cli"]
 BROKER_UP = re.compile(r"broker \S+ \(cluster \S+\) listening on [\d.]+:(\d+)")
 NAMESRV_UP = re.compile(r"name server listening on [\d.]+:(\d+)")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.broker.conftest import FakeChannel
-from wire.bodies import (
+from ferrymq.wire.bodies import (
     CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     LockBatchRequestBody,
@@ -11,9 +11,9 @@ from wire.bodies import (
     MessageQueue,
     SubscriptionData,
 )
-from wire.codes import CURRENT_VERSION, RequestCode, ResponseCode
-from wire.message import decode_record, decode_records
-from wire.msgid import parse_offset_msg_id
+from ferrymq.wire.codes import CURRENT_VERSION, RequestCode, ResponseCode
+from ferrymq.wire.message import decode_record, decode_records
+from ferrymq.wire.msgid import parse_offset_msg_id
 
 C = RequestCode
 

@@ -1,6 +1,6 @@
 from dataclasses import dataclass
 
-from server.broker.clients import ClientChannelInfo, ConsumerManager, ProducerManager
+from ferrymq.server.broker.clients import ClientChannelInfo, ConsumerManager, ProducerManager
 
 
 @dataclass

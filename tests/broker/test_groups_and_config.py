@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from server.broker.registration import perm_limited, split_namesrv_addr
-from server.broker.service import store_config_for
-from server.broker.subscriptions import SubscriptionGroupManager
-from server.config import BrokerConfig
-from wire.bodies import SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper
+from ferrymq.server.broker.registration import perm_limited, split_namesrv_addr
+from ferrymq.server.broker.service import store_config_for
+from ferrymq.server.broker.subscriptions import SubscriptionGroupManager
+from ferrymq.server.config import BrokerConfig
+from ferrymq.wire.bodies import SubscriptionGroupConfig, TopicConfig, TopicConfigSerializeWrapper
 
 
 def test_groups_auto_create_with_defaults_and_round_trip(tmp_path):

@@ -1,4 +1,4 @@
-from server.broker.locks import QueueLockManager
+from ferrymq.server.broker.locks import QueueLockManager
 
 
 class Clock:

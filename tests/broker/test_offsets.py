@@ -1,4 +1,4 @@
-from server.broker.offsets import ConsumerOffsetManager
+from ferrymq.server.broker.offsets import ConsumerOffsetManager
 
 
 def test_commit_query_and_unknown_is_minus_one():

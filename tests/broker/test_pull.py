@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from wire.codes import PullSysFlag, ResponseCode
-from wire.message import decode_records
+from ferrymq.wire.codes import PullSysFlag, ResponseCode
+from ferrymq.wire.message import decode_records
 
 SUSPEND = PullSysFlag.SUSPEND
 SUB = PullSysFlag.SUBSCRIPTION
@@ -116,9 +116,9 @@ def test_long_poll_ignores_other_tags_and_drops_vanished_clients(bk):
 
 
 def test_long_poll_woken_by_a_batch_holding_a_matching_tag(bk):
-    from wire.codes import RequestCode
-    from wire.headers import SendMessageRequestHeader
-    from wire.message import encode_batch, encode_properties
+    from ferrymq.wire.codes import RequestCode
+    from ferrymq.wire.headers import SendMessageRequestHeader
+    from ferrymq.wire.message import encode_batch, encode_properties
 
     def send_batch(tags):
         body = encode_batch([(0, f"m{i}".encode(), {"TAGS": t}) for i, t in enumerate(tags)])

@@ -9,9 +9,9 @@ no stored offset.
 from __future__ import annotations
 
 from tests.broker.conftest import FakeChannel
-from wire.bodies import MessageQueue, ResetOffsetBody, SubscriptionGroupConfig
-from wire.codes import PullSysFlag, RequestCode, ResponseCode
-from wire.headers import CreateTopicRequestHeader
+from ferrymq.wire.bodies import MessageQueue, ResetOffsetBody, SubscriptionGroupConfig
+from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
+from ferrymq.wire.headers import CreateTopicRequestHeader
 
 C = RequestCode
 

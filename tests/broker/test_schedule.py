@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from server.store.config import MessageStoreConfig
-from wire.codes import ResponseCode
-from wire.message import decode_records
+from ferrymq.server.store.config import MessageStoreConfig
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.message import decode_records
 
 
 def real(bk, topic="DelayT"):
@@ -43,7 +43,7 @@ def test_levels_above_the_table_are_clamped_and_offsets_round_trip(bk):
     bk.later_ms = 3 * 3_600_000
     assert bk.ctx.scheduler.tick() == 1
     bk.ctx.scheduler.persist()
-    from server.schedule.delay import ScheduleMessageService
+    from ferrymq.server.schedule.delay import ScheduleMessageService
 
     copy = ScheduleMessageService(bk.store, bk.clock, clock=bk.wall)
     copy.load()
@@ -96,8 +96,8 @@ def test_timer_errors_answer_as_apache(bk):
 
 
 def test_runtime_info_reports_the_timer_wheel(bk):
-    from wire.bodies import KVTable
-    from wire.codes import RequestCode
+    from ferrymq.wire.bodies import KVTable
+    from ferrymq.wire.codes import RequestCode
 
     def figures():
         table = KVTable.decode(bk.call(RequestCode.GET_BROKER_RUNTIME_INFO).body).table

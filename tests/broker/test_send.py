@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from wire.codes import Perm, RequestCode, ResponseCode
-from wire.headers import SendMessageRequestHeader
-from wire.message import decode_record, decode_records, encode_batch, encode_properties
-from wire.msgid import parse_offset_msg_id
+from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
+from ferrymq.wire.headers import SendMessageRequestHeader
+from ferrymq.wire.message import decode_record, decode_records, encode_batch, encode_properties
+from ferrymq.wire.msgid import parse_offset_msg_id
 
 
 def test_v2_send_answers_offset_msg_id_queue_and_transaction_id(bk):

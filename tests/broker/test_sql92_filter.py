@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from server.broker.sqlfilter import ConsumerFilterManager
-from wire.bodies import CheckClientRequestBody, ConsumerData, HeartbeatData, SubscriptionData
-from wire.codes import PullSysFlag, RequestCode, ResponseCode
-from wire.message import decode_records
+from ferrymq.server.broker.sqlfilter import ConsumerFilterManager
+from ferrymq.wire.bodies import CheckClientRequestBody, ConsumerData, HeartbeatData, SubscriptionData
+from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
+from ferrymq.wire.message import decode_records
 
 C = RequestCode
 DISABLED = "The broker does not support consumer to filter message by SQL92"

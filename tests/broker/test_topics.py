@@ -1,6 +1,6 @@
-from server.broker.topics import TopicConfigManager, TopicDefaults
-from wire.bodies import TopicConfig
-from wire.codes import Perm
+from ferrymq.server.broker.topics import TopicConfigManager, TopicDefaults
+from ferrymq.wire.bodies import TopicConfig
+from ferrymq.wire.codes import Perm
 
 
 def test_system_topics_exist_with_apache_shapes():

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from tests.broker.conftest import FakeChannel
-from wire.bodies import HeartbeatData, ProducerData
-from wire.codes import RequestCode, ResponseCode
-from wire.headers import EndTransactionRequestHeader
-from wire.message import decode_record, decode_records
-from wire.msgid import parse_offset_msg_id
+from ferrymq.wire.bodies import HeartbeatData, ProducerData
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.headers import EndTransactionRequestHeader
+from ferrymq.wire.message import decode_record, decode_records
+from ferrymq.wire.msgid import parse_offset_msg_id
 
 C = RequestCode
 TX = {"TRAN_MSG": "true", "PGROUP": "txg"}
@@ -127,7 +127,7 @@ def test_check_settings_follow_broker_config_updates(bk):
 
 def test_open_transactions_are_found_again_by_a_fresh_service(bk):
     """What a restart sees: the op records in the store decide which halves are still open."""
-    from server.broker.transactions import TransactionProcessor
+    from ferrymq.server.broker.transactions import TransactionProcessor
 
     r1, p1 = half(bk, b"a")
     half(bk, b"b")

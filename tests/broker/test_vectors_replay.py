@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from server.remoting import dispatch
-from server.remoting.pending import PROMISES
-from wire.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
-from wire.codes import ResponseCode
-from wire.frame import FrameDecoder
-from wire.message import decode_records
+from ferrymq.remoting import dispatch
+from ferrymq.remoting.pending import PROMISES
+from ferrymq.wire.bodies import GetConsumerListByGroupResponseBody, HeartbeatData
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.frame import FrameDecoder
+from ferrymq.wire.message import decode_records
 
 VECTORS = Path(__file__).resolve().parents[2] / "compat_tests" / "vectors"
 RUNS = ["java-5.5.0", "java-5.5.0-rocketmq", "java-4.9.8", "go-2.1.2"]

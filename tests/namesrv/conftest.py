@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from sdk_py import reactor_thread
-from sdk_py.blocking import BlockingAdmin
-from server.config import NamesrvConfig, NettyServerConfig
-from server.namesrv.service import NameServer
+from ferrymq.sdk import reactor_thread
+from ferrymq.sdk.blocking import BlockingAdmin
+from ferrymq.server.config import NamesrvConfig, NettyServerConfig
+from ferrymq.server.namesrv.service import NameServer
+from ferrymq.server.broker.namesrv_peer import NamesrvPeer
 from tests.remoting.helpers import RawClient
+
+
+class PlayingBroker(BlockingAdmin):
+    """The SDK's admin calls plus the broker's own (REGISTER_BROKER, ...), blocking: a test plays a broker."""
+
+    def __init__(self, namesrv_addr: str, timeout: float = 3.0):
+        super().__init__(namesrv_addr, timeout)
+        self._peer = NamesrvPeer(namesrv_addr, self._admin.client, timeout)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or not hasattr(NamesrvPeer, name):
+            return super().__getattr__(name)
+        target = getattr(self._peer, name)
+        return lambda *args, **kwargs: reactor_thread.call(target, *args, timeout=self.timeout + 10, **kwargs)
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +59,7 @@ def namesrv(start_namesrv):
 
 @pytest.fixture
 def admin(namesrv):
-    with BlockingAdmin(f"127.0.0.1:{namesrv.port}") as client:
+    with PlayingBroker(f"127.0.0.1:{namesrv.port}") as client:
         yield client
 
 

@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.remoting.helpers import RawClient
-from wire.bodies import ClusterInfo, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
-from wire.codes import RequestCode, ResponseCode, SerializeType
-from wire.command import request
-from wire.frame import FrameDecoder, encode
+from ferrymq.wire.bodies import ClusterInfo, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
+from ferrymq.wire.codes import RequestCode, ResponseCode, SerializeType
+from ferrymq.wire.command import request
+from ferrymq.wire.frame import FrameDecoder, encode
 
 PROBE_OPAQUE = 0x7FFF0001
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from server.namesrv.kvconfig import KVConfigStore, atomic_write
+from ferrymq.server.namesrv.kvconfig import KVConfigStore, atomic_write
 
 
 def test_loads_an_apache_kv_config_file(tmp_path):

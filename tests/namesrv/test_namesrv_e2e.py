@@ -7,12 +7,13 @@ import time
 
 import pytest
 
-from sdk_py.blocking import BlockingAdmin
-from sdk_py.errors import MQResponseError
-from server.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
-from wire.bodies import QueueData, TopicConfig
-from wire.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
-from wire.command import request
+from ferrymq.sdk.errors import MQResponseError
+from ferrymq.server.namesrv.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG
+from ferrymq.wire.bodies import QueueData, TopicConfig
+from ferrymq.wire.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
+from ferrymq.wire.command import request
+
+from .conftest import PlayingBroker
 
 TOPICS = [TopicConfig("TopicTest", 4, 4, 6), TopicConfig("TBW102", 8, 8, 7)]
 
@@ -43,7 +44,7 @@ def test_unknown_topic_is_17_with_apache_remark(admin):
 
 def test_route_body_form_follows_requester_version(rt, namesrv, admin):
     register_a(admin)
-    from server.remoting import RemotingClient
+    from ferrymq.remoting import RemotingClient
 
     def fetch(version: int, stype: SerializeType, extra=None):
         client = RemotingClient()
@@ -62,20 +63,20 @@ def test_route_body_form_follows_requester_version(rt, namesrv, admin):
 
 
 def test_crc_mismatch_is_refused(rt, namesrv, admin):
-    from sdk_py.admin import NamesrvAdmin
+    from ferrymq.server.broker.namesrv_peer import NamesrvPeer
+    from ferrymq.remoting import RemotingClient
 
     def tampered():
-        a = NamesrvAdmin(admin.addr)
-        orig = a._req
+        a = NamesrvPeer(admin.addr, RemotingClient(), 3.0)
+        send = a._call
 
-        def bad_req(code, header=None, body=b""):
-            cmd = orig(code, header, body)
+        def tampered(cmd):
             cmd.ext_fields["bodyCrc32"] = "12345"
-            return cmd
+            return send(cmd)
 
-        a._req = bad_req
+        a._call = tampered
         d = a.register_broker("C", "127.0.0.1:1", "b", 0, "", TOPICS)
-        return d.addBoth(lambda r: a.close().addCallback(lambda _: r))
+        return d.addBoth(lambda r: a.client.close().addCallback(lambda _: r))
 
     with pytest.raises(MQResponseError) as info:
         rt.call(tampered)
@@ -133,13 +134,13 @@ def test_kv_config_round_trip_and_persistence(admin, namesrv):
 
 def test_kv_reloaded_by_a_new_name_server(start_namesrv, tmp_path):
     first = start_namesrv()
-    with BlockingAdmin(f"127.0.0.1:{first.port}") as a:
+    with PlayingBroker(f"127.0.0.1:{first.port}") as a:
         a.put_kv(NAMESPACE_ORDER_TOPIC_CONFIG, "TopicTest", "broker-a:4")
-    from sdk_py import reactor_thread
+    from ferrymq.sdk import reactor_thread
 
     reactor_thread.call(first.stop, 1.0)
     second = start_namesrv()
-    with BlockingAdmin(f"127.0.0.1:{second.port}") as a:
+    with PlayingBroker(f"127.0.0.1:{second.port}") as a:
         assert a.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, "TopicTest") == "broker-a:4"
         # A registering broker receives the ORDER_TOPIC_CONFIG namespace.
         assert register_a(a).order_topic_config == {"TopicTest": "broker-a:4"}
@@ -147,7 +148,7 @@ def test_kv_reloaded_by_a_new_name_server(start_namesrv, tmp_path):
 
 def test_broker_expires_after_timeout(start_namesrv):
     server = start_namesrv(scanNotActiveBrokerInterval=100)
-    with BlockingAdmin(f"127.0.0.1:{server.port}") as a:
+    with PlayingBroker(f"127.0.0.1:{server.port}") as a:
         register_a(a, heartbeat_timeout_ms=300)
         assert a.get_route_info("TopicTest")
         deadline = time.monotonic() + 5
@@ -163,9 +164,9 @@ def test_broker_expires_after_timeout(start_namesrv):
 
 
 def test_broker_unregistered_when_its_connection_closes(namesrv):
-    broker = BlockingAdmin(f"127.0.0.1:{namesrv.port}")
+    broker = PlayingBroker(f"127.0.0.1:{namesrv.port}")
     register_a(broker)
-    with BlockingAdmin(f"127.0.0.1:{namesrv.port}") as observer:
+    with PlayingBroker(f"127.0.0.1:{namesrv.port}") as observer:
         assert observer.get_route_info("TopicTest")
         broker.close()
         deadline = time.monotonic() + 3
@@ -180,7 +181,7 @@ def test_broker_unregistered_when_its_connection_closes(namesrv):
 
 
 def test_query_data_version_and_heartbeat(admin):
-    from wire.bodies import DataVersion
+    from ferrymq.wire.bodies import DataVersion
 
     v = DataVersion(counter=3, state_version=0, timestamp=99)
     admin.register_broker("C", "127.0.0.1:10911", "b", 0, "", TOPICS, data_version=v)
@@ -204,7 +205,7 @@ def test_namesrv_config_get_and_update(admin):
 
 
 def test_missing_header_field_answers_system_error(rt, namesrv):
-    from server.remoting import RemotingClient
+    from ferrymq.remoting import RemotingClient
 
     def go():
         c = RemotingClient()

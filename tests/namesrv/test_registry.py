@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.namesrv.registry import RouteRegistry
-from wire.bodies import DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper
+from ferrymq.server.namesrv.registry import RouteRegistry
+from ferrymq.wire.bodies import DataVersion, QueueData, TopicConfig, TopicConfigSerializeWrapper
 
 
 class Clock:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sdk_py import reactor_thread
+from ferrymq.sdk import reactor_thread
 
 from .helpers import RawClient
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import socket
 import time
 
-from wire.command import RemotingCommand
-from wire.frame import FrameDecoder, encode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.frame import FrameDecoder, encode
 
 
 class RawClient:

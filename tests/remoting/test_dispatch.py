@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 from twisted.internet import defer
 
-from server.remoting.dispatch import dispatch
-from wire.codes import ResponseCode
-from wire.command import RemotingCommand
+from ferrymq.remoting.dispatch import dispatch
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.command import RemotingCommand
 
 CHANNEL = SimpleNamespace(remote_address="127.0.0.1:1")
 

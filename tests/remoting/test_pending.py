@@ -6,10 +6,10 @@ import pytest
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from server.remoting.dispatch import dispatch
-from server.remoting.pending import Pending
-from wire.codes import RequestCode, ResponseCode
-from wire.command import request
+from ferrymq.remoting.dispatch import dispatch
+from ferrymq.remoting.pending import Pending
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
 
 
 def chain(make):

@@ -10,7 +10,7 @@ import time
 import pytest
 from twisted.internet import defer, task
 
-from server.remoting import (
+from ferrymq.remoting import (
     RemotingClient,
     RemotingClosedError,
     RemotingConnectError,
@@ -18,9 +18,9 @@ from server.remoting import (
     RemotingTimeoutError,
     TransportOptions,
 )
-from wire.codes import Flag, RequestCode, ResponseCode, SerializeType
-from wire.command import request
-from wire.errors import MissingField
+from ferrymq.wire.codes import Flag, RequestCode, ResponseCode, SerializeType
+from ferrymq.wire.command import request
+from ferrymq.wire.errors import MissingField
 
 ECHO = 1000
 SLOW = 1001

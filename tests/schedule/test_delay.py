@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from twisted.internet.task import Clock
 
-from server.schedule.delay import ScheduleMessageService, park_delayed
-from server.store import MessageStore, MessageStoreConfig
-from wire.message import MessageConst, MessageSysFlag, decode_record
-from wire.topics import SCHEDULE_TOPIC
+from ferrymq.server.schedule.delay import ScheduleMessageService, park_delayed
+from ferrymq.server.store import MessageStore, MessageStoreConfig
+from ferrymq.wire.message import MessageConst, MessageSysFlag, decode_record
+from ferrymq.wire.topics import SCHEDULE_TOPIC
 
 
 class WallClock:
@@ -23,7 +23,7 @@ class WallClock:
 def store_factory(tmp_path, monkeypatch):
     stores = []
     wall = WallClock()
-    monkeypatch.setattr("server.store.message_store.time.time", wall)
+    monkeypatch.setattr("ferrymq.server.store.message_store.time.time", wall)
 
     def make():
         cfg = MessageStoreConfig(storePathRootDir=str(tmp_path), mappedFileSizeCommitLog=256 * 1024,

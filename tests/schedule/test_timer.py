@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
-from server.schedule.timer import TimerConfig, TimerMessageError, TimerMessageService, park_timer
-from server.store import MessageStore, MessageStoreConfig
-from wire.message import MessageConst, decode_record
-from wire.topics import TIMER_TOPIC
+from ferrymq.server.schedule.timer import TimerConfig, TimerMessageError, TimerMessageService, park_timer
+from ferrymq.server.store import MessageStore, MessageStoreConfig
+from ferrymq.wire.message import MessageConst, decode_record
+from ferrymq.wire.topics import TIMER_TOPIC
 
 NOW = 1_700_000_000_000
 
@@ -48,7 +48,7 @@ class Wall:
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     wall = Wall()
-    monkeypatch.setattr("server.store.message_store.time.time", wall)
+    monkeypatch.setattr("ferrymq.server.store.message_store.time.time", wall)
     stores = []
 
     def open_store():
@@ -276,7 +276,7 @@ def test_any_mix_of_snapshots_crashes_and_restarts_delivers_each_timer_once(tmp_
     root = tmp_path / uuid.uuid4().hex
     wall = Wall()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("server.store.message_store.time.time", wall)
+        mp.setattr("ferrymq.server.store.message_store.time.time", wall)
 
         def open_store():
             # small index and consume queue files: each example has its own store (deleted at its end)

@@ -7,12 +7,12 @@ import socket
 import pytest
 from twisted.internet import defer
 
-from sdk_py import reactor_thread
-from sdk_py.blocking import BlockingAdmin
-from sdk_py.errors import MQResponseError
-from sdk_py.remoting import RemotingConnectError, RemotingTimeoutError
-from server.remoting import RemotingServer
-from wire.codes import RequestCode, ResponseCode
+from ferrymq.sdk import reactor_thread
+from ferrymq.sdk.blocking import BlockingAdmin
+from ferrymq.sdk.errors import MQResponseError
+from ferrymq.remoting import RemotingConnectError, RemotingTimeoutError
+from ferrymq.remoting import RemotingServer
+from ferrymq.wire.codes import RequestCode, ResponseCode
 
 
 @pytest.fixture(scope="module")

@@ -13,18 +13,18 @@ from typing import Any
 
 from twisted.internet import defer
 
-from sdk_py import reactor_thread
-from server.remoting import RemotingServer
-from wire.bodies import (
+from ferrymq.sdk import reactor_thread
+from ferrymq.remoting import RemotingServer
+from ferrymq.wire.bodies import (
     BrokerData,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
     QueueData,
     TopicRouteData,
 )
-from wire.codes import RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.headers import SendMessageRequestHeader, decode_request_header
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.headers import SendMessageRequestHeader, decode_request_header
 
 
 class FakeServer:

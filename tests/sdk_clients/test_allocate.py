@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdk_py.consumer.allocate import allocate_average, sort_queues
-from wire.bodies import MessageQueue
+from ferrymq.sdk.consumer.allocate import allocate_average, sort_queues
+from ferrymq.wire.bodies import MessageQueue
 
 
 def queues(n: int, brokers: int = 1) -> list[MessageQueue]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from twisted.internet import defer
 
-from sdk_py.consumer.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteOffsetStore
-from sdk_py.consumer.process_queue import ProcessQueue
-from wire.bodies import MessageQueue
-from wire.message import MessageExt
+from ferrymq.sdk.consumer.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteOffsetStore
+from ferrymq.sdk.consumer.process_queue import ProcessQueue
+from ferrymq.wire.bodies import MessageQueue
+from ferrymq.wire.message import MessageExt
 
 MQ0 = MessageQueue("T", "b", 0)
 MQ1 = MessageQueue("T", "b", 1)

@@ -6,16 +6,16 @@ import zlib
 
 import pytest
 
-from sdk_py.blocking_clients import BlockingProducer
-from sdk_py.client_config import ClientConfig
-from sdk_py.client_instance import MQClientError
-from sdk_py.errors import MQResponseError
-from sdk_py.message import Message, SendStatus
-from sdk_py.producer import RETRY_CODES, should_retry
-from sdk_py.remoting import RemotingConnectError, RemotingTimeoutError
-from wire.codes import RequestCode, ResponseCode
-from wire.headers import decode_request_header
-from wire.message import MessageSysFlag, decode_batch, decode_properties
+from ferrymq.sdk.blocking_clients import BlockingProducer
+from ferrymq.sdk.client_config import ClientConfig
+from ferrymq.sdk.client_instance import MQClientError
+from ferrymq.sdk.errors import MQResponseError
+from ferrymq.sdk.message import Message, SendStatus
+from ferrymq.sdk.producer import RETRY_CODES, should_retry
+from ferrymq.remoting import RemotingConnectError, RemotingTimeoutError
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.headers import decode_request_header
+from ferrymq.wire.message import MessageSysFlag, decode_batch, decode_properties
 
 from .fake_cluster import FakeBroker, FakeNamesrv
 
@@ -189,10 +189,10 @@ def test_unstarted_producer_and_bad_topic_are_refused(cluster):
 
 
 def test_check_transaction_state_is_answered_with_the_checkers_verdict(cluster):
-    from sdk_py import reactor_thread
-    from sdk_py.producer import LocalTransactionState
-    from wire.command import request
-    from wire.message import build_record
+    from ferrymq.sdk import reactor_thread
+    from ferrymq.sdk.producer import LocalTransactionState
+    from ferrymq.wire.command import request
+    from ferrymq.wire.message import build_record
 
     ns, a, _ = cluster
     ns.set_route("T", [a])
@@ -261,7 +261,7 @@ def test_an_unreachable_name_server_is_skipped(cluster):
 
 
 def test_brokers_that_leave_every_route_are_forgotten(cluster, make_producer):
-    from sdk_py import reactor_thread
+    from ferrymq.sdk import reactor_thread
 
     ns, a, b = cluster
     ns.set_route("T", [a, b])

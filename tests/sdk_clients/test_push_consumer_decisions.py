@@ -7,15 +7,15 @@ import time
 
 import pytest
 
-from sdk_py import reactor_thread
-from sdk_py.blocking_clients import BlockingPushConsumer
-from sdk_py.client_config import ClientConfig
-from sdk_py.consumer import ConsumeConcurrentlyStatus
-from wire.bodies import ConsumerRunningInfo, HeartbeatData, MessageQueue
-from wire.codes import PullSysFlag, RequestCode, ResponseCode
-from wire.command import request
-from wire.headers import decode_request_header
-from wire.message import build_record, decode_properties
+from ferrymq.sdk import reactor_thread
+from ferrymq.sdk.blocking_clients import BlockingPushConsumer
+from ferrymq.sdk.client_config import ClientConfig
+from ferrymq.sdk.consumer import ConsumeConcurrentlyStatus
+from ferrymq.wire.bodies import ConsumerRunningInfo, HeartbeatData, MessageQueue
+from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import decode_request_header
+from ferrymq.wire.message import build_record, decode_properties
 
 from .fake_cluster import FakeBroker, FakeNamesrv
 
@@ -201,7 +201,7 @@ def test_sql92_refused_by_the_broker_fails_start(cluster):
     c = BlockingPushConsumer("cg", config=config)
     c.subscribe("T", "a > 1", "SQL92")
     c.register_listener(lambda msgs, ctx: None)
-    from sdk_py.client_instance import MQClientError
+    from ferrymq.sdk.client_instance import MQClientError
 
     with pytest.raises(MQClientError, match="does not support consumer to filter message by SQL92"):
         c.start()
@@ -211,7 +211,7 @@ def test_sql92_refused_by_the_broker_fails_start(cluster):
 
 
 def test_reset_consumer_client_offset_restarts_the_queue_at_the_given_offset(cluster):
-    from wire.bodies import ResetOffsetBody
+    from ferrymq.wire.bodies import ResetOffsetBody
 
     ns, a = cluster
     ns.set_route("T", [a], queues=1)
@@ -233,7 +233,7 @@ def test_twisted_native_api_inside_the_reactor(cluster):
     """The Deferred API used from reactor code directly (no blocking facade)."""
     from twisted.internet import defer
 
-    from sdk_py import Message, Producer
+    from ferrymq.sdk import Message, Producer
 
     ns, a = cluster
 
@@ -254,7 +254,7 @@ def test_twisted_native_api_inside_the_reactor(cluster):
 def test_orderly_suspend_redelivers_in_place_then_hands_over_to_the_dlq(cluster):
     from twisted.internet import defer
 
-    from sdk_py.consumer import ConsumeOrderlyStatus
+    from ferrymq.sdk.consumer import ConsumeOrderlyStatus
 
     ns, a = cluster
     ns.set_route("T", [a], queues=1)
@@ -298,7 +298,7 @@ def test_orderly_suspend_redelivers_in_place_then_hands_over_to_the_dlq(cluster)
 
 
 def test_consume_message_directly_runs_the_listener(cluster):
-    from wire.bodies import ConsumeMessageDirectlyResult
+    from ferrymq.wire.bodies import ConsumeMessageDirectlyResult
 
     ns, a = cluster
     seen = []

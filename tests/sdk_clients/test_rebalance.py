@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from twisted.internet import defer
 
-from sdk_py.consumer.rebalance import Rebalancer
+from ferrymq.sdk.consumer.rebalance import Rebalancer
 
 
 def test_rebalance_requests_queued_behind_a_running_one_share_one_round():

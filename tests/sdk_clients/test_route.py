@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from sdk_py.route import TopicPublishInfo, publish_info, subscribe_queues
-from wire.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
+from ferrymq.sdk.route import TopicPublishInfo, publish_info, subscribe_queues
+from ferrymq.wire.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
 
 
 def route(*brokers: tuple[str, int, int, int, bool]) -> TopicRouteData:
@@ -67,9 +67,9 @@ def test_no_queues_is_an_error():
 
 
 def test_select_by_hash_matches_javas_selector():
-    from sdk_py.message import Message
-    from sdk_py.producer import select_by_hash
-    from wire.message import java_string_hash
+    from ferrymq.sdk.message import Message
+    from ferrymq.sdk.producer import select_by_hash
+    from ferrymq.wire.message import java_string_hash
 
     qs = [MessageQueue("T", "a", i) for i in range(4)]
     m = Message("T", b"x")

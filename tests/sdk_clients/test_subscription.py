@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sdk_py.consumer.subscription import build_subscription, matches
-from wire.message import MessageExt
+from ferrymq.sdk.consumer.subscription import build_subscription, matches
+from ferrymq.wire.message import MessageExt
 
 
 def msg(tags: str | None) -> MessageExt:

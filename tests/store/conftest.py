@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from server.store import MessageStore, MessageStoreConfig
+from ferrymq.server.store import MessageStore, MessageStoreConfig
 
 
 def small_config(root, **overrides) -> MessageStoreConfig:

@@ -14,7 +14,7 @@ import os
 import random
 import sys
 
-from server.store import SYNC_FLUSH, MessageStore, MessageStoreConfig
+from ferrymq.server.store import SYNC_FLUSH, MessageStore, MessageStoreConfig
 
 QUEUES = 4
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
-from server.store import MessageStore, MessageStoreConfig
+from ferrymq.server.store import MessageStore, MessageStoreConfig
 
 
 def rss_kib() -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from server.store.mapped_file import Allocator, _create_file
+from ferrymq.server.store.mapped_file import Allocator, _create_file
 
 SIZE = 1 << 20
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from server.store import GetMessageStatus as G
-from wire.message import decode_records
+from ferrymq.server.store import GetMessageStatus as G
+from ferrymq.wire.message import decode_records
 
 
 def test_pull_while_retention_deletes(make_store):

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import os
 
-from server.store.config_files import CONSUMER_OFFSETS, TOPICS, ConfigFile
-from server.store.config import MessageStoreConfig
+from ferrymq.server.store.config_files import CONSUMER_OFFSETS, TOPICS, ConfigFile
+from ferrymq.server.store.config import MessageStoreConfig
 
 
 def test_atomic_save_with_backup(tmp_path):

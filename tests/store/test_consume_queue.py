@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.store.consume_queue import PAD_SIZE, UNIT, UNIT_SIZE, ConsumeQueue
+from ferrymq.server.store.consume_queue import PAD_SIZE, UNIT, UNIT_SIZE, ConsumeQueue
 
 
 def make(tmp_path, units_per_file=10):

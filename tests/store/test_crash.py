@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from server.store import GetMessageStatus as G
-from server.store import MessageStore
-from wire.message import decode_records, peek_record
+from ferrymq.server.store import GetMessageStatus as G
+from ferrymq.server.store import MessageStore
+from ferrymq.wire.message import decode_records, peek_record
 
 from .crash_writer import QUEUES, config
 

@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from server.store import MessageStore
-from server.store import PutMessageStatus as P
-from wire.message import decode_records
+from ferrymq.server.store import MessageStore
+from ferrymq.server.store import PutMessageStatus as P
+from ferrymq.wire.message import decode_records
 
 from .conftest import small_config
 

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from server.store import SYNC_FLUSH
-from server.store import PutMessageStatus as P
-from server.store.checkpoint import StoreCheckpoint
-from server.store.flush import GroupCommitService
+from ferrymq.server.store import SYNC_FLUSH
+from ferrymq.server.store import PutMessageStatus as P
+from ferrymq.server.store.checkpoint import StoreCheckpoint
+from ferrymq.server.store.flush import GroupCommitService
 
 
 def test_sync_flush_put_completes_after_fsync(make_store):
@@ -127,7 +127,7 @@ def test_index_counts_in_the_checkpoint_only_when_message_index_safe(make_store,
 
 def test_twisted_adapter_fires_deferred(make_store):
     from twisted.internet import defer
-    from server.store import twisted_adapter
+    from ferrymq.server.store import twisted_adapter
 
     class FakeReactor:
         def __init__(self):
@@ -168,8 +168,8 @@ def test_twisted_adapter_fires_deferred(make_store):
 
 def test_flush_watch_answers_timeout_for_waits_the_disk_left_hanging():
     from twisted.internet import defer
-    from server.store.status import PutMessageResult
-    from server.store.twisted_adapter import _FlushWatch
+    from ferrymq.server.store.status import PutMessageResult
+    from ferrymq.server.store.twisted_adapter import _FlushWatch
 
     class Reactor:
         def __init__(self):

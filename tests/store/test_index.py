@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.store import index as index_module
-from server.store.index import HEADER, HEADER_SIZE, ITEM, ITEM_SIZE, IndexFile, IndexService, key_hash
-from wire.batch import INDEX_ITEM
+from ferrymq.server.store import index as index_module
+from ferrymq.server.store.index import HEADER, HEADER_SIZE, ITEM, ITEM_SIZE, IndexFile, IndexService, key_hash
+from ferrymq.wire.batch import INDEX_ITEM
 
 
 def test_index_file_layout(tmp_path):

@@ -8,18 +8,18 @@ import time
 
 import pytest
 
-from server.store import GetMessageStatus as G
-from server.store import PutMessageStatus as P
-from server.store import StoreLockedError, TagsCodeFilter
-from server.store.consume_queue import UNIT_SIZE
-from wire.message import (
+from ferrymq.server.store import GetMessageStatus as G
+from ferrymq.server.store import PutMessageStatus as P
+from ferrymq.server.store import StoreLockedError, TagsCodeFilter
+from ferrymq.server.store.consume_queue import UNIT_SIZE
+from ferrymq.wire.message import (
     BLANK_MAGIC,
     MessageSysFlag,
     decode_record,
     decode_records,
     java_string_hash,
 )
-from wire.msgid import parse_offset_msg_id
+from ferrymq.wire.msgid import parse_offset_msg_id
 
 from .conftest import simulate_crash
 
@@ -250,7 +250,7 @@ def test_view_by_offset_and_store_lock(make_store, tmp_path):
     raw = s.select_one_message_by_offset(r.commitlog_offset)
     assert decode_record(raw)[0].body == b"view me"
     assert s.select_one_message_by_offset(r.commitlog_offset + 1) is None
-    from server.store import MessageStore
+    from ferrymq.server.store import MessageStore
 
     other = MessageStore(s.config)
     with pytest.raises(StoreLockedError):
@@ -385,7 +385,7 @@ def test_truncate_to(make_store):
 
 
 def test_failed_start_releases_the_lock(make_store, tmp_path):
-    from server.store import MessageStore
+    from ferrymq.server.store import MessageStore
 
     root = tmp_path / "bad"
     s = make_store(root=root)

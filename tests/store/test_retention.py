@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import time
 
-from server.store import GetMessageStatus as G
-from server.store import PutMessageStatus as P
-from server.store import retention
-from server.store.config import MessageStoreConfig
-from server.store.retention import is_delete_hour
-from wire.message import decode_records
+from ferrymq.server.store import GetMessageStatus as G
+from ferrymq.server.store import PutMessageStatus as P
+from ferrymq.server.store import retention
+from ferrymq.server.store.config import MessageStoreConfig
+from ferrymq.server.store.retention import is_delete_hour
+from ferrymq.wire.message import decode_records
 
 
 def fill(s, n=60):

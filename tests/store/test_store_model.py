@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from server.store import GetMessageStatus as G
-from server.store import MessageStore
-from wire.message import decode_records
+from ferrymq.server.store import GetMessageStatus as G
+from ferrymq.server.store import MessageStore
+from ferrymq.wire.message import decode_records
 
 from .conftest import simulate_crash, small_config
 

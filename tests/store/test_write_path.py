@@ -8,9 +8,9 @@ import mmap
 
 import pytest
 
-from server.store import PutMessageStatus as P
-from server.store import mapped_file
-from wire.message import decode_records
+from ferrymq.server.store import PutMessageStatus as P
+from ferrymq.server.store import mapped_file
+from ferrymq.wire.message import decode_records
 
 
 def _read_only_mapping(mf) -> mmap.mmap:

@@ -8,9 +8,9 @@ import struct
 
 import pytest
 
-from server.store import mapped_file
-from server.store.mapped_file import FILL_PIECE, FILL_STEP, Allocator
-from wire.message import decode_records
+from ferrymq.server.store import mapped_file
+from ferrymq.server.store.mapped_file import FILL_PIECE, FILL_STEP, Allocator
+from ferrymq.wire.message import decode_records
 
 MiB = 1 << 20
 FS_IOC_FIEMAP = 0xC020660B
@@ -241,7 +241,7 @@ def test_cutting_a_torn_tail_zeroes_it_and_keeps_the_fill(tmp_path, kind):
     """Recovery cuts the log at the last valid record: everything after reads as zeros (stale bytes past
     the cut, near it or far away, included), everything before is untouched, and a segment written full
     of zeros keeps its written extents (no extent conversion for the records stored after a restart)."""
-    from server.store.mapped_file import MappedFile
+    from ferrymq.server.store.mapped_file import MappedFile
 
     size = 8 * MiB
     path = str(tmp_path / "00000000000000000000")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from server.broker.offsets import ConsumerOffsetManager
-from server.store import MessageStore, MessageStoreConfig
-from server.transaction.service import COMMIT, ROLLBACK, TransactionConfig, TransactionalMessageService, prepare_half
-from wire.codes import ResponseCode
-from wire.message import MessageConst, MessageSysFlag, decode_record
-from wire.topics import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC
+from ferrymq.server.broker.offsets import ConsumerOffsetManager
+from ferrymq.server.store import MessageStore, MessageStoreConfig
+from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionConfig, TransactionalMessageService, prepare_half
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.message import MessageConst, MessageSysFlag, decode_record
+from ferrymq.wire.topics import TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC
 
 
 class Clock:
@@ -23,7 +23,7 @@ class Clock:
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     clock = Clock()
-    monkeypatch.setattr("server.store.message_store.time.time", clock)
+    monkeypatch.setattr("ferrymq.server.store.message_store.time.time", clock)
     store = MessageStore(MessageStoreConfig(storePathRootDir=str(tmp_path), mappedFileSizeCommitLog=256 * 1024))
     store.start()
     checks = []

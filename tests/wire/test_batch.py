@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wire import batch
-from wire.message import (
+from ferrymq.wire import batch
+from ferrymq.wire.message import (
     MAX_PROPERTIES_LEN,
     RecordError,
     decode_properties,

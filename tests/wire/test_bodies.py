@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import wire.bodies as bodies
-from wire import fastjson
-from wire.bodies import (
+import ferrymq.wire.bodies as bodies
+from ferrymq.wire import fastjson
+from ferrymq.wire.bodies import (
     BrokerData,
     CheckClientRequestBody,
     ClusterInfo,
@@ -47,7 +47,7 @@ from wire.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
-from wire.errors import BodyError
+from ferrymq.wire.errors import BodyError
 
 # ------------------------------------------------------------------ strategies from the annotations
 
@@ -478,7 +478,7 @@ def test_deep_nesting_is_a_body_error():
 
 
 def test_consumer_running_info_as_go_writes_it():
-    from wire.bodies import ConsumerRunningInfo, ConsumeStatus, ProcessQueueInfo
+    from ferrymq.wire.bodies import ConsumerRunningInfo, ConsumeStatus, ProcessQueueInfo
 
     text = (
         b'{"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY","PROP_CONSUMER_START_TIMESTAMP":1732200000000},'

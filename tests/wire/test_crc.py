@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wire import message
+from ferrymq.wire import message
 
 try:
-    from wire import _crc
+    from ferrymq.wire import _crc
 except ImportError:  # built at install only when a C compiler is present
     _crc = None
 

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wire import fastjson
-from wire.errors import BodyError
-from wire.fastjson import FrozenObject
+from ferrymq.wire import fastjson
+from ferrymq.wire.errors import BodyError
+from ferrymq.wire.fastjson import FrozenObject
 
 MQ = {"brokerName": "b", "queueId": 0, "topic": "T"}
 
@@ -103,7 +103,7 @@ def test_object_keyed_maps_round_trip(table):
 
 
 def test_body_objects_inside_plain_values_use_their_wire_names():
-    from wire.bodies import MessageQueue, QueueData
+    from ferrymq.wire.bodies import MessageQueue, QueueData
 
     mq = MessageQueue("T", "b", 1)
     assert fastjson.dumps({"mq": mq}) == b'{"mq":{"brokerName":"b","queueId":1,"topic":"T"}}'

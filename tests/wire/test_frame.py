@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wire import frame, layouts
-from wire.codes import LanguageCode, SerializeType
-from wire.command import RemotingCommand, parts_response
-from wire.errors import FrameError, FrameTooLarge, HeaderError
-from wire.serialization import decode_json_header, encode_rocketmq_header
+from ferrymq.wire import frame, layouts
+from ferrymq.wire.codes import LanguageCode, SerializeType
+from ferrymq.wire.command import RemotingCommand, parts_response
+from ferrymq.wire.errors import FrameError, FrameTooLarge, HeaderError
+from ferrymq.wire.serialization import decode_json_header, encode_rocketmq_header
 
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 commands = st.builds(

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wire import serialization
-from wire.codes import LanguageCode, SerializeType
-from wire.command import RemotingCommand
-from wire.errors import HeaderError
+from ferrymq.wire import serialization
+from ferrymq.wire.codes import LanguageCode, SerializeType
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.errors import HeaderError
 
 try:
-    from wire import _headerc
+    from ferrymq.wire import _headerc
 except ImportError:  # built at install only when a C compiler is present
     _headerc = None
 

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wire import frame, headers
-from wire.codes import RequestCode, SerializeType
-from wire.command import request
-from wire.errors import BadField, FieldError, MissingField
-from wire.headers import (
+from ferrymq.wire import frame, headers
+from ferrymq.wire.codes import RequestCode, SerializeType
+from ferrymq.wire.command import request
+from ferrymq.wire.errors import BadField, FieldError, MissingField
+from ferrymq.wire.headers import (
     REQUEST_HEADERS,
     RESPONSE_HEADERS,
     V2_SEND_CODES,

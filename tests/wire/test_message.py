@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wire.message import (
+from ferrymq.wire.message import (
     BLANK,
     MAGIC_V1,
     MAGIC_V2,
@@ -39,7 +39,7 @@ from wire.message import (
     store_timestamp_pos,
     tags_code,
 )
-from wire.msgid import UniqKeyGenerator, create_offset_msg_id, parse_offset_msg_id, parse_uniq_key
+from ferrymq.wire.msgid import UniqKeyGenerator, create_offset_msg_id, parse_offset_msg_id, parse_uniq_key
 
 i32 = st.integers(-(2**31), 2**31 - 1)
 i64 = st.integers(-(2**63), 2**63 - 1)
@@ -324,7 +324,7 @@ def test_apache_stored_records_decode_and_re_encode_byte_for_byte():
     import glob
     import os
 
-    from wire.frame import FrameDecoder
+    from ferrymq.wire.frame import FrameDecoder
 
     here = os.path.dirname(os.path.abspath(__file__))
     paths = sorted(glob.glob(os.path.join(here, "..", "..", "compat_tests", "vectors", "*PULL_MESSAGE-response-with-messages.bin")))
@@ -345,7 +345,7 @@ def test_apache_stored_records_decode_and_re_encode_byte_for_byte():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(i32, st.binary(max_size=50), props), max_size=4))
 def test_batch_struct_codec_agrees_with_construct_spec(entries):
-    from wire.message import BATCH_ENTRY
+    from ferrymq.wire.message import BATCH_ENTRY
 
     expected = b"".join(
         BATCH_ENTRY.build(dict(total_size=20 + len(b) + 2 + len(encode_properties(p).encode()), magic=0, body_crc=0,

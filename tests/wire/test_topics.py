@@ -1,6 +1,6 @@
 import pytest
 
-from wire import topics
+from ferrymq.wire import topics
 
 
 @pytest.mark.parametrize("name", ["TopicTest", "%RETRY%g1", "a|b", "x-y_z9"])

@@ -8,7 +8,7 @@ from twisted.internet.task import Clock
 
 from benchmarks.sidebyside.brokers import FerrySide
 from compat_tests.processes import Child
-from server.stall_watch import StallWatch
+from ferrymq.server.stall_watch import StallWatch
 
 
 def test_stalls_logged_by_the_watch_are_read_back_from_the_broker_log(tmp_path):

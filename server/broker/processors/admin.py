@@ -10,8 +10,8 @@ import dataclasses
 import logging
 from typing import Any
 
-from wire import topics as names
-from wire.bodies import (
+from ferrymq.wire import topics as names
+from ferrymq.wire.bodies import (
     Connection,
     ConsumeStats,
     ConsumerConnection,
@@ -28,10 +28,11 @@ from wire.bodies import (
     TopicOffset,
     TopicStatsTable,
 )
-from wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
-from wire.command import RemotingCommand, request
-from wire.fastjson import dumps
-from wire.headers import (
+from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
+from ferrymq.wire.properties import PropertiesError, parse_properties
+from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.fastjson import dumps
+from ferrymq.wire.headers import (
     CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -49,7 +50,7 @@ from wire.headers import (
     decode_request_header,
 )
 
-from server.config import ConfigError, from_properties, parse_properties, to_properties
+from ferrymq.server.config import ConfigError, from_properties, to_properties
 
 from ..context import BrokerContext
 from .common import fail, ok
@@ -261,7 +262,7 @@ class AdminProcessor:
     def update_broker_config(self, cmd: RemotingCommand, channel: Any):
         try:
             props = parse_properties(cmd.body.decode("utf-8") if cmd.body else "", "UPDATE_BROKER_CONFIG body")
-        except (UnicodeDecodeError, ConfigError) as exc:
+        except (UnicodeDecodeError, PropertiesError) as exc:
             return fail(cmd, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
         refused = sorted(k for k in props if k in CONFIG_BLACKLIST)
         if refused:
@@ -454,7 +455,7 @@ class AdminProcessor:
                         f"Timestamp: {h.timestamp}")
         notice = ResetOffsetRequestHeader(topic=h.topic, group=h.group, timestamp=h.timestamp, is_force=h.is_force)
         if for_cpp:
-            from wire.bodies import ResetOffsetBodyForC
+            from ferrymq.wire.bodies import ResetOffsetBodyForC
 
             body = ResetOffsetBodyForC.from_reset(reset).encode()
         else:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from wire import topics as names
-from wire.bodies import (
+from ferrymq.wire import topics as names
+from ferrymq.wire.bodies import (
     CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
     HeartbeatData,
@@ -16,11 +16,11 @@ from wire.bodies import (
     SubscriptionData,
     UnlockBatchRequestBody,
 )
-from wire.codes import Perm, RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader, decode_request_header
+from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader, decode_request_header
 
-from server.filter.sql92 import FilterSyntaxError, compile_expression
+from ferrymq.server.filter.sql92 import FilterSyntaxError, compile_expression
 
 from ..clients import ClientChannelInfo
 from ..context import BrokerContext

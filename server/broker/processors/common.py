@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from server.remoting.client import split_address
-from server.remoting.pending import PROMISES, Pending
-from wire.command import RemotingCommand
-from wire.message import Host
+from ferrymq.remoting.client import split_address
+from ferrymq.remoting.pending import PROMISES, Pending
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.message import Host
 
 
 def fail(cmd: RemotingCommand, code: int, remark: str, ext: dict[str, str] | None = None) -> RemotingCommand:

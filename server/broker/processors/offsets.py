@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from wire.codes import RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.headers import (
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.headers import (
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,

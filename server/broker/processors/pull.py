@@ -12,14 +12,14 @@ import functools
 import logging
 from typing import Any
 
-from wire.codes import PullSysFlag, RequestCode, ResponseCode
-from wire.command import RemotingCommand, parts_response
-from wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
+from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand, parts_response
+from ferrymq.wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
 
-from server.store.status import GetMessageResult, GetMessageStatus
+from ferrymq.server.store.status import GetMessageResult, GetMessageStatus
 
 from ..context import PERM_READ, BrokerContext, suggest_todo
-from server.filter.sql92 import FilterSyntaxError, compile_expression
+from ferrymq.server.filter.sql92 import FilterSyntaxError, compile_expression
 
 from ..filter import TagFilter, build_subscription, is_tag_type
 from ..sqlfilter import RetrySqlFilter, SqlMessageFilter, is_retry_topic

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from wire import topics as names
-from wire.codes import RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader, decode_request_header
+from ferrymq.wire import topics as names
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader, decode_request_header
 
 from ..context import BrokerContext
 from .common import fail, ok

@@ -10,15 +10,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from wire import topics as names
-from wire.codes import Perm, RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.errors import BodyError
-from wire.headers import ConsumerSendMsgBackRequestHeader, decode_request_header
-from wire.message import MessageConst, MessageExt, decode_record
-from wire.msgid import create_offset_msg_id
+from ferrymq.wire import topics as names
+from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.errors import BodyError
+from ferrymq.wire.headers import ConsumerSendMsgBackRequestHeader, decode_request_header
+from ferrymq.wire.message import MessageConst, MessageExt, decode_record
+from ferrymq.wire.msgid import create_offset_msg_id
 
-from server.store.status import PutMessageStatus
+from ferrymq.server.store.status import PutMessageStatus
 
 from ..context import BrokerContext, suggest_todo
 from .common import fail, ok, then

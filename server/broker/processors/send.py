@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from wire import topics as names
-from wire.codes import Perm, RequestCode, ResponseCode
-from wire.command import RemotingCommand
-from wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header
-from wire.message import (
+from ferrymq.wire import topics as names
+from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header
+from ferrymq.wire.message import (
     MAX_PROPERTIES_LEN,
     MessageConst,
     MessageExt,
@@ -21,10 +21,10 @@ from wire.message import (
     decode_properties,
     encode_properties,
 )
-from wire.msgid import UniqKeyGenerator
+from ferrymq.wire.msgid import UniqKeyGenerator
 
-from server.schedule.delay import delay_level
-from server.store.status import PutMessageResult, PutMessageStatus
+from ferrymq.server.schedule.delay import delay_level
+from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 
 from ..context import PERM_WRITE, BrokerContext, suggest_todo
 from ..schedule import may_park, park

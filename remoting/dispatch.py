@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Union
 
 from twisted.internet import defer
 
-from wire.codes import Flag, ResponseCode
-from wire.command import RemotingCommand
-from wire.errors import BodyError, FieldError
+from ferrymq.wire.codes import Flag, ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.errors import BodyError, FieldError
 
 from .pending import PROMISES, Pending
 

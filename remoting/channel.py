@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
 
-from wire.codes import Flag
-from wire.command import RemotingCommand
+from ferrymq.wire.codes import Flag
+from ferrymq.wire.command import RemotingCommand
 
 if TYPE_CHECKING:
     from .protocol import RemotingProtocol

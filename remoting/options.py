@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wire.frame import DEFAULT_MAX_FRAME_SIZE
+from ferrymq.wire.frame import DEFAULT_MAX_FRAME_SIZE
 
 
 @dataclass(slots=True)

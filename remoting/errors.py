@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ferrymq.wire.codes import ResponseCode
+
 
 class RemotingError(Exception):
     """Base class for transport-level failures of a request (not protocol-level error responses)."""
@@ -35,3 +37,18 @@ class RemotingClosedError(RemotingError):
     def __init__(self, addr: str, detail: str = ""):
         super().__init__(f"connection to {addr} closed" + (f": {detail}" if detail else ""))
         self.addr = addr
+
+
+class ResponseCodeError(Exception):
+    """The server answered with a code the call cannot use; ``code`` and ``remark`` are the server's."""
+
+    def __init__(self, operation: str, addr: str, code: int, remark: str | None):
+        try:
+            name = ResponseCode(code).name
+        except ValueError:
+            name = "UNKNOWN"
+        super().__init__(f"{operation} at {addr} answered {code} ({name}): {remark or ''}".rstrip(": "))
+        self.operation = operation
+        self.addr = addr
+        self.code = code
+        self.remark = remark

@@ -14,12 +14,12 @@ from twisted.internet import defer, endpoints
 from twisted.internet.protocol import Factory
 from twisted.python.failure import Failure
 
-from wire.codes import Flag
-from wire.command import RemotingCommand
+from ferrymq.wire.codes import Flag, RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand
 
 from .channel import Channel
 from .dispatch import Processor
-from .errors import RemotingClosedError, RemotingConnectError, RemotingTimeoutError
+from .errors import RemotingClosedError, RemotingConnectError, RemotingTimeoutError, ResponseCodeError
 from .options import TransportOptions
 from .protocol import RemotingProtocol
 
@@ -156,6 +156,21 @@ class RemotingClient:
                 onTimeoutCancel=lambda _result, _t: Failure(RemotingTimeoutError(addr, cmd.code, cmd.opaque, timeout)),
             )
         return connecting.addCallback(send)
+
+    def call(self, addr: str, cmd: RemotingCommand, timeout: float, accept: tuple[int, ...] = (ResponseCode.SUCCESS,),
+             operation: str | None = None) -> defer.Deferred:
+        """``invoke``, then fail with ResponseCodeError unless the answer's code is in ``accept``."""
+
+        def check(resp: RemotingCommand) -> RemotingCommand:
+            if resp.code not in accept:
+                try:
+                    name = operation or RequestCode(cmd.code).name
+                except ValueError:
+                    name = f"request code {cmd.code}"
+                raise ResponseCodeError(name, addr, resp.code, resp.remark)
+            return resp
+
+        return self.invoke(addr, cmd, timeout).addCallback(check)
 
     def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> defer.Deferred:
         """Send ``cmd`` with the ONEWAY flag; fires (with None) once written."""

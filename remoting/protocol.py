@@ -15,10 +15,10 @@ from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from wire.codes import Flag
-from wire.command import RemotingCommand, next_opaque
-from wire.errors import FrameError
-from wire.frame import FrameDecoder, encode
+from ferrymq.wire.codes import Flag
+from ferrymq.wire.command import RemotingCommand, next_opaque
+from ferrymq.wire.errors import FrameError
+from ferrymq.wire.frame import FrameDecoder, encode
 
 from .channel import Channel, format_address
 from .dispatch import Processor, dispatch

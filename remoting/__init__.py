@@ -3,7 +3,7 @@
 from .channel import DEFAULT_REQUEST_TIMEOUT, Channel, format_address
 from .client import RemotingClient, split_address
 from .dispatch import Handler, Processor, dispatch, not_supported
-from .errors import RemotingClosedError, RemotingConnectError, RemotingError, RemotingTimeoutError
+from .errors import RemotingClosedError, RemotingConnectError, RemotingError, RemotingTimeoutError, ResponseCodeError
 from .options import TransportOptions
 from .protocol import RemotingProtocol
 from .server import RemotingServer
@@ -20,6 +20,7 @@ __all__ = [
     "RemotingProtocol",
     "RemotingServer",
     "RemotingTimeoutError",
+    "ResponseCodeError",
     "TransportOptions",
     "dispatch",
     "format_address",
