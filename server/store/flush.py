@@ -22,8 +22,8 @@ log = logging.getLogger(__name__)
 #: the same cores the broker and its clients need; with sends in flight, a short wait makes fewer, fuller
 #: commits (FerryMQ alone, SYNC_FLUSH batch sends: +14 %, 15–18 -> 13–15 µs of broker CPU per message;
 #: the side-by-side run after it showed no change). Longer waits cost sync senders, who each wait out
-#: the delay: 300 µs took 15 % off 32-thread sync sends, 100 µs nothing measurable (docs/benchmarks.md,
-#: session 13).
+#: the delay: 300 µs took 15 % off 32-thread sync sends, 100 µs nothing measurable (docs/perf-history.md,
+#: 9575106).
 COMMIT_DELAY_S = 100e-6
 
 
