@@ -5,19 +5,23 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 CONF   ?= conf/standalone.conf
 # The compiled parts' sources (wire/native.py lists them): an edit to any of them compiles again.
-NATIVE_SOURCES := $(wildcard wire/*.c wire/*.h server/store/*.c) \
-	$(shell $(PYTHON) -c 'import runpy; print(*runpy.run_path("wire/native.py")["CYTHON_SOURCES"])')
+CYTHON_SOURCES := $(shell $(PYTHON) -c 'import runpy; print(*runpy.run_path("wire/native.py")["CYTHON_SOURCES"])')
+NATIVE_SOURCES := $(wildcard wire/*.c wire/*.h server/store/*.c) $(CYTHON_SOURCES)
+# An install builds everything again; an old Cython build must not outlive it (FERRYMQ_NO_CYTHON=1 builds none).
+DROP_CYTHON_BUILDS := rm -f $(foreach s,$(CYTHON_SOURCES),$(basename $(s)).cpython-*.so)
 
 .PHONY: run test unit compat bench compile clean
 
 $(STAMP): pyproject.toml setup.py wire/native.py $(NATIVE_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(DROP_CYTHON_BUILDS)
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
 # Compile the hot path again after editing it (until then the old build runs, and pytest refuses to start).
 compile: $(STAMP)
+	$(DROP_CYTHON_BUILDS)
 	$(BIN)/pip install -q -e '.[test]'
 
 run: $(STAMP)

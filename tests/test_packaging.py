@@ -1,0 +1,69 @@
+"""The wheel installs FerryMQ under one name, ``ferrymq``, and works from a clean virtual environment."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    env = dict(os.environ, FERRYMQ_NO_CYTHON="1")  # the layout is the same; Cython only adds build time
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+                   check=True, env=env, capture_output=True)
+    (found,) = out.glob("ferrymq-*.whl")
+    return found
+
+
+def test_the_wheel_installs_nothing_at_top_level_but_ferrymq(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/", 1)[0] for name in names}
+    assert tops == {"ferrymq", next(t for t in tops if t.endswith(".dist-info"))}
+    for package in ("wire", "remoting", "server", "sdk", "gateways", "pipeline"):
+        assert f"ferrymq/{package}/__init__.py" in names
+    assert "ferrymq/server/broker/service.py" in names
+    assert "ferrymq/sdk/producer.py" in names
+
+
+def test_a_clean_venv_imports_the_sdk_and_the_broker(wheel, tmp_path):
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = str(env_dir / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    probe = ("import ferrymq.sdk, ferrymq.server.broker, sys; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('wire', 'server', 'sdk_py', 'remoting')))")
+    result = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)
+    assert result.stdout.strip() == "[]"
+
+
+def _imports(folder: str) -> set[str]:
+    """Every ``ferrymq.*`` module that the Python files under ``folder`` import."""
+    found = set()
+    for path in (ROOT / folder).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("ferrymq.")}
+
+
+@pytest.mark.parametrize("folder, forbidden", [
+    ("wire", ("ferrymq.remoting", "ferrymq.server", "ferrymq.sdk")),
+    ("remoting", ("ferrymq.server", "ferrymq.sdk")),
+    ("sdk_py", ("ferrymq.server",)),
+    ("server", ("ferrymq.sdk",)),
+])
+def test_layers_import_only_downwards(folder, forbidden):
+    wrong = sorted(name for name in _imports(folder) if name.startswith(forbidden))
+    assert wrong == [], f"{folder}/ imports {wrong}"
