@@ -14,7 +14,8 @@ from typing import Any
 from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
-from ferrymq.wire.headers import EndTransactionRequestHeader, decode_request_header
+from ferrymq.wire.requests import decode_request_header
+from ferrymq.wire.headers import EndTransactionRequestHeader
 from ferrymq.wire.message import MessageExt
 
 from .context import BrokerContext

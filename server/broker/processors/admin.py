@@ -32,6 +32,7 @@ from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCo
 from ferrymq.wire.properties import PropertiesError, parse_properties
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.fastjson import dumps
+from ferrymq.wire.requests import decode_request_header
 from ferrymq.wire.headers import (
     CloneGroupOffsetRequestHeader,
     CreateTopicRequestHeader,
@@ -47,7 +48,6 @@ from ferrymq.wire.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     QueryTopicsByConsumerRequestHeader,
     ResetOffsetRequestHeader,
-    decode_request_header,
 )
 
 from ferrymq.server.config import ConfigError, from_properties, to_properties

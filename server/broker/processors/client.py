@@ -18,7 +18,8 @@ from ferrymq.wire.bodies import (
 )
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader, decode_request_header
+from ferrymq.wire.requests import decode_request_header
+from ferrymq.wire.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader
 
 from ferrymq.server.filter.sql92 import FilterSyntaxError, compile_expression
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.requests import decode_request_header
 from ferrymq.wire.headers import (
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
@@ -17,7 +18,6 @@ from ferrymq.wire.headers import (
     QueryConsumerOffsetRequestHeader,
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    decode_request_header,
 )
 
 from ..context import BrokerContext

@@ -14,7 +14,8 @@ from typing import Any
 
 from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, parts_response
-from ferrymq.wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
+from ferrymq.wire.requests import decode_request_header
+from ferrymq.wire.headers import PullMessageRequestHeader, PullMessageResponseHeader
 
 from ferrymq.server.store.status import GetMessageResult, GetMessageStatus
 

@@ -7,7 +7,8 @@ from typing import Any
 from ferrymq.wire import topics as names
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader, decode_request_header
+from ferrymq.wire.requests import decode_request_header
+from ferrymq.wire.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader
 
 from ..context import BrokerContext
 from .common import fail, ok

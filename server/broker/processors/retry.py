@@ -14,7 +14,8 @@ from ferrymq.wire import topics as names
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
 from ferrymq.wire.errors import BodyError
-from ferrymq.wire.headers import ConsumerSendMsgBackRequestHeader, decode_request_header
+from ferrymq.wire.requests import decode_request_header
+from ferrymq.wire.headers import ConsumerSendMsgBackRequestHeader
 from ferrymq.wire.message import MessageConst, MessageExt, decode_record
 from ferrymq.wire.msgid import create_offset_msg_id
 

@@ -12,7 +12,8 @@ from typing import Any
 from ferrymq.wire import topics as names
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header
+from ferrymq.wire.requests import decode_request_header
+from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader
 from ferrymq.wire.message import (
     MAX_PROPERTIES_LEN,
     MessageConst,
