@@ -14,6 +14,7 @@ from typing import Any
 from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
+from ferrymq.wire.errors import Refusal
 from ferrymq.wire.requests import decode_request_header
 from ferrymq.wire.headers import EndTransactionRequestHeader
 from ferrymq.wire.message import MessageExt
@@ -41,8 +42,10 @@ class TransactionProcessor:
 
     def _park_commit(self, topic: str, queue_id: int, props: dict[str, str], sys_flag: int):
         """A committed message with a delay level or timer waits like any other (a timer error: sent as is)."""
-        where, _error = park_props(self.ctx, topic, queue_id, props, sys_flag)
-        return where
+        try:
+            return park_props(self.ctx, topic, queue_id, props, sys_flag)
+        except Refusal:
+            return None
 
     def table(self) -> dict[int, Any]:
         return {RequestCode.END_TRANSACTION: self.end_transaction}

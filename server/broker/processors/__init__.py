@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ferrymq.remoting.dispatch import routes
+
 from ..context import BrokerContext
 from .admin import AdminProcessor
 from .client import ClientProcessor
@@ -20,10 +22,13 @@ from .send import SendProcessor
 
 
 def build_table(ctx: BrokerContext, pull: PullProcessor | None = None, extra: tuple = ()) -> dict[int, Any]:
-    """All processors' tables merged; ``extra`` adds objects with ``table()`` (e.g. a transaction service)."""
-    table: dict[int, Any] = {}
-    for proc in (SendProcessor(ctx), pull or PullProcessor(ctx), ClientProcessor(ctx), OffsetProcessor(ctx),
-                 SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx), *extra):
+    """All processors' handlers in one table; ``extra`` adds more processors (e.g. transactions)."""
+    procs = (SendProcessor(ctx), pull or PullProcessor(ctx), ClientProcessor(ctx), OffsetProcessor(ctx),
+             SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx), *extra)
+    table: dict[int, Any] = routes(p for p in procs if not hasattr(p, "table"))
+    for proc in procs:
+        if not hasattr(proc, "table"):
+            continue
         overlap = set(table) & set(proc.table())
         if overlap:
             raise RuntimeError(f"request codes {sorted(overlap)} have two processors")

@@ -85,9 +85,7 @@ class SendBackProcessor:
             sys_flag=original.sys_flag, born_timestamp=original.born_timestamp, born_host=original.born_host,
             store_host=ctx.store_host, reconsume_times=original.reconsume_times + 1,
         )
-        refused = park(ctx, msg)  # the retry waits on its delay level
-        if refused is not None:
-            return fail(cmd, refused.code, refused.remark)
+        park(ctx, msg)  # the retry waits on its delay level
         log.debug("send back %s of group %s to %s (reconsume %d, delay %d)", h.offset, h.group, msg.topic,
                   msg.reconsume_times, delay)
 
