@@ -11,16 +11,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ferrymq.remoting.dispatch import handles
 from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.errors import Refusal
-from ferrymq.wire.requests import decode_request_header
 from ferrymq.wire.headers import EndTransactionRequestHeader
 from ferrymq.wire.message import MessageExt
 
 from .context import BrokerContext
-from .processors.common import fail
+from .processors.common import refuse
 from .schedule import park_props
 
 log = logging.getLogger("ferrymq.broker.transactions")
@@ -47,9 +47,6 @@ class TransactionProcessor:
         except Refusal:
             return None
 
-    def table(self) -> dict[int, Any]:
-        return {RequestCode.END_TRANSACTION: self.end_transaction}
-
     def prepare_message(self, msg: MessageExt):
         """Store ``msg`` as a half message; the producer's answer reports the half's offsets."""
         msg.topic, msg.queue_id, msg.sys_flag = prepare_half(msg.topic, msg.queue_id, msg.properties, msg.sys_flag)
@@ -72,10 +69,10 @@ class TransactionProcessor:
         self.checks_sent += 1
         return True
 
-    def end_transaction(self, cmd: RemotingCommand, channel: Any):
-        h: EndTransactionRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.END_TRANSACTION)
+    def end_transaction(self, cmd: RemotingCommand, channel: Any, h: EndTransactionRequestHeader):
         if self.ctx.config.brokerRole == "SLAVE":
-            return fail(cmd, ResponseCode.SLAVE_NOT_AVAILABLE, "Can't find the transaction message, broker is slave")
+            raise refuse(ResponseCode.SLAVE_NOT_AVAILABLE, "Can't find the transaction message, broker is slave")
         if h.commit_or_rollback not in (COMMIT, ROLLBACK):
             if h.from_transaction_check:
                 log.info("producer group %s does not know transaction %s yet", h.producer_group, h.msg_id)
@@ -85,5 +82,5 @@ class TransactionProcessor:
         if result.code != ResponseCode.SUCCESS:
             log.warning("END_TRANSACTION %s from %s refused: %s", h.msg_id, getattr(channel, "remote_address", "?"),
                         result.remark)
-            return fail(cmd, result.code, result.remark)
+            raise refuse(result.code, result.remark)
         return cmd.response(ResponseCode.SUCCESS, None, {})

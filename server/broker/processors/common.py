@@ -12,10 +12,6 @@ from ferrymq.wire.errors import Refusal
 from ferrymq.wire.message import Host
 
 
-def fail(cmd: RemotingCommand, code: int, remark: str, ext: dict[str, str] | None = None) -> RemotingCommand:
-    return cmd.response(code, remark, ext if ext is not None else {})
-
-
 def refuse(code: int, remark: str, ext: dict[str, str] | None = None) -> Refusal:
     """A broker refusal to raise. Its extFields are never null, as on every answer of Apache's broker."""
     return Refusal(code, remark, ext if ext is not None else {})
