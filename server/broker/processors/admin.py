@@ -241,7 +241,7 @@ class AdminProcessor:
         try:
             props = parse_properties(cmd.body.decode("utf-8") if cmd.body else "", "UPDATE_BROKER_CONFIG body")
         except (UnicodeDecodeError, PropertiesError) as exc:
-            raise refuse(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}") from None
         refused = sorted(k for k in props if k in CONFIG_BLACKLIST)
         if refused:
             raise refuse(ResponseCode.NO_PERMISSION, f"Can not update config in black list: {', '.join(refused)}")
@@ -250,7 +250,7 @@ class AdminProcessor:
         try:
             updated = from_properties(type(self.ctx.config), wanted)
         except ConfigError as exc:
-            raise refuse(ResponseCode.SYSTEM_ERROR, str(exc))
+            raise refuse(ResponseCode.SYSTEM_ERROR, str(exc)) from None
         for key in wanted:
             setattr(self.ctx.config, key, getattr(updated, key))
         if wanted:
