@@ -127,8 +127,8 @@ class Broker:
         )
         pull = PullProcessor(ctx)
         ctx.holder = PullRequestHoldService(self.reactor, pull.repull)
-        ctx.transactions = TransactionProcessor(ctx, self.store)
-        ctx.scheduler, ctx.timer = build_services(self.store, self.reactor, c)
+        ctx.transactions = TransactionProcessor(ctx)
+        ctx.scheduler, ctx.timer = build_services(ctx.store, self.reactor, c)
         ctx.filters = ConsumerFilterManager()
         ctx.consumers.on_group_emptied = ctx.filters.unregister_group
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))

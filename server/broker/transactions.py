@@ -27,12 +27,12 @@ log = logging.getLogger("ferrymq.broker.transactions")
 
 
 class TransactionProcessor:
-    def __init__(self, ctx: BrokerContext, raw_store: Any, clock=None):
+    def __init__(self, ctx: BrokerContext, clock=None):
         self.ctx = ctx
         c = ctx.config
         extra = {} if clock is None else {"clock": clock}
         self.service = TransactionalMessageService(
-            raw_store, ctx.offsets, self._send_check,
+            ctx.store, ctx.offsets, self._send_check,
             c,  # BrokerConfig has TransactionConfig's keys: UPDATE_BROKER_CONFIG changes apply to the next pass
             broker_name=c.brokerName, ensure_topic=lambda t: ctx.topics.create_if_absent(t, 1, Perm.READ | Perm.WRITE),
             park=self._park_commit, **extra,

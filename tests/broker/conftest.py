@@ -86,8 +86,8 @@ class Bk:
         ctx.store.add_arrival_listener(ctx.holder.notify)
         #: shifts the wall clock of the delay, timer and transaction services (they go by store/born time)
         self.later_ms = 0
-        ctx.transactions = TransactionProcessor(ctx, self.store, clock=self.wall)
-        ctx.scheduler, ctx.timer = build_services(self.store, self.clock, c, clock=self.wall)
+        ctx.transactions = TransactionProcessor(ctx, clock=self.wall)
+        ctx.scheduler, ctx.timer = build_services(ctx.store, self.clock, c, clock=self.wall)
         ctx.filters = ConsumerFilterManager()
         ctx.consumers.on_group_emptied = ctx.filters.unregister_group  # as server/broker/service.py
         self.table = build_table(ctx, pull, extra=(ctx.transactions,))
