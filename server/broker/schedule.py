@@ -18,6 +18,8 @@ from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.errors import Refusal
 from ferrymq.wire.message import MessageConst, MessageExt, MessageSysFlag
 
+from .store_port import SystemStore
+
 _PLAIN_OR_COMMIT = (MessageSysFlag.TRANSACTION_NOT_TYPE, MessageSysFlag.TRANSACTION_COMMIT_TYPE)
 
 
@@ -26,7 +28,8 @@ def timer_config(config: BrokerConfig) -> TimerConfig:
                        timerMaxDelaySec=config.timerMaxDelaySec)
 
 
-def build_services(store: Any, reactor: Any, config: BrokerConfig, clock=None) -> tuple[ScheduleMessageService, TimerMessageService]:
+def build_services(store: SystemStore, reactor: Any, config: BrokerConfig,
+                   clock=None) -> tuple[ScheduleMessageService, TimerMessageService]:
     """The delay-level and timer services of one broker (started and stopped by the broker)."""
     extra = {} if clock is None else {"clock": clock}
     return (ScheduleMessageService(store, reactor, **extra),
@@ -78,6 +81,15 @@ def park_props(ctx: Any, topic: str, queue_id: int, props: dict[str, str],
     if ctx.scheduler is not None:
         return park_delayed(topic, queue_id, props, sys_flag, ctx.scheduler.max_level)
     return None
+
+
+def park_commit(ctx: Any, topic: str, queue_id: int, props: dict[str, str], sys_flag: int) -> tuple[str, int] | None:
+    """Where a committed transactional message waits (its delay level or timer), or None. A timer the
+    wheel refuses is delivered as it is: the producer was answered long ago."""
+    try:
+        return park_props(ctx, topic, queue_id, props, sys_flag)
+    except Refusal:
+        return None
 
 
 def timer_illegal_remark(max_delay_sec: int, _why: str = "") -> str:

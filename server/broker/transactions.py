@@ -9,55 +9,59 @@ sends each check oneway to one live producer channel of the half message's group
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ferrymq.remoting.dispatch import handles
 from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
+from ferrymq.server.config import BrokerConfig
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
-from ferrymq.wire.errors import Refusal
 from ferrymq.wire.headers import EndTransactionRequestHeader
 from ferrymq.wire.message import MessageExt
 
-from .context import BrokerContext
+from .clients import ProducerManager
+from .offsets import ConsumerOffsetManager
 from .processors.common import refuse
-from .schedule import park_props
+from .store_port import StorePort
+from .topics import TopicConfigManager
 
 log = logging.getLogger("ferrymq.broker.transactions")
 
 
+#: ``park(topic, queue_id, props, sys_flag)``: where a committed message waits instead (updating ``props``), or None.
+ParkCommit = Callable[[str, int, dict[str, str], int], "tuple[str, int] | None"]
+
+
 class TransactionProcessor:
-    def __init__(self, ctx: BrokerContext, clock=None):
-        self.ctx = ctx
-        c = ctx.config
+    """``park``: how a committed message with a delay level or timer waits (None: stored as it is)."""
+
+    def __init__(self, config: BrokerConfig, store: StorePort, offsets: ConsumerOffsetManager,
+                 topics: TopicConfigManager, producers: ProducerManager, park: ParkCommit | None = None,
+                 clock: Callable[[], float] | None = None):
+        self.config = config
+        self.store = store
+        self.producers = producers
         extra = {} if clock is None else {"clock": clock}
         self.service = TransactionalMessageService(
-            ctx.store, ctx.offsets, self._send_check,
-            c,  # BrokerConfig has TransactionConfig's keys: UPDATE_BROKER_CONFIG changes apply to the next pass
-            broker_name=c.brokerName, ensure_topic=lambda t: ctx.topics.create_if_absent(t, 1, Perm.READ | Perm.WRITE),
-            park=self._park_commit, **extra,
+            store, offsets, self._send_check,
+            config,  # BrokerConfig has TransactionConfig's keys: UPDATE_BROKER_CONFIG changes apply to the next pass
+            broker_name=config.brokerName, ensure_topic=lambda t: topics.create_if_absent(t, 1, Perm.READ | Perm.WRITE),
+            park=park, **extra,
         )
         #: CHECK_TRANSACTION_STATE requests sent (tests and runtime info read it).
         self.checks_sent = 0
 
-    def _park_commit(self, topic: str, queue_id: int, props: dict[str, str], sys_flag: int):
-        """A committed message with a delay level or timer waits like any other (a timer error: sent as is)."""
-        try:
-            return park_props(self.ctx, topic, queue_id, props, sys_flag)
-        except Refusal:
-            return None
-
     def prepare_message(self, msg: MessageExt):
         """Store ``msg`` as a half message; the producer's answer reports the half's offsets."""
         msg.topic, msg.queue_id, msg.sys_flag = prepare_half(msg.topic, msg.queue_id, msg.properties, msg.sys_flag)
-        return self.ctx.store.put_message(msg)
+        return self.store.put_message(msg)
 
     def check(self) -> int:
         """One check-back pass (the broker runs it every transactionCheckInterval)."""
         return self.service.check()
 
     def _send_check(self, group: str, ext: dict[str, str], body: bytes) -> bool:
-        channel = self.ctx.producers.any_channel(group)
+        channel = self.producers.any_channel(group)
         if channel is None:
             log.warning("check transaction failed: no live producer of group %s", group)
             return False
@@ -71,7 +75,7 @@ class TransactionProcessor:
 
     @handles(RequestCode.END_TRANSACTION)
     def end_transaction(self, cmd: RemotingCommand, channel: Any, h: EndTransactionRequestHeader):
-        if self.ctx.config.brokerRole == "SLAVE":
+        if self.config.brokerRole == "SLAVE":
             raise refuse(ResponseCode.SLAVE_NOT_AVAILABLE, "Can't find the transaction message, broker is slave")
         if h.commit_or_rollback not in (COMMIT, ROLLBACK):
             if h.from_transaction_check:
