@@ -26,7 +26,7 @@ from .bodies import (
 from .codes import RequestCode
 from .command import RemotingCommand
 
-__all__ = ["Request", "REQUESTS", "decode_request_header", "decode_response_header", "encode_request_header"]
+__all__ = ["REQUESTS", "Request", "decode_request_header", "decode_response_header", "encode_request_header"]
 
 HeaderDecoder = Callable[["dict[str, str] | None"], Any]
 
