@@ -16,6 +16,7 @@ import time
 
 from twisted.internet.task import Clock
 
+from ferrymq.server.broker.store_adapter import StoreAdapter
 from ferrymq.server.schedule.timer import TimerConfig, TimerMessageService, park_timer
 from ferrymq.server.store import MessageStore, MessageStoreConfig
 from ferrymq.wire.message import MessageConst
@@ -35,7 +36,7 @@ def main(n: int = 100_000) -> dict[str, float]:
         store = MessageStore(MessageStoreConfig(storePathRootDir=root, mappedFileSizeCommitLog=256 * 1024 * 1024))
         store.start()
         wall = [time.time()]
-        wheel = TimerMessageService(store, Clock(), clock=lambda: wall[0])
+        wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=lambda: wall[0])
         wheel.start()
         body = b"x" * 1024
         cfg = TimerConfig()
@@ -53,7 +54,7 @@ def main(n: int = 100_000) -> dict[str, float]:
         anon_mib = _rss_anon_kib() / 1024
         wheel.stop()  # a clean stop writes the wheel snapshot
         start = time.perf_counter()
-        TimerMessageService(store, Clock(), clock=lambda: wall[0]).start()
+        TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=lambda: wall[0]).start()
         restart_s = time.perf_counter() - start
         late = max(n // 100, 1)
         for i in range(n, n + late):  # parked after the snapshot, then a crash: no stop, no new snapshot
@@ -61,7 +62,7 @@ def main(n: int = 100_000) -> dict[str, float]:
             topic, queue = park_timer("Real", i % 4, props, now_ms, cfg)
             store.put_message(topic, queue, body, props)
         start = time.perf_counter()
-        wheel = TimerMessageService(store, Clock(), clock=lambda: wall[0])
+        wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=lambda: wall[0])
         wheel.start()
         crash_restart_s = time.perf_counter() - start
         assert wheel.pending == n + late, wheel.pending

@@ -16,7 +16,8 @@ import time
 from ferrymq.wire import frame
 from ferrymq.wire.codes import RequestCode, SerializeType
 from ferrymq.wire.command import request
-from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header, encode_request_header
+from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader
+from ferrymq.wire.requests import decode_request_header, encode_request_header
 from ferrymq.wire.message import MessageConst, encode_properties
 
 BODY = bytes(range(256)) * 4  # 1 KiB

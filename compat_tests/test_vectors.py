@@ -91,7 +91,7 @@ ANSWERS = [v for v in VECTORS if v["direction"] == "server-to-client" and v["cod
 
 @pytest.mark.parametrize("vector", REQUESTS, ids=_ids)
 def test_request_header_is_typed(vector):
-    from ferrymq.wire.headers import decode_request_header
+    from ferrymq.wire.requests import decode_request_header
 
     cmd = _cmd(vector)
     hdr = decode_request_header(cmd)
@@ -113,7 +113,7 @@ def test_request_header_is_typed(vector):
                                     (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.PULL_MESSAGE)],
                          ids=_ids)
 def test_response_header_is_typed(vector):
-    from ferrymq.wire.headers import decode_response_header
+    from ferrymq.wire.requests import decode_response_header
 
     cmd = _cmd(vector)
     hdr = decode_response_header(vector["answers_request_code"], cmd)

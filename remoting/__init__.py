@@ -2,7 +2,7 @@
 
 from .channel import DEFAULT_REQUEST_TIMEOUT, Channel, format_address
 from .client import RemotingClient, split_address
-from .dispatch import Handler, Processor, dispatch, not_supported
+from .dispatch import Handler, Processor, Route, dispatch, handles, not_supported, routes
 from .errors import RemotingClosedError, RemotingConnectError, RemotingError, RemotingTimeoutError, ResponseCodeError
 from .options import TransportOptions
 from .protocol import RemotingProtocol
@@ -20,10 +20,13 @@ __all__ = [
     "RemotingProtocol",
     "RemotingServer",
     "RemotingTimeoutError",
+    "Route",
     "ResponseCodeError",
     "TransportOptions",
     "dispatch",
     "format_address",
+    "handles",
     "not_supported",
+    "routes",
     "split_address",
 ]

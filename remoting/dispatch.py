@@ -1,8 +1,10 @@
-"""Turning a decoded request into its response: processor lookup and the error-to-response mapping.
+"""Turning a decoded request into its response: routing, header decoding and the error-to-response mapping.
 
-Every processor in the project (name server, broker, client-side handlers) is a plain function
-``handler(cmd, channel)`` returning a RemotingCommand, None (no answer), a Deferred, a
-:class:`.pending.Pending` or an awaitable of one; the transport answers unknown codes and failures
+A processor is a table code -> handler (or one callable handling every code). A handler is either a
+:class:`Route`, called as ``handle(cmd, channel, header)`` with the header its code declares
+(:mod:`ferrymq.wire.requests`) already decoded, or a plain ``handler(cmd, channel)``. Either returns a
+RemotingCommand, None (no answer), a Deferred, a :class:`.pending.Pending` or an awaitable of one, or
+raises :class:`~ferrymq.wire.errors.Refusal`. The transport answers unknown codes, refusals and failures
 here, in one place, the way Apache does.
 """
 
@@ -10,14 +12,16 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from twisted.internet import defer
 
 from ferrymq.wire.codes import Flag, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.errors import BodyError, FieldError
+from ferrymq.wire.errors import BodyError, FieldError, Refusal
+from ferrymq.wire.requests import REQUESTS, HeaderDecoder, Request
 
 from .pending import PROMISES, Pending
 
@@ -28,8 +32,58 @@ log = logging.getLogger("ferrymq.remoting")
 _RESPONSE = int(Flag.RESPONSE)
 
 Handler = Callable[[RemotingCommand, "Channel"], Any]
+#: ``handle(cmd, channel, header)``: the header is the request's declared header type (None if it has none).
+TypedHandler = Callable[[RemotingCommand, "Channel", Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A request code's handler together with the decoder of the header the code declares."""
+
+    request: Request
+    handle: TypedHandler
+    #: ``request.decode``, or a decoder answering None for a handler that reads no header.
+    decode: HeaderDecoder
+
+
 #: A table code -> handler, or one callable that handles every code itself.
-Processor = Union[Mapping[int, Handler], Handler]
+Processor = Union[Mapping[int, Union[Route, Handler]], Handler]
+
+
+def handles(*codes: int, header: bool = True) -> Callable[[TypedHandler], TypedHandler]:
+    """Mark a method as the handler of ``codes`` (each declared in :data:`~ferrymq.wire.requests.REQUESTS`).
+
+    ``header=False``: the handler is given None instead of the decoded header, so a malformed header
+    is not refused (for codes whose handler ignores its fields, or checks something else first).
+    """
+
+    def mark(fn: TypedHandler) -> TypedHandler:
+        fn.__handles__ = (tuple(int(c) for c in codes), header)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def _ignore_header(_ext: object) -> None:
+    return None
+
+
+def routes(processors: Iterable[object]) -> dict[int, Route]:
+    """The table of every :func:`handles`-marked method of ``processors``; a code claimed twice is an error."""
+    table: dict[int, Route] = {}
+    for proc in processors:
+        for name in dir(type(proc)):
+            marked = getattr(getattr(type(proc), name, None), "__handles__", None)
+            if marked is None:
+                continue
+            codes, wants_header = marked
+            handle = getattr(proc, name)
+            for code in codes:
+                if code in table:
+                    raise RuntimeError(f"request code {code} has two handlers: {table[code].handle} and {handle}")
+                spec = REQUESTS[code]
+                table[code] = Route(spec, handle, spec.decode if wants_header else _ignore_header)
+    return table
 
 
 def not_supported(cmd: RemotingCommand) -> RemotingCommand:
@@ -40,7 +94,10 @@ def not_supported(cmd: RemotingCommand) -> RemotingCommand:
 
 
 def error_response(cmd: RemotingCommand, exc: BaseException, peer: str) -> RemotingCommand:
-    """SYSTEM_ERROR with a remark naming what went wrong, as Apache answers a failing processor."""
+    """The answer to a handler that raised: a refusal's own code, remark and extFields; otherwise
+    SYSTEM_ERROR with a remark naming what went wrong, as Apache answers a failing processor."""
+    if isinstance(exc, Refusal):
+        return cmd.response(exc.code, exc.remark, exc.ext)
     if isinstance(exc, (FieldError, BodyError)):
         log.warning("request code %s from %s rejected: %s", cmd.code, peer, exc)
         return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
@@ -50,7 +107,7 @@ def error_response(cmd: RemotingCommand, exc: BaseException, peer: str) -> Remot
     return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
 
-def resolve_handler(processor: Processor | None, code: int) -> Handler | None:
+def resolve_handler(processor: Processor | None, code: int) -> Route | Handler | None:
     if processor is None:
         return None
     if isinstance(processor, Mapping):
@@ -85,13 +142,17 @@ def dispatch(
     (a Deferred or a Pending).
 
     Synchronous answers stay synchronous (no Deferred per request on the hot path). Nothing raises and
-    no Deferred fails: every error becomes a SYSTEM_ERROR response (dropped later for oneway requests).
+    no Deferred fails: a refusal becomes its answer, every other error a SYSTEM_ERROR response (dropped
+    later for oneway requests).
     """
     handler = resolve_handler(processor, cmd.code)
     if handler is None:
         return not_supported(cmd)
     try:
-        result = handler(cmd, channel)
+        if handler.__class__ is Route:
+            result = handler.handle(cmd, channel, handler.decode(cmd.ext_fields))
+        else:
+            result = handler(cmd, channel)
     except Exception as exc:  # noqa: BLE001 - every handler failure becomes a response
         return error_response(cmd, exc, channel.remote_address)
     if isinstance(result, RemotingCommand) or result is None:

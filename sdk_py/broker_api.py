@@ -38,9 +38,9 @@ from ferrymq.wire.headers import (
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    encode_request_header,
 )
 from ferrymq.wire.message import MessageConst, decode_records, decompress_body
+from ferrymq.wire.requests import encode_request_header
 
 from .errors import MQResponseError
 from .message import PullResult, PullStatus, SendResult, SendStatus

@@ -51,3 +51,21 @@ class BadField(FieldError):
 
 class BodyError(WireError):
     """A request body is not the JSON (or binary layout) its code requires."""
+
+
+class Refusal(Exception):
+    """A well-formed request the server will not carry out: answered with ``code``, ``remark`` and ``ext``.
+
+    Handlers raise it wherever they decide to refuse; the dispatcher turns it into the answer, so a
+    refusal is written the same way from any depth of a handler, and ``ext`` is passed through as given
+    (``None`` writes no extFields at all, ``{}`` an empty map: some clients tell them apart).
+    """
+
+    def __init__(self, code: int, remark: str | None, ext: dict[str, str] | None = None):
+        super().__init__(code, remark)
+        self.code = int(code)
+        self.remark = remark
+        self.ext = ext
+
+    def __str__(self) -> str:
+        return f"refused with code {self.code}: {self.remark}"

@@ -18,8 +18,8 @@ client writes ``0``); an empty string in an optional number or boolean counts as
 empty strings for unset optional fields).
 
 SEND_MESSAGE_V2, SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2 carry :class:`SendMessageRequestHeader`
-under one-letter keys ``a``..``n`` (``from_ext_v2``/``to_ext_v2``); :func:`decode_request_header`
-picks the right form from the request code.
+under one-letter keys ``a``..``n`` (``from_ext_v2``/``to_ext_v2``); which request code uses which header
+(and which form) is declared once, in :mod:`.requests`.
 """
 
 from __future__ import annotations
@@ -29,19 +29,9 @@ import types
 import typing
 from dataclasses import dataclass
 
-from .codes import RequestCode
-from .command import RemotingCommand
 from .errors import BadField, MissingField
 
-__all__ = [
-    "header",
-    "wire",
-    "REQUEST_HEADERS",
-    "RESPONSE_HEADERS",
-    "decode_request_header",
-    "decode_response_header",
-    "encode_request_header",
-]
+__all__ = ["header", "wire"]
 
 _MISSING = dataclasses.MISSING
 class _JavaBooleans(dict):
@@ -888,138 +878,3 @@ class GetAllSubscriptionGroupRequestHeader:
 @dataclass(slots=True)
 class GetAllSubscriptionGroupResponseHeader:
     total_group_num: int
-
-
-# ====================================================================== registries
-
-_C = RequestCode
-
-#: request code -> the class of its request's custom header (codes without fields are absent).
-REQUEST_HEADERS: dict[int, type] = {
-    _C.SEND_MESSAGE: SendMessageRequestHeader,
-    _C.SEND_MESSAGE_V2: SendMessageRequestHeader,
-    _C.SEND_BATCH_MESSAGE: SendMessageRequestHeader,
-    _C.SEND_REPLY_MESSAGE: SendMessageRequestHeader,
-    _C.SEND_REPLY_MESSAGE_V2: SendMessageRequestHeader,
-    _C.PUSH_REPLY_MESSAGE_TO_CLIENT: ReplyMessageRequestHeader,
-    _C.PULL_MESSAGE: PullMessageRequestHeader,
-    _C.LITE_PULL_MESSAGE: PullMessageRequestHeader,
-    _C.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetRequestHeader,
-    _C.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetRequestHeader,
-    _C.GET_MAX_OFFSET: GetMaxOffsetRequestHeader,
-    _C.GET_MIN_OFFSET: GetMinOffsetRequestHeader,
-    _C.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeRequestHeader,
-    _C.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetRequestHeader,
-    _C.HEART_BEAT: HeartbeatRequestHeader,
-    _C.UNREGISTER_CLIENT: UnregisterClientRequestHeader,
-    _C.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupRequestHeader,
-    _C.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackRequestHeader,
-    _C.LOCK_BATCH_MQ: LockBatchMqRequestHeader,
-    _C.UNLOCK_BATCH_MQ: UnlockBatchMqRequestHeader,
-    _C.REGISTER_BROKER: RegisterBrokerRequestHeader,
-    _C.UNREGISTER_BROKER: UnRegisterBrokerRequestHeader,
-    _C.BROKER_HEARTBEAT: BrokerHeartbeatRequestHeader,
-    _C.GET_BROKER_MEMBER_GROUP: GetBrokerMemberGroupRequestHeader,
-    _C.GET_ROUTEINFO_BY_TOPIC: GetRouteInfoRequestHeader,
-    _C.REGISTER_TOPIC_IN_NAMESRV: RegisterTopicRequestHeader,
-    _C.PUT_KV_CONFIG: PutKVConfigRequestHeader,
-    _C.GET_KV_CONFIG: GetKVConfigRequestHeader,
-    _C.DELETE_KV_CONFIG: DeleteKVConfigRequestHeader,
-    _C.GET_KVLIST_BY_NAMESPACE: GetKVListByNamespaceRequestHeader,
-    _C.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerRequestHeader,
-    _C.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerRequestHeader,
-    _C.DELETE_TOPIC_IN_NAMESRV: DeleteTopicFromNamesrvRequestHeader,
-    _C.GET_TOPICS_BY_CLUSTER: GetTopicsByClusterRequestHeader,
-    _C.QUERY_DATA_VERSION: QueryDataVersionRequestHeader,
-    _C.END_TRANSACTION: EndTransactionRequestHeader,
-    _C.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
-    _C.NOTIFY_CONSUMER_IDS_CHANGED: NotifyConsumerIdsChangedRequestHeader,
-    _C.RESET_CONSUMER_CLIENT_OFFSET: ResetOffsetRequestHeader,
-    _C.INVOKE_BROKER_TO_RESET_OFFSET: ResetOffsetRequestHeader,
-    _C.GET_CONSUMER_STATUS_FROM_CLIENT: GetConsumerStatusRequestHeader,
-    _C.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: GetConsumerStatusRequestHeader,
-    _C.GET_CONSUMER_RUNNING_INFO: GetConsumerRunningInfoRequestHeader,
-    _C.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
-    _C.UPDATE_AND_CREATE_TOPIC: CreateTopicRequestHeader,
-    _C.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
-    _C.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
-    _C.GET_TOPIC_CONFIG: GetTopicConfigRequestHeader,
-    _C.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
-    _C.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
-    _C.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
-    _C.GET_BROKER_CONSUME_STATS: GetConsumeStatsInBrokerHeader,
-    _C.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupRequestHeader,
-    _C.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigRequestHeader,
-    _C.VIEW_MESSAGE_BY_ID: ViewMessageRequestHeader,
-    _C.QUERY_MESSAGE: QueryMessageRequestHeader,
-    _C.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,
-    _C.QUERY_TOPICS_BY_CONSUMER: QueryTopicsByConsumerRequestHeader,
-    _C.QUERY_SUBSCRIPTION_BY_CONSUMER: QuerySubscriptionByConsumerRequestHeader,
-    _C.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
-    _C.QUERY_CORRECTION_OFFSET: QueryCorrectionOffsetHeader,
-    _C.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
-    _C.CLONE_GROUP_OFFSET: CloneGroupOffsetRequestHeader,
-    _C.VIEW_BROKER_STATS_DATA: ViewBrokerStatsDataRequestHeader,
-    _C.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
-    _C.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigRequestHeader,
-    _C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupRequestHeader,
-}
-
-#: request codes whose send header uses the one-letter V2 keys.
-V2_SEND_CODES = frozenset({_C.SEND_MESSAGE_V2, _C.SEND_BATCH_MESSAGE, _C.SEND_REPLY_MESSAGE_V2})
-
-#: request code -> the class of the custom header of its (successful) response.
-RESPONSE_HEADERS: dict[int, type] = {
-    _C.SEND_MESSAGE: SendMessageResponseHeader,
-    _C.SEND_MESSAGE_V2: SendMessageResponseHeader,
-    _C.SEND_BATCH_MESSAGE: SendMessageResponseHeader,
-    _C.SEND_REPLY_MESSAGE: SendMessageResponseHeader,
-    _C.SEND_REPLY_MESSAGE_V2: SendMessageResponseHeader,
-    _C.PULL_MESSAGE: PullMessageResponseHeader,
-    _C.LITE_PULL_MESSAGE: PullMessageResponseHeader,
-    _C.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetResponseHeader,
-    _C.GET_MAX_OFFSET: GetMaxOffsetResponseHeader,
-    _C.GET_MIN_OFFSET: GetMinOffsetResponseHeader,
-    _C.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeResponseHeader,
-    _C.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetResponseHeader,
-    _C.REGISTER_BROKER: RegisterBrokerResponseHeader,
-    _C.GET_KV_CONFIG: GetKVConfigResponseHeader,
-    _C.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerResponseHeader,
-    _C.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerResponseHeader,
-    _C.QUERY_DATA_VERSION: QueryDataVersionResponseHeader,
-    _C.QUERY_MESSAGE: QueryMessageResponseHeader,
-    _C.GET_BROKER_CONFIG: GetBrokerConfigResponseHeader,
-    _C.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigResponseHeader,
-    _C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupResponseHeader,
-}
-
-_REQUEST_DECODERS = {
-    int(code): (cls.from_ext_v2 if code in V2_SEND_CODES else cls.from_ext) for code, cls in REQUEST_HEADERS.items()
-}
-_RESPONSE_DECODERS = {int(code): cls.from_ext for code, cls in RESPONSE_HEADERS.items()}
-
-
-def decode_request_header(cmd: RemotingCommand):
-    """The typed header of a request, chosen by ``cmd.code``; None for codes without header fields.
-
-    Raises MissingField / BadField when the extFields do not satisfy the header.
-    """
-    decoder = _REQUEST_DECODERS.get(cmd.code)
-    if decoder is None:
-        return None
-    return decoder(cmd.ext_fields)
-
-
-def decode_response_header(request_code: int, cmd: RemotingCommand):
-    """The typed header of a response to a request of ``request_code``; None if that answer has none."""
-    decoder = _RESPONSE_DECODERS.get(request_code)
-    if decoder is None:
-        return None
-    return decoder(cmd.ext_fields)
-
-
-def encode_request_header(code: int, hdr) -> dict[str, str]:
-    """extFields for sending ``hdr`` as a request of ``code`` (V2 short keys where the code uses them)."""
-    if code in V2_SEND_CODES:
-        return hdr.to_ext_v2()
-    return hdr.to_ext()

@@ -1,4 +1,7 @@
-"""The broker's shared state, handed to every processor (one object instead of a dozen arguments)."""
+"""The broker's shared state, handed to every processor (one object instead of a dozen arguments).
+
+:func:`server.broker.wiring.build_broker` builds it, for the running broker and for the tests alike.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +15,10 @@ from ferrymq.wire.message import Host
 
 from .clients import ConsumerManager, ProducerManager
 from .locks import QueueLockManager
-from .longpoll import PullRequestHoldService
 from .offsets import ConsumerOffsetManager
+from .parts import ConsumerFilters, DelayLevels, PullHolder, TimerWheel, Transactions
 from .stats import BrokerStats
-from .store_port import BrokerStore
+from .store_port import StorePort
 from .subscriptions import SubscriptionGroupManager
 from .topics import TopicConfigManager
 
@@ -33,7 +36,7 @@ def suggest_todo(url: str = FAQ_URL) -> str:
 @dataclass
 class BrokerContext:
     config: BrokerConfig
-    store: BrokerStore
+    store: StorePort
     topics: TopicConfigManager
     groups: SubscriptionGroupManager
     consumers: ConsumerManager
@@ -43,20 +46,20 @@ class BrokerContext:
     stats: BrokerStats
     #: ``(ip, port)`` written into STOREHOST and offset message ids.
     store_host: Host
+    #: The reactor (``callLater``, ``seconds``): a ``task.Clock`` in tests.
     reactor: Any
-    holder: PullRequestHoldService | None = None
+    #: Long polling; None: a pull that finds nothing is answered at once.
+    holder: PullHolder | None = None
     #: Called after a broker config change through UPDATE_BROKER_CONFIG (persist, re-register).
     on_config_change: Callable[[], None] | None = None
-    #: Delay-level service (:class:`server.schedule.delay.ScheduleMessageService`); None: DELAY is ignored.
-    scheduler: Any = None
-    #: Timer wheel (:class:`server.schedule.timer.TimerMessageService`); None: timer properties are ignored.
-    timer: Any = None
-    #: SQL92 filters compiled per (group, topic) (:class:`server.broker.sqlfilter.ConsumerFilterManager`).
-    filters: Any = None
-    #: Transactions (:class:`server.broker.transactions.TransactionProcessor`); None: half messages are
-    #: refused as with rejectTransactionMessage. ``prepare_message(msg)`` stores a half message and returns
-    #: the PutMessageResult (or a Deferred of it) the producer is answered with.
-    transactions: Any = None
+    #: Delay levels; None: DELAY is ignored.
+    scheduler: DelayLevels | None = None
+    #: Timer wheel; None: timer properties are ignored.
+    timer: TimerWheel | None = None
+    #: SQL92 filters; None: SQL92 subscriptions find no filter data.
+    filters: ConsumerFilters | None = None
+    #: Transactions; None: half messages are refused as with rejectTransactionMessage.
+    transactions: Transactions | None = None
     #: ``(timeout s) -> Deferred`` firing once a pending name-server registration answered (None: no name server).
     registration_pending: Callable[[float], Any] | None = None
     rng: random.Random = field(default_factory=random.Random)

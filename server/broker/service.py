@@ -24,21 +24,9 @@ from ferrymq.wire.codes import RequestCode
 from ferrymq.wire.command import request
 from ferrymq.wire.headers import NotifyConsumerIdsChangedRequestHeader
 
-from .clients import ConsumerManager, ProducerManager
 from .context import BrokerContext
-from .locks import QueueLockManager
-from .longpoll import PullRequestHoldService
-from .offsets import ConsumerOffsetManager
-from .processors import build_table
-from .processors.pull import PullProcessor
 from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, perm_limited
-from .stats import BrokerStats
-from .store_adapter import StoreAdapter
-from .subscriptions import SubscriptionGroupManager
-from .schedule import build_services
-from .sqlfilter import ConsumerFilterManager
-from .transactions import TransactionProcessor
-from .topics import TopicConfigManager, TopicDefaults
+from .wiring import build_broker
 
 log = logging.getLogger("ferrymq.broker")
 
@@ -104,37 +92,16 @@ class Broker:
         self.store.start()
         self._files = {name: config_file(store_config.config_dir, name)
                        for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS)}
-        topics = TopicConfigManager(
-            TopicDefaults(
-                brokerName=c.brokerName, brokerClusterName=c.brokerClusterName,
-                autoCreateTopicEnable=c.autoCreateTopicEnable, defaultTopicQueueNums=c.defaultTopicQueueNums,
-                clusterTopicEnable=c.clusterTopicEnable, brokerTopicEnable=c.brokerTopicEnable,
-                traceTopicEnable=c.traceTopicEnable, msgTraceTopicName=c.msgTraceTopicName,
-            )
-        )
-        groups = SubscriptionGroupManager(auto_create=c.autoCreateSubscriptionGroup)
-        offsets = ConsumerOffsetManager()
-        for name, target in ((TOPICS, topics), (SUBSCRIPTION_GROUPS, groups), (CONSUMER_OFFSETS, offsets)):
+        parts = build_broker(c, self.store, self.reactor, store_host=(self.ip, port),
+                             on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
+        self.ctx = ctx = parts.ctx
+        self.table = parts.table
+        for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets)):
             obj = self._files[name].load()
             if obj:
                 target.load_json_obj(obj)
-        self.ctx = ctx = BrokerContext(
-            config=c, store=StoreAdapter(self.store, self.reactor), topics=topics, groups=groups,
-            consumers=ConsumerManager(on_ids_changed=self._notify_ids_changed, clock=self.reactor.seconds),
-            producers=ProducerManager(clock=self.reactor.seconds), offsets=offsets,
-            locks=QueueLockManager(clock=self.reactor.seconds), stats=BrokerStats(clock=self.reactor.seconds),
-            store_host=(self.ip, port), reactor=self.reactor, on_config_change=self._config_changed,
-        )
-        pull = PullProcessor(ctx)
-        ctx.holder = PullRequestHoldService(self.reactor, pull.repull)
-        ctx.transactions = TransactionProcessor(ctx, self.store)
-        ctx.scheduler, ctx.timer = build_services(self.store, self.reactor, c)
-        ctx.filters = ConsumerFilterManager()
-        ctx.consumers.on_group_emptied = ctx.filters.unregister_group
-        self.table = build_table(ctx, pull, extra=(ctx.transactions,))
-        ctx.store.add_arrival_listener(ctx.holder.notify)
-        topics.on_change = self._topics_changed
-        groups.on_change = lambda: self._persist(SUBSCRIPTION_GROUPS, groups)
+        ctx.topics.on_change = self._topics_changed
+        ctx.groups.on_change = lambda: self._persist(SUBSCRIPTION_GROUPS, ctx.groups)
 
     # ------------------------------------------------------------------ lifecycle
 

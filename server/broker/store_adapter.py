@@ -1,4 +1,4 @@
-"""The broker's view of ``server.store.MessageStore`` (the calls :mod:`.store_port` lists).
+"""The broker's view of ``server.store.MessageStore`` (the calls :mod:`.store_port` lists, both parts).
 
 Puts take a MessageExt whose topic, queue and properties are final; a SYNC_FLUSH put becomes a
 :class:`~server.remoting.pending.Pending` (a light Deferred) that fires after the fsync covering it.
@@ -10,15 +10,16 @@ of physical memory behind the head).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from ferrymq.remoting.pending import Pending
 from ferrymq.server.store.message_store import MessageStore
 from ferrymq.server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
 from ferrymq.server.store.twisted_adapter import deferred_for, flush_watch
-from ferrymq.wire.message import MessageExt
+from ferrymq.wire.message import Host, MessageExt
 
-from .store_port import ArrivalListener
+from .store_port import ArrivalListener, QueueUnit
 
 
 def _total_memory() -> int:
@@ -116,3 +117,35 @@ class StoreAdapter:
 
     def earliest_message_time(self) -> int:
         return self.store.get_earliest_message_time()
+
+    # ------------------------------------------------------------------ SystemStore
+
+    @property
+    def store_host(self) -> Host:
+        return self.store.store_host
+
+    @property
+    def config_dir(self) -> str:
+        return self.store.config.config_dir
+
+    @property
+    def delay_levels_ms(self) -> list[int]:
+        return self.store.config.delay_level_millis()
+
+    def queue_range(self, topic: str, queue_id: int) -> tuple[int, int] | None:
+        cq = self.store.find_consume_queue(topic, queue_id)
+        return None if cq is None else (cq.min_offset, cq.max_offset)
+
+    def iter_queue(self, topic: str, queue_id: int, start: int, end: int) -> Iterator[QueueUnit]:
+        return self.store.iter_queue(topic, queue_id, start, end)
+
+    def read_record(self, phys_offset: int, size: int | None = None) -> memoryview | None:
+        return self.store.select_one_message_by_offset(phys_offset, size)
+
+    def append(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str] | str | None = None, *,
+               flag: int = 0, sys_flag: int = 0, born_timestamp: int = 0, born_host: Host = ("127.0.0.1", 0),
+               reconsume_times: int = 0, prepared_transaction_offset: int = 0) -> PutMessageResult:
+        return self.store.put_message(
+            topic, queue_id, body, properties, flag=flag, sys_flag=sys_flag, born_timestamp=born_timestamp,
+            born_host=born_host, reconsume_times=reconsume_times, prepared_transaction_offset=prepared_transaction_offset,
+        )

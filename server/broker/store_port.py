@@ -1,19 +1,24 @@
 """What the broker needs from the message store, stated once.
 
-The processors call only these methods; :mod:`server.broker.store_adapter` maps them onto
-``server.store``'s MessageStore. Results use the store's own types (PutMessageResult,
-GetMessageResult, QueryMessageResult with Apache's status names).
+The processors call only :class:`BrokerStore`; the services that keep their state in system queues
+(delay levels, the timer wheel, transactions) call only :class:`SystemStore`. :class:`StorePort` is
+both, and :mod:`server.broker.store_adapter` maps it onto ``server.store``'s MessageStore. Results use
+the store's own types (PutMessageResult, GetMessageResult, QueryMessageResult with Apache's status names).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Callable, Protocol
 
 from ferrymq.server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
-from ferrymq.wire.message import MessageExt
+from ferrymq.wire.message import Host, MessageExt
 
 #: ``listener(topic, queue_id, max_offset, tags_code)`` after a message is dispatched.
 ArrivalListener = Callable[[str, int, int, int], None]
+#: One unit of a queue as the services walk it: (queue offset, tags code, the record or None when the
+#: commit log no longer has it).
+QueueUnit = tuple[int, int, "memoryview | None"]
 
 
 class BrokerStore(Protocol):
@@ -61,3 +66,40 @@ class BrokerStore(Protocol):
     def commitlog_max_offset(self) -> int: ...
 
     def earliest_message_time(self) -> int: ...
+
+
+class SystemStore(Protocol):
+    """What the delay-level, timer and transaction services need: walk a system queue, read a record,
+    and append a message at once (they never wait for a flush: no client is waiting for the answer)."""
+
+    @property
+    def store_host(self) -> Host:
+        """``(ip, port)`` written into STOREHOST and offset message ids."""
+
+    @property
+    def config_dir(self) -> str:
+        """Where the services keep their progress files, next to the store's own."""
+
+    @property
+    def delay_levels_ms(self) -> list[int]:
+        """``messageDelayLevel`` in ms; index 0 is level 1."""
+
+    def queue_range(self, topic: str, queue_id: int) -> tuple[int, int] | None:
+        """(min offset, max offset) of a queue; None while it does not exist."""
+
+    def iter_queue(self, topic: str, queue_id: int, start: int, end: int) -> Iterator[QueueUnit]:
+        """Each unit of one queue in ``[start, end)``."""
+
+    def get_unit(self, topic: str, queue_id: int, offset: int) -> tuple[int, int, int] | None: ...
+
+    def read_record(self, phys_offset: int, size: int | None = None) -> memoryview | None:
+        """The record at a commit-log offset (``size`` bytes when known), or None."""
+
+    def append(self, topic: str, queue_id: int, body: bytes, properties: dict[str, str] | str | None = None, *,
+               flag: int = 0, sys_flag: int = 0, born_timestamp: int = 0, born_host: Host = ("127.0.0.1", 0),
+               reconsume_times: int = 0, prepared_transaction_offset: int = 0) -> PutMessageResult:
+        """Append one message now; the result is final (no flush wait)."""
+
+
+class StorePort(BrokerStore, SystemStore, Protocol):
+    """The whole port: what :class:`server.broker.store_adapter.StoreAdapter` provides."""

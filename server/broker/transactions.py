@@ -9,54 +9,59 @@ sends each check oneway to one live producer channel of the half message's group
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
+from ferrymq.remoting.dispatch import handles
 from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionalMessageService, prepare_half
+from ferrymq.server.config import BrokerConfig
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
-from ferrymq.wire.headers import EndTransactionRequestHeader, decode_request_header
+from ferrymq.wire.headers import EndTransactionRequestHeader
 from ferrymq.wire.message import MessageExt
 
-from .context import BrokerContext
-from .processors.common import fail
-from .schedule import park_props
+from .clients import ProducerManager
+from .offsets import ConsumerOffsetManager
+from .processors.common import refuse
+from .store_port import StorePort
+from .topics import TopicConfigManager
 
 log = logging.getLogger("ferrymq.broker.transactions")
 
 
+#: ``park(topic, queue_id, props, sys_flag)``: where a committed message waits instead (updating ``props``), or None.
+ParkCommit = Callable[[str, int, dict[str, str], int], "tuple[str, int] | None"]
+
+
 class TransactionProcessor:
-    def __init__(self, ctx: BrokerContext, raw_store: Any, clock=None):
-        self.ctx = ctx
-        c = ctx.config
+    """``park``: how a committed message with a delay level or timer waits (None: stored as it is)."""
+
+    def __init__(self, config: BrokerConfig, store: StorePort, offsets: ConsumerOffsetManager,
+                 topics: TopicConfigManager, producers: ProducerManager, park: ParkCommit | None = None,
+                 clock: Callable[[], float] | None = None):
+        self.config = config
+        self.store = store
+        self.producers = producers
         extra = {} if clock is None else {"clock": clock}
         self.service = TransactionalMessageService(
-            raw_store, ctx.offsets, self._send_check,
-            c,  # BrokerConfig has TransactionConfig's keys: UPDATE_BROKER_CONFIG changes apply to the next pass
-            broker_name=c.brokerName, ensure_topic=lambda t: ctx.topics.create_if_absent(t, 1, Perm.READ | Perm.WRITE),
-            park=self._park_commit, **extra,
+            store, offsets, self._send_check,
+            config,  # BrokerConfig has TransactionConfig's keys: UPDATE_BROKER_CONFIG changes apply to the next pass
+            broker_name=config.brokerName, ensure_topic=lambda t: topics.create_if_absent(t, 1, Perm.READ | Perm.WRITE),
+            park=park, **extra,
         )
         #: CHECK_TRANSACTION_STATE requests sent (tests and runtime info read it).
         self.checks_sent = 0
 
-    def _park_commit(self, topic: str, queue_id: int, props: dict[str, str], sys_flag: int):
-        """A committed message with a delay level or timer waits like any other (a timer error: sent as is)."""
-        where, _error = park_props(self.ctx, topic, queue_id, props, sys_flag)
-        return where
-
-    def table(self) -> dict[int, Any]:
-        return {RequestCode.END_TRANSACTION: self.end_transaction}
-
     def prepare_message(self, msg: MessageExt):
         """Store ``msg`` as a half message; the producer's answer reports the half's offsets."""
         msg.topic, msg.queue_id, msg.sys_flag = prepare_half(msg.topic, msg.queue_id, msg.properties, msg.sys_flag)
-        return self.ctx.store.put_message(msg)
+        return self.store.put_message(msg)
 
     def check(self) -> int:
         """One check-back pass (the broker runs it every transactionCheckInterval)."""
         return self.service.check()
 
     def _send_check(self, group: str, ext: dict[str, str], body: bytes) -> bool:
-        channel = self.ctx.producers.any_channel(group)
+        channel = self.producers.any_channel(group)
         if channel is None:
             log.warning("check transaction failed: no live producer of group %s", group)
             return False
@@ -68,10 +73,10 @@ class TransactionProcessor:
         self.checks_sent += 1
         return True
 
-    def end_transaction(self, cmd: RemotingCommand, channel: Any):
-        h: EndTransactionRequestHeader = decode_request_header(cmd)
-        if self.ctx.config.brokerRole == "SLAVE":
-            return fail(cmd, ResponseCode.SLAVE_NOT_AVAILABLE, "Can't find the transaction message, broker is slave")
+    @handles(RequestCode.END_TRANSACTION)
+    def end_transaction(self, cmd: RemotingCommand, channel: Any, h: EndTransactionRequestHeader):
+        if self.config.brokerRole == "SLAVE":
+            raise refuse(ResponseCode.SLAVE_NOT_AVAILABLE, "Can't find the transaction message, broker is slave")
         if h.commit_or_rollback not in (COMMIT, ROLLBACK):
             if h.from_transaction_check:
                 log.info("producer group %s does not know transaction %s yet", h.producer_group, h.msg_id)
@@ -81,5 +86,5 @@ class TransactionProcessor:
         if result.code != ResponseCode.SUCCESS:
             log.warning("END_TRANSACTION %s from %s refused: %s", h.msg_id, getattr(channel, "remote_address", "?"),
                         result.remark)
-            return fail(cmd, result.code, result.remark)
+            raise refuse(result.code, result.remark)
         return cmd.response(ResponseCode.SUCCESS, None, {})

@@ -1,4 +1,4 @@
-"""Name-server request processor: request code -> header decode -> registry/KV call -> response.
+"""Name-server request processor: request code -> typed header -> registry/KV call -> response or Refusal.
 
 Answers, codes and remarks follow Apache's DefaultRequestProcessor and ClientRequestProcessor so that
 mqadmin and the brokers see what they expect (e.g. TOPIC_NOT_EXIST's remark, QUERY_NOT_FOUND for a
@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ferrymq.server.config import ConfigError, NamesrvConfig, NettyServerConfig, from_properties, to_properties
-from ferrymq.remoting import Channel
+from ferrymq.remoting import Channel, handles
 from ferrymq.wire import fastjson
 from ferrymq.wire.bodies import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper, TopicRouteData
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.properties import PropertiesError, parse_properties
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.errors import BodyError
+from ferrymq.wire.errors import BodyError, Refusal
 from ferrymq.wire.headers import (
     AddWritePermOfBrokerRequestHeader,
     BrokerHeartbeatRequestHeader,
@@ -62,7 +62,7 @@ def topic_not_exist_remark(topic: str) -> str:
 
 
 class NamesrvProcessor:
-    """Holds the registry, the KV store and the live config; ``table()`` is the transport's processor."""
+    """Holds the registry, the KV store and the live config; ``routes([processor])`` is the transport's table."""
 
     def __init__(
         self,
@@ -81,83 +81,71 @@ class NamesrvProcessor:
         self.clock_ms = clock_ms or registry.now
         self.started_ms = self.clock_ms()
 
-    def table(self) -> dict[int, Callable[[RemotingCommand, Channel], Any]]:
-        R = RequestCode
-        return {
-            R.PUT_KV_CONFIG: self.put_kv_config,
-            R.GET_KV_CONFIG: self.get_kv_config,
-            R.DELETE_KV_CONFIG: self.delete_kv_config,
-            R.QUERY_DATA_VERSION: self.query_data_version,
-            R.REGISTER_BROKER: self.register_broker,
-            R.UNREGISTER_BROKER: self.unregister_broker,
-            R.BROKER_HEARTBEAT: self.broker_heartbeat,
-            R.GET_BROKER_MEMBER_GROUP: self.get_broker_member_group,
-            R.GET_BROKER_CLUSTER_INFO: self.get_broker_cluster_info,
-            R.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm,
-            R.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm,
-            R.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
-            R.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
-            R.REGISTER_TOPIC_IN_NAMESRV: self.register_topic,
-            R.GET_KVLIST_BY_NAMESPACE: self.get_kv_list_by_namespace,
-            R.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
-            R.GET_SYSTEM_TOPIC_LIST_FROM_NS: self.get_system_topic_list,
-            R.GET_UNIT_TOPIC_LIST: self._topic_list_op(self.registry.get_unit_topics),
-            R.GET_HAS_UNIT_SUB_TOPIC_LIST: self._topic_list_op(self.registry.get_has_unit_sub_topic_list),
-            R.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: self._topic_list_op(
-                self.registry.get_has_unit_sub_ununit_topic_list
-            ),
-            R.UPDATE_NAMESRV_CONFIG: self.update_config,
-            R.GET_NAMESRV_CONFIG: self.get_config,
-            R.GET_ROUTEINFO_BY_TOPIC: self.get_route_info_by_topic,
-        }
-
     # ------------------------------------------------------------------ routes
 
-    def get_route_info_by_topic(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        header = GetRouteInfoRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.GET_ROUTEINFO_BY_TOPIC)
+    def get_route_info_by_topic(self, cmd: RemotingCommand, 
+                                channel: Channel, header: GetRouteInfoRequestHeader) -> RemotingCommand:
         if self.config.needWaitForService and self.clock_ms() - self.started_ms < self.config.waitSecondsForService * 1000:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "name server not ready")
+            raise Refusal(ResponseCode.SYSTEM_ERROR, "name server not ready")
         route = self.registry.pickup_topic_route_data(header.topic)
         if route is None:
-            return cmd.response(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
+            raise Refusal(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(header.topic))
         if self.config.orderMessageEnable:
             route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, header.topic)
         standard = cmd.version >= STANDARD_JSON_MIN_VERSION or bool(header.accept_standard_json_only)
         return cmd.response(body=route.encode(standard_json=standard))
 
-    def get_broker_cluster_info(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
+    @handles(RequestCode.GET_BROKER_CLUSTER_INFO)
+    def get_broker_cluster_info(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
         return cmd.response(body=self.registry.get_all_cluster_info().encode())
 
-    def get_all_topic_list(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
+    @handles(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+    def get_all_topic_list(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
         if not self.config.enableAllTopicList:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise Refusal(ResponseCode.SYSTEM_ERROR, "disable")
         return cmd.response(body=self.registry.get_all_topic_list().encode())
 
-    def get_topics_by_cluster(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
+    @handles(RequestCode.GET_TOPICS_BY_CLUSTER, header=False)
+    def get_topics_by_cluster(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
         if not self.config.enableTopicList:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "disable")
+            raise Refusal(ResponseCode.SYSTEM_ERROR, "disable")
+        # Apache checks the switch before it reads the header: a disabled list answers "disable" either way.
         header = GetTopicsByClusterRequestHeader.from_ext(cmd.ext_fields)
         return cmd.response(body=self.registry.get_topics_by_cluster(header.cluster).encode())
 
-    def get_system_topic_list(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
+    @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS)
+    def get_system_topic_list(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
         return cmd.response(body=self.registry.get_system_topic_list().encode())
 
-    def _topic_list_op(self, op: Callable[[], Any]) -> Callable[[RemotingCommand, Channel], RemotingCommand]:
-        def handler(cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-            if not self.config.enableTopicList:
-                return cmd.response(ResponseCode.SYSTEM_ERROR, "disable")
-            return cmd.response(body=op().encode())
+    @handles(RequestCode.GET_UNIT_TOPIC_LIST)
+    def get_unit_topic_list(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
+        return self._topic_list(cmd, self.registry.get_unit_topics)
 
-        return handler
+    @handles(RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST)
+    def get_has_unit_sub_topic_list(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
+        return self._topic_list(cmd, self.registry.get_has_unit_sub_topic_list)
 
-    def delete_topic(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        header = DeleteTopicFromNamesrvRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST)
+    def get_has_unit_sub_ununit_topic_list(self, cmd: RemotingCommand, 
+                                           channel: Channel, _header: None) -> RemotingCommand:
+        return self._topic_list(cmd, self.registry.get_has_unit_sub_ununit_topic_list)
+
+    def _topic_list(self, cmd: RemotingCommand, op: Callable[[], Any]) -> RemotingCommand:
+        if not self.config.enableTopicList:
+            raise Refusal(ResponseCode.SYSTEM_ERROR, "disable")
+        return cmd.response(body=op().encode())
+
+    @handles(RequestCode.DELETE_TOPIC_IN_NAMESRV)
+    def delete_topic(self, cmd: RemotingCommand, 
+                     channel: Channel, header: DeleteTopicFromNamesrvRequestHeader) -> RemotingCommand:
         self.registry.delete_topic(header.topic, header.cluster_name)
         log.info("topic %s deleted from the name server by %s", header.topic, channel.remote_address)
         return cmd.response()
 
-    def register_topic(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        header = RegisterTopicRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.REGISTER_TOPIC_IN_NAMESRV)
+    def register_topic(self, cmd: RemotingCommand, 
+                       channel: Channel, header: RegisterTopicRequestHeader) -> RemotingCommand:
         if cmd.body:
             route = TopicRouteData.decode(cmd.body)
             if route.queue_datas:
@@ -166,12 +154,13 @@ class NamesrvProcessor:
 
     # ------------------------------------------------------------------ brokers
 
-    def register_broker(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        header = RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.REGISTER_BROKER)
+    def register_broker(self, cmd: RemotingCommand, 
+                        channel: Channel, header: RegisterBrokerRequestHeader) -> RemotingCommand:
         body = cmd.body or b""
         if header.body_crc32 != 0 and body_crc32(body) != header.body_crc32:
             log.warning("REGISTER_BROKER from %s: body crc32 does not match its header", channel.remote_address)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+            raise Refusal(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         filter_servers: list[str] | None = None
         if not body:
             wrapper = TopicConfigSerializeWrapper(data_version=DataVersion(counter=0, state_version=0, timestamp=0))
@@ -198,7 +187,7 @@ class NamesrvProcessor:
             channel=channel,
         )
         if result is None:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, "register broker failed")
+            raise Refusal(ResponseCode.SYSTEM_ERROR, "register broker failed")
         ext: dict[str, str] = {}
         if result.ha_server_addr is not None:
             ext["haServerAddr"] = result.ha_server_addr
@@ -210,18 +199,21 @@ class NamesrvProcessor:
             reply_body = table.encode() if table is not None else b""
         return cmd.response(ext_fields=ext, body=reply_body)
 
-    def unregister_broker(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = UnRegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.UNREGISTER_BROKER)
+    def unregister_broker(self, cmd: RemotingCommand, 
+                          channel: Channel, h: UnRegisterBrokerRequestHeader) -> RemotingCommand:
         self.registry.unregister_broker(h.cluster_name, h.broker_addr, h.broker_name, h.broker_id)
         return cmd.response()
 
-    def broker_heartbeat(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = BrokerHeartbeatRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.BROKER_HEARTBEAT)
+    def broker_heartbeat(self, cmd: RemotingCommand, 
+                         channel: Channel, h: BrokerHeartbeatRequestHeader) -> RemotingCommand:
         self.registry.update_broker_info_update_timestamp(h.cluster_name, h.broker_addr)
         return cmd.response()
 
-    def query_data_version(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = QueryDataVersionRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.QUERY_DATA_VERSION)
+    def query_data_version(self, cmd: RemotingCommand, 
+                           channel: Channel, h: QueryDataVersionRequestHeader) -> RemotingCommand:
         version = DataVersion.decode(cmd.body)
         changed = self.registry.is_broker_topic_config_changed(h.cluster_name, h.broker_addr, version)
         self.registry.update_broker_info_update_timestamp(h.cluster_name, h.broker_addr)
@@ -231,47 +223,52 @@ class NamesrvProcessor:
             body=current.encode() if current is not None else b"",
         )
 
-    def get_broker_member_group(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = GetBrokerMemberGroupRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.GET_BROKER_MEMBER_GROUP)
+    def get_broker_member_group(self, cmd: RemotingCommand, 
+                                channel: Channel, h: GetBrokerMemberGroupRequestHeader) -> RemotingCommand:
         group = self.registry.get_broker_member_group(h.cluster_name, h.broker_name)
         return cmd.response(body=fastjson.dumps({"brokerMemberGroup": group}))
 
-    def wipe_write_perm(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = WipeWritePermOfBrokerRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.WIPE_WRITE_PERM_OF_BROKER)
+    def wipe_write_perm(self, cmd: RemotingCommand, 
+                        channel: Channel, h: WipeWritePermOfBrokerRequestHeader) -> RemotingCommand:
         count = self.registry.wipe_write_perm_of_broker(h.broker_name)
         log.info("write permission of broker %s wiped by %s (%d topics)", h.broker_name, channel.remote_address, count)
         return cmd.response(ext_fields={"wipeTopicCount": str(count)})
 
-    def add_write_perm(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = AddWritePermOfBrokerRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.ADD_WRITE_PERM_OF_BROKER)
+    def add_write_perm(self, cmd: RemotingCommand, 
+                       channel: Channel, h: AddWritePermOfBrokerRequestHeader) -> RemotingCommand:
         count = self.registry.add_write_perm_of_broker(h.broker_name)
         log.info("write permission of broker %s added by %s (%d topics)", h.broker_name, channel.remote_address, count)
         return cmd.response(ext_fields={"addTopicCount": str(count)})
 
     # ------------------------------------------------------------------ KV config
 
-    def put_kv_config(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = PutKVConfigRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.PUT_KV_CONFIG)
+    def put_kv_config(self, cmd: RemotingCommand, channel: Channel, h: PutKVConfigRequestHeader) -> RemotingCommand:
         self.kv.put(h.namespace, h.key, h.value)
         return cmd.response()
 
-    def get_kv_config(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = GetKVConfigRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.GET_KV_CONFIG)
+    def get_kv_config(self, cmd: RemotingCommand, channel: Channel, h: GetKVConfigRequestHeader) -> RemotingCommand:
         value = self.kv.get(h.namespace, h.key)
         if value is None:
-            return cmd.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}")
+            raise Refusal(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace} Key: {h.key}")
         return cmd.response(ext_fields={"value": value})
 
-    def delete_kv_config(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = DeleteKVConfigRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.DELETE_KV_CONFIG)
+    def delete_kv_config(self, cmd: RemotingCommand, 
+                         channel: Channel, h: DeleteKVConfigRequestHeader) -> RemotingCommand:
         self.kv.delete(h.namespace, h.key)
         return cmd.response()
 
-    def get_kv_list_by_namespace(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
-        h = GetKVListByNamespaceRequestHeader.from_ext(cmd.ext_fields)
+    @handles(RequestCode.GET_KVLIST_BY_NAMESPACE)
+    def get_kv_list_by_namespace(self, cmd: RemotingCommand, 
+                                 channel: Channel, h: GetKVListByNamespaceRequestHeader) -> RemotingCommand:
         table = self.kv.list_namespace(h.namespace)
         if table is None:
-            return cmd.response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace}")
+            raise Refusal(ResponseCode.QUERY_NOT_FOUND, f"No config item, Namespace: {h.namespace}")
         return cmd.response(body=table.encode())
 
     # ------------------------------------------------------------------ name server config
@@ -279,24 +276,26 @@ class NamesrvProcessor:
     def all_config_text(self) -> str:
         return to_properties(self.config) + "\n" + to_properties(self.netty) + "\n"
 
-    def get_config(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
+    @handles(RequestCode.GET_NAMESRV_CONFIG)
+    def get_config(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
         return cmd.response(body=self.all_config_text().encode())
 
-    def update_config(self, cmd: RemotingCommand, channel: Channel) -> RemotingCommand:
+    @handles(RequestCode.UPDATE_NAMESRV_CONFIG)
+    def update_config(self, cmd: RemotingCommand, channel: Channel, _header: None) -> RemotingCommand:
         log.info("UPDATE_NAMESRV_CONFIG from %s", channel.remote_address)
         if not cmd.body:
             return cmd.response()
         try:
             props = parse_properties(cmd.body.decode("utf-8"), "UPDATE_NAMESRV_CONFIG body")
         except (UnicodeDecodeError, PropertiesError) as exc:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+            raise Refusal(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}") from None
         blacklist = {k for k in self.config.configBlackList.split(";") if k}
         if blacklist & set(props):
-            return cmd.response(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
+            raise Refusal(ResponseCode.NO_PERMISSION, "Can not update config in black list.")
         try:
             updated = from_properties(type(self.config), props, **_fields_of(self.config))
         except ConfigError as exc:
-            return cmd.response(ResponseCode.SYSTEM_ERROR, str(exc))
+            raise Refusal(ResponseCode.SYSTEM_ERROR, str(exc)) from None
         for name in props:
             if hasattr(updated, name):
                 setattr(self.config, name, getattr(updated, name))

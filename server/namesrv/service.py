@@ -8,7 +8,7 @@ from typing import Any
 from twisted.internet import defer, task
 
 from ferrymq.server.config import NamesrvConfig, NettyServerConfig
-from ferrymq.remoting import Channel, RemotingServer
+from ferrymq.remoting import Channel, RemotingServer, routes
 from ferrymq.server.write_queue import WriteQueue
 
 from .kvconfig import KVConfigStore, atomic_write
@@ -44,7 +44,7 @@ class NameServer:
         self.kv = KVConfigStore(config.kvConfigPath, write=self._write_file)
         self.kv.load()
         self.processor = NamesrvProcessor(self.registry, self.kv, config, netty, persist_config=self._write_file)
-        self.server = RemotingServer(self.processor.table(), netty.transport_options(), reactor, name="namesrv")
+        self.server = RemotingServer(routes([self.processor]), netty.transport_options(), reactor, name="namesrv")
         self.server.add_close_listener(self._channel_closed)
         self._scan: task.LoopingCall | None = None
         self._first_scan: Any = None

@@ -60,7 +60,7 @@ def park_delayed(topic: str, queue_id: int, props: dict[str, str], sys_flag: int
 class ScheduleMessageService:
     """Moves due messages from SCHEDULE_TOPIC_XXXX to their real topics.
 
-    ``store`` is a :class:`server.store.message_store.MessageStore`; ``reactor`` provides
+    ``store`` is the broker's :class:`~server.broker.store_port.SystemStore`; ``reactor`` provides
     ``callLater`` (a ``twisted.internet.task.Clock`` in tests). Puts are synchronous store calls,
     so delivery never waits on the disk.
     """
@@ -75,10 +75,10 @@ class ScheduleMessageService:
     ):
         self.store = store
         #: ``messageDelayLevel`` in ms, index 0 = level 1 (from the store's config unless given).
-        self.levels = delay_levels_ms or store.config.delay_level_millis()
+        self.levels = delay_levels_ms or store.delay_levels_ms
         self.reactor = reactor
         self.clock = clock
-        self.file = config_file(config_dir or store.config.config_dir, DELAY_OFFSETS)
+        self.file = config_file(config_dir or store.config_dir, DELAY_OFFSETS)
         self.offsets: dict[int, int] = {}
         self._calls: dict[int, object] = {}
         self._persist_call = None
@@ -151,15 +151,15 @@ class ScheduleMessageService:
 
     def deliver_due(self, level: int) -> int:
         """Deliver every due message of ``level``; return how long to wait before looking again (ms)."""
-        cq = self.store.find_consume_queue(SCHEDULE_TOPIC, level - 1)
-        if cq is None:
+        bounds = self.store.queue_range(SCHEDULE_TOPIC, level - 1)
+        if bounds is None:
             return DELAY_FOR_A_WHILE_MS
+        low, end = bounds
         offset = self.offsets.get(level, 0)
-        if offset < cq.min_offset:
-            log.warning("delay level %d offset %d is below the queue's minimum %d; skipping ahead", level, offset, cq.min_offset)
-            offset = cq.min_offset
+        if offset < low:
+            log.warning("delay level %d offset %d is below the queue's minimum %d; skipping ahead", level, offset, low)
+            offset = low
         delay_ms = self.levels[level - 1]
-        end = cq.max_offset
         for unit_offset, deliver_at, view in self.store.iter_queue(SCHEDULE_TOPIC, level - 1, offset, end):
             now = self._now_ms()
             if deliver_at > now + delay_ms:  # the clock went back: deliver at most one delay from now
@@ -188,7 +188,7 @@ class ScheduleMessageService:
             log.error("delay level %d offset %d: message has no REAL_TOPIC/REAL_QID; dropped", level, offset)
             return True
         msg, _ = decode_record(view)
-        result = self.store.put_message(
+        result = self.store.append(
             real_topic,
             real_queue,
             msg.body,

@@ -109,7 +109,7 @@ class TimerMessageService:
         self.reactor = reactor
         self.config = config or TimerConfig()
         self.clock = clock
-        self.file = config_file(config_dir or store.config.config_dir, TIMER_CHECK_FILE)
+        self.file = config_file(config_dir or store.config_dir, TIMER_CHECK_FILE)
         self.slots: dict[int, array] = {}
         self._due: list[int] = []  # heap of slot keys present in ``slots``
         self.pending = 0
@@ -212,9 +212,7 @@ class TimerMessageService:
         if words is None:
             return 0
         precision, scanned, delivered_through, nslots = words[2], words[3], words[4], words[5]
-        cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
-        max_offset = cq.max_offset if cq is not None else 0
-        min_offset = cq.min_offset if cq is not None else 0
+        min_offset, max_offset = self.store.queue_range(TIMER_TOPIC, 0) or (0, 0)
         if precision != self.config.timerPrecisionMs or scanned > max_offset:
             log.warning("%s does not match this store or timerPrecisionMs; rebuilding the timer wheel from the store",
                         self.wheel_path)
@@ -261,11 +259,11 @@ class TimerMessageService:
 
     def _scan(self) -> int:
         """Take newly parked messages into the wheel; returns how many."""
-        cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
-        if cq is None:
+        bounds = self.store.queue_range(TIMER_TOPIC, 0)
+        if bounds is None:
             return 0
-        start = max(self.scanned, cq.min_offset)
-        end = cq.max_offset
+        start = max(self.scanned, bounds[0])
+        end = bounds[1]
         added = 0
         for offset, _, view in self.store.iter_queue(TIMER_TOPIC, 0, start, end):
             if view is not None:
@@ -333,9 +331,8 @@ class TimerMessageService:
 
     def _fire(self, cq_offset: int, now: int) -> object:
         """_DELIVERED, _DROPPED (nothing deliverable there) or _RETRY (the store refused the put)."""
-        cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
-        unit = cq.get_unit(cq_offset) if cq is not None else None
-        view = self.store.select_one_message_by_offset(unit[0], unit[1]) if unit else None
+        unit = self.store.get_unit(TIMER_TOPIC, 0, cq_offset)
+        view = self.store.read_record(unit[0], unit[1]) if unit else None
         if view is None:
             log.warning("timer message at queue offset %d is gone from the store; not delivered", cq_offset)
             return _DROPPED
@@ -351,7 +348,7 @@ class TimerMessageService:
         if not real_topic or real_queue < 0:
             log.error("timer message at queue offset %d has no REAL_TOPIC/REAL_QID; dropped", cq_offset)
             return _DROPPED
-        result = self.store.put_message(
+        result = self.store.append(
             real_topic, real_queue, msg.body, encode_properties(props), flag=msg.flag, sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp, born_host=msg.born_host, reconsume_times=msg.reconsume_times,
         )

@@ -72,7 +72,7 @@ class EndResult:
 
 class TransactionalMessageService:
     """``config`` is a TransactionConfig or anything with its four keys (the broker passes its live
-    BrokerConfig). ``store`` is a MessageStore; ``offsets`` keeps the check pass's progress like a consumer group
+    BrokerConfig). ``store`` is the broker's :class:`~server.broker.store_port.SystemStore`; ``offsets`` keeps the check pass's progress like a consumer group
     (a :class:`server.broker.offsets.ConsumerOffsetManager`); ``send_check(group, ext, body)`` sends
     CHECK_TRANSACTION_STATE to one live producer of ``group`` and returns False when there is none."""
 
@@ -108,11 +108,11 @@ class TransactionalMessageService:
 
     def _refresh_done(self) -> None:
         """Read op records written since the last look (they also come from before a restart)."""
-        cq = self.store.find_consume_queue(TRANS_OP_HALF_TOPIC, 0)
-        if cq is None:
+        bounds = self.store.queue_range(TRANS_OP_HALF_TOPIC, 0)
+        if bounds is None:
             return
-        start = max(self._op_read, cq.min_offset)
-        end = cq.max_offset
+        start = max(self._op_read, bounds[0])
+        end = bounds[1]
         for _, _, view in self.store.iter_queue(TRANS_OP_HALF_TOPIC, 0, start, end):
             if view is not None:
                 msg, _ = decode_record(view)
@@ -122,7 +122,7 @@ class TransactionalMessageService:
         self._op_read = max(start, end)
 
     def _mark_done(self, half_queue_offset: int) -> bool:
-        result = self.store.put_message(
+        result = self.store.append(
             TRANS_OP_HALF_TOPIC, 0, f"{half_queue_offset},".encode(), {MessageConst.TAGS: OP_TAG}
         )
         if not result.ok:
@@ -144,7 +144,7 @@ class TransactionalMessageService:
         """Apply a producer's decision. Unknown (0) or any other value does nothing: a check will follow."""
         if commit_or_rollback not in (COMMIT, ROLLBACK):
             return EndResult(ResponseCode.SUCCESS)
-        view = self.store.select_one_message_by_offset(commit_log_offset)
+        view = self.store.read_record(commit_log_offset)
         half = None
         if view is not None:
             try:
@@ -196,7 +196,7 @@ class TransactionalMessageService:
             where = self.park(topic, real_queue, props, sys_flag)
             if where is not None:
                 (topic, real_queue), properties = where, encode_properties(props)
-        return self.store.put_message(
+        return self.store.append(
             topic,
             real_queue,
             half.body,
@@ -214,13 +214,13 @@ class TransactionalMessageService:
     def check(self) -> int:
         """One pass over the undecided half messages; returns how many checks were sent."""
         self._refresh_done()
-        cq = self.store.find_consume_queue(TRANS_HALF_TOPIC, 0)
-        if cq is None:
+        bounds = self.store.queue_range(TRANS_HALF_TOPIC, 0)
+        if bounds is None:
             return 0
         progress = self.offsets.query(TRANS_CHECK_GROUP, TRANS_HALF_TOPIC, 0)
-        start = max(progress, cq.min_offset)
+        start = max(progress, bounds[0])
         pass_start = self._now()
-        end = cq.max_offset
+        end = bounds[1]
         sent = 0
         cfg = self.config
         stopped_at = None
@@ -254,7 +254,7 @@ class TransactionalMessageService:
             half.uniq_key, half.queue_offset, checks, TRANS_CHECK_MAX_TIME_TOPIC,
         )
         self.ensure_topic(TRANS_CHECK_MAX_TIME_TOPIC)
-        self.store.put_message(
+        self.store.append(
             TRANS_CHECK_MAX_TIME_TOPIC, 0, half.body, properties, flag=half.flag, sys_flag=half.sys_flag,
             born_timestamp=half.born_timestamp, born_host=half.born_host, reconsume_times=half.reconsume_times,
         )
@@ -263,7 +263,7 @@ class TransactionalMessageService:
         """Re-append ``half`` with one more check counted, then ask its producer group about the copy."""
         props = dict(half.properties)
         props[MessageConst.TRANSACTION_CHECK_TIMES] = str(checks + 1)
-        copy = self.store.put_message(
+        copy = self.store.append(
             TRANS_HALF_TOPIC, 0, half.body, props, flag=half.flag, sys_flag=half.sys_flag,
             born_timestamp=half.born_timestamp, born_host=half.born_host, reconsume_times=half.reconsume_times,
         )

@@ -1,4 +1,5 @@
-"""Processors over a real MessageStore in a temp dir, driven without sockets.
+"""Processors over a real MessageStore in a temp dir, wired by the broker's own ``build_broker``, driven
+without sockets.
 
 ``bk.call(code, ext, body)`` runs the request through the same dispatch the transport uses and
 returns the response (or the still-pending Deferred of a held pull); time is a ``task.Clock``.
@@ -13,20 +14,7 @@ from typing import Any
 import pytest
 from twisted.internet import task
 
-from ferrymq.server.broker.clients import ConsumerManager, ProducerManager
-from ferrymq.server.broker.context import BrokerContext
-from ferrymq.server.broker.locks import QueueLockManager
-from ferrymq.server.broker.longpoll import PullRequestHoldService
-from ferrymq.server.broker.offsets import ConsumerOffsetManager
-from ferrymq.server.broker.processors import build_table
-from ferrymq.server.broker.processors.pull import PullProcessor
-from ferrymq.server.broker.stats import BrokerStats
-from ferrymq.server.broker.store_adapter import StoreAdapter
-from ferrymq.server.broker.subscriptions import SubscriptionGroupManager
-from ferrymq.server.broker.topics import TopicConfigManager, TopicDefaults
-from ferrymq.server.broker.schedule import build_services
-from ferrymq.server.broker.sqlfilter import ConsumerFilterManager
-from ferrymq.server.broker.transactions import TransactionProcessor
+from ferrymq.server.broker.wiring import build_broker
 from ferrymq.server.config import BrokerConfig
 from ferrymq.remoting import dispatch
 from ferrymq.remoting.pending import PROMISES
@@ -71,26 +59,11 @@ class Bk:
         ))
         self.store.start()
         self.notified: list[tuple[str, int]] = []
-        c = self.config
-        self.ctx = ctx = BrokerContext(
-            config=c, store=StoreAdapter(self.store, self.clock),
-            topics=TopicConfigManager(TopicDefaults(brokerName=c.brokerName, brokerClusterName=c.brokerClusterName,
-                                                  autoCreateTopicEnable=c.autoCreateTopicEnable)),
-            groups=SubscriptionGroupManager(), consumers=ConsumerManager(self._ids_changed, clock=self.clock.seconds),
-            producers=ProducerManager(clock=self.clock.seconds), offsets=ConsumerOffsetManager(),
-            locks=QueueLockManager(clock=self.clock.seconds), stats=BrokerStats(clock=self.clock.seconds),
-            store_host=("127.0.0.1", 10911), reactor=self.clock,
-        )
-        pull = PullProcessor(ctx)
-        ctx.holder = PullRequestHoldService(self.clock, pull.repull)
-        ctx.store.add_arrival_listener(ctx.holder.notify)
         #: shifts the wall clock of the delay, timer and transaction services (they go by store/born time)
         self.later_ms = 0
-        ctx.transactions = TransactionProcessor(ctx, self.store, clock=self.wall)
-        ctx.scheduler, ctx.timer = build_services(self.store, self.clock, c, clock=self.wall)
-        ctx.filters = ConsumerFilterManager()
-        ctx.consumers.on_group_emptied = ctx.filters.unregister_group  # as server/broker/service.py
-        self.table = build_table(ctx, pull, extra=(ctx.transactions,))
+        parts = build_broker(self.config, self.store, self.clock, store_host=("127.0.0.1", 10911), wall=self.wall,
+                             on_ids_changed=self._ids_changed)
+        self.ctx, self.table = parts.ctx, parts.table
         self.channel = FakeChannel()
 
     def wall(self) -> float:

@@ -45,7 +45,7 @@ def test_levels_above_the_table_are_clamped_and_offsets_round_trip(bk):
     bk.ctx.scheduler.persist()
     from ferrymq.server.schedule.delay import ScheduleMessageService
 
-    copy = ScheduleMessageService(bk.store, bk.clock, clock=bk.wall)
+    copy = ScheduleMessageService(bk.ctx.store, bk.clock, clock=bk.wall)
     copy.load()
     assert copy.offsets[18] == 1 and copy.tick() == 0
 

@@ -135,7 +135,8 @@ def test_open_transactions_are_found_again_by_a_fresh_service(bk):
     producer = FakeChannel("127.0.0.1:7001")
     bk.call(C.HEART_BEAT, None, HeartbeatData(client_id="p", producer_data_set=[ProducerData("txg")]).encode(),
             channel=producer)
-    fresh = TransactionProcessor(bk.ctx, bk.store, clock=bk.wall)
+    fresh = TransactionProcessor(bk.ctx.config, bk.ctx.store, bk.ctx.offsets, bk.ctx.topics, bk.ctx.producers,
+                                 clock=bk.wall)
     bk.later_ms = 10_000
     fresh.check()
     assert [decode_record(c.body)[0].body for c in producer.sent] == [b"b"]

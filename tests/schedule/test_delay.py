@@ -6,6 +6,7 @@ import pytest
 from twisted.internet.task import Clock
 
 from ferrymq.server.schedule.delay import ScheduleMessageService, park_delayed
+from ferrymq.server.broker.store_adapter import StoreAdapter
 from ferrymq.server.store import MessageStore, MessageStoreConfig
 from ferrymq.wire.message import MessageConst, MessageSysFlag, decode_record
 from ferrymq.wire.topics import SCHEDULE_TOPIC
@@ -61,7 +62,7 @@ def test_delivered_when_due_and_not_before(store_factory):
     make, wall = store_factory
     store = make()
     reactor = Clock()
-    service = ScheduleMessageService(store, reactor, clock=wall)
+    service = ScheduleMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     service.start()
     assert send_delayed(store, "Real", 2, b"five-seconds", queue_id=1).ok
     assert send_delayed(store, "Real", 1, b"one-second", queue_id=1).ok
@@ -92,7 +93,7 @@ def test_progress_survives_restart_without_redelivery(store_factory):
     make, wall = store_factory
     store = make()
     reactor = Clock()
-    service = ScheduleMessageService(store, reactor, clock=wall)
+    service = ScheduleMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     service.start()
     send_delayed(store, "Real", 1, b"a")
     wall.now += 1.5
@@ -104,7 +105,7 @@ def test_progress_survives_restart_without_redelivery(store_factory):
 
     store = make()
     reactor = Clock()
-    service = ScheduleMessageService(store, reactor, clock=wall)
+    service = ScheduleMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     service.start()
     assert service.offsets.get(1) == 1
     wall.now += 2

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from twisted.internet.task import Clock
 
 from ferrymq.server.schedule.timer import TimerConfig, TimerMessageError, TimerMessageService, park_timer
+from ferrymq.server.broker.store_adapter import StoreAdapter
 from ferrymq.server.store import MessageStore, MessageStoreConfig
 from ferrymq.wire.message import MessageConst, decode_record
 from ferrymq.wire.topics import TIMER_TOPIC
@@ -84,7 +85,7 @@ def test_fires_in_due_order_never_early_within_a_slot(env):
     open_store, wall = env
     store = open_store()
     reactor = Clock()
-    wheel = TimerMessageService(store, reactor, clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     wheel.start()
     park(store, wall, 3_400, b"late")
     park(store, wall, 1_200, b"early")
@@ -112,7 +113,7 @@ def test_restart_rebuilds_the_wheel_without_repeats(env):
     open_store, wall = env
     store = open_store()
     reactor = Clock()
-    wheel = TimerMessageService(store, reactor, clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     wheel.start()
     for i in range(50):
         park(store, wall, 1_000 + i * 100, f"m{i:02d}".encode())
@@ -125,7 +126,7 @@ def test_restart_rebuilds_the_wheel_without_repeats(env):
 
     store = open_store()
     reactor = Clock()
-    wheel = TimerMessageService(store, reactor, clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     wheel.start()
     assert wheel.pending == 50 - len(first)
     wall.now += 10
@@ -144,7 +145,7 @@ def crash(wheel, store):
 def test_restart_loads_the_wheel_instead_of_reading_every_parked_message(env):
     open_store, wall = env
     store = open_store()
-    wheel = TimerMessageService(store, Clock(), clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=wall)
     wheel.start()
     for i in range(40):
         park(store, wall, 5_000 + i * 100, f"m{i:02d}".encode())
@@ -153,7 +154,7 @@ def test_restart_loads_the_wheel_instead_of_reading_every_parked_message(env):
     store.shutdown()
 
     store = open_store()
-    wheel = TimerMessageService(store, Clock(), clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=wall)
     wheel.start()
     assert wheel.recovery == (40, 0) and wheel.pending == 40
     wall.now += 10
@@ -166,7 +167,7 @@ def test_crash_after_a_snapshot_reads_only_what_was_parked_since_and_repeats_not
     open_store, wall = env
     store = open_store()
     reactor = Clock()
-    wheel = TimerMessageService(store, reactor, clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     wheel.start()
     for i in range(30):
         park(store, wall, 1_000 + i * 200, f"a{i:02d}".encode())
@@ -186,7 +187,7 @@ def test_crash_after_a_snapshot_reads_only_what_was_parked_since_and_repeats_not
 
     store = open_store()
     reactor = Clock()
-    wheel = TimerMessageService(store, reactor, clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     wheel.start()
     # The snapshot held an empty wheel; of the 30 parked since, those below timercheck's low-water mark
     # (delivered, in offset order here) are not even read.
@@ -205,7 +206,7 @@ def test_snapshot_entries_delivered_since_are_dropped_on_restart(env):
     open_store, wall = env
     store = open_store()
     reactor = Clock()
-    wheel = TimerMessageService(store, reactor, clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, reactor), reactor, clock=wall)
     wheel.start()
     for i in range(20):
         park(store, wall, 1_000 + i * 500, f"m{i:02d}".encode())
@@ -218,7 +219,7 @@ def test_snapshot_entries_delivered_since_are_dropped_on_restart(env):
     crash(wheel, store)
 
     store = open_store()
-    wheel = TimerMessageService(store, Clock(), clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=wall)
     wheel.start()
     assert wheel.recovery == (20 - first, 0) and wheel.pending == 20 - first
     wall.now += 20
@@ -231,7 +232,7 @@ def test_snapshot_entries_delivered_since_are_dropped_on_restart(env):
 def test_an_unusable_snapshot_falls_back_to_reading_the_store(env, damage):
     open_store, wall = env
     store = open_store()
-    wheel = TimerMessageService(store, Clock(), clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=wall)
     wheel.start()
     for i in range(10):
         park(store, wall, 3_000 + i * 100, f"m{i}".encode())
@@ -250,7 +251,7 @@ def test_an_unusable_snapshot_falls_back_to_reading_the_store(env, damage):
             config = TimerConfig(timerPrecisionMs=100)
 
     store = open_store()
-    wheel = TimerMessageService(store, Clock(), config, clock=wall)
+    wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), config, clock=wall)
     wheel.start()
     assert wheel.recovery == (0, 10) and wheel.pending == 10
     wall.now += 10
@@ -288,7 +289,7 @@ def test_any_mix_of_snapshots_crashes_and_restarts_delivers_each_timer_once(tmp_
             return store
 
         store = open_store()
-        wheel = TimerMessageService(store, Clock(), clock=wall)
+        wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=wall)
         wheel.start()
         due: dict[bytes, int] = {}  # body -> due time (ms)
         try:
@@ -310,7 +311,7 @@ def test_any_mix_of_snapshots_crashes_and_restarts_delivers_each_timer_once(tmp_
                         wheel.stop()
                         store.shutdown()
                     store = open_store()
-                    wheel = TimerMessageService(store, Clock(), clock=wall)
+                    wheel = TimerMessageService(StoreAdapter(store, Clock()), Clock(), clock=wall)
                     wheel.start()
                 for msg in delivered(store):
                     assert int(msg.properties[MessageConst.TIMER_DEQUEUE_MS]) >= due[msg.body]

@@ -24,7 +24,8 @@ from ferrymq.wire.bodies import (
 )
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.headers import SendMessageRequestHeader, decode_request_header
+from ferrymq.wire.headers import SendMessageRequestHeader
+from ferrymq.wire.requests import decode_request_header
 
 
 class FakeServer:

@@ -14,7 +14,7 @@ from ferrymq.sdk.message import Message, SendStatus
 from ferrymq.sdk.producer import RETRY_CODES, should_retry
 from ferrymq.remoting import RemotingConnectError, RemotingTimeoutError
 from ferrymq.wire.codes import RequestCode, ResponseCode
-from ferrymq.wire.headers import decode_request_header
+from ferrymq.wire.requests import decode_request_header
 from ferrymq.wire.message import MessageSysFlag, decode_batch, decode_properties
 
 from .fake_cluster import FakeBroker, FakeNamesrv

@@ -14,7 +14,7 @@ from ferrymq.sdk.consumer import ConsumeConcurrentlyStatus
 from ferrymq.wire.bodies import ConsumerRunningInfo, HeartbeatData, MessageQueue
 from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
 from ferrymq.wire.command import request
-from ferrymq.wire.headers import decode_request_header
+from ferrymq.wire.requests import decode_request_header
 from ferrymq.wire.message import build_record, decode_properties
 
 from .fake_cluster import FakeBroker, FakeNamesrv

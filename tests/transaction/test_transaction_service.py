@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from twisted.internet import task
 
 from ferrymq.server.broker.offsets import ConsumerOffsetManager
+from ferrymq.server.broker.store_adapter import StoreAdapter
 from ferrymq.server.store import MessageStore, MessageStoreConfig
 from ferrymq.server.transaction.service import COMMIT, ROLLBACK, TransactionConfig, TransactionalMessageService, prepare_half
 from ferrymq.wire.codes import ResponseCode
@@ -33,7 +35,7 @@ def env(tmp_path, monkeypatch):
         checks.append((group, ext, body))
         return True
 
-    service = TransactionalMessageService(store, offsets, send_check, TransactionConfig(transactionCheckMax=2), clock=clock)
+    service = TransactionalMessageService(StoreAdapter(store, task.Clock()), offsets, send_check, TransactionConfig(transactionCheckMax=2), clock=clock)
     yield store, service, checks, clock
     store.shutdown()
 
@@ -113,6 +115,6 @@ def test_decisions_survive_a_restart(env, tmp_path):
     store, service, checks, clock = env
     half = send_half(store, clock)
     service.end_transaction("pg", half.queue_offset, half.commitlog_offset, ROLLBACK)
-    fresh = TransactionalMessageService(store, ConsumerOffsetManager(), lambda *a: checks.append(a) or True, clock=clock)
+    fresh = TransactionalMessageService(StoreAdapter(store, task.Clock()), ConsumerOffsetManager(), lambda *a: checks.append(a) or True, clock=clock)
     clock.now += 60
     assert fresh.check() == 0 and checks == []  # the op record says it is decided

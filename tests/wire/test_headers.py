@@ -13,18 +13,18 @@ from ferrymq.wire.codes import RequestCode, SerializeType
 from ferrymq.wire.command import request
 from ferrymq.wire.errors import BadField, FieldError, MissingField
 from ferrymq.wire.headers import (
-    REQUEST_HEADERS,
-    RESPONSE_HEADERS,
-    V2_SEND_CODES,
     GetMaxOffsetRequestHeader,
     PullMessageRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
-    decode_request_header,
-    decode_response_header,
-    encode_request_header,
 )
+from ferrymq.wire.requests import REQUESTS, decode_request_header, decode_response_header, encode_request_header
+
+#: request code -> its header class, for the codes whose requests (or answers) have fields.
+REQUEST_HEADERS = {code: r.header for code, r in REQUESTS.items() if r.header is not None}
+RESPONSE_HEADERS = {code: r.response for code, r in REQUESTS.items() if r.response is not None}
+V2_SEND_CODES = {code for code, r in REQUESTS.items() if r.short_keys}
 
 HEADER_CLASSES = sorted(
     {obj for obj in vars(headers).values() if isinstance(obj, type) and hasattr(obj, "FIELDS")},
@@ -213,6 +213,7 @@ def test_explicit_wire_names():
 
 def test_v2_codes_use_short_keys():
     hdr = SendMessageRequestHeader("pg", "T", "TBW102", 4, 0, 0, 1, 0)
+    assert V2_SEND_CODES == {RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}
     for code in V2_SEND_CODES:
         assert set(encode_request_header(code, hdr)) == set("abcdefgh")
     assert "producerGroup" in encode_request_header(RequestCode.SEND_MESSAGE, hdr)

@@ -1,13 +1,14 @@
-"""Request processors: one module per concern, each exposing ``table()`` (request code -> handler).
+"""Request processors: one module per concern, each method marked ``@handles(code, ...)``.
 
-A handler is ``handler(cmd, channel)`` returning a RemotingCommand, None, or a Deferred (sync flush,
-long polling); :func:`build_table` merges them into the transport's processor table. Codes absent
-from the table get REQUEST_CODE_NOT_SUPPORTED with a remark naming the code (server.remoting).
+A handler is ``handler(cmd, channel, header)`` with the header its code declares (wire.requests),
+returning a RemotingCommand, None, or a promise (sync flush, long polling), or raising Refusal;
+:func:`build_table` merges them into the transport's processor table. Codes absent from the table get
+REQUEST_CODE_NOT_SUPPORTED with a remark naming the code (remoting.dispatch).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from ferrymq.remoting.dispatch import Route, routes
 
 from ..context import BrokerContext
 from .admin import AdminProcessor
@@ -19,13 +20,7 @@ from .retry import SendBackProcessor
 from .send import SendProcessor
 
 
-def build_table(ctx: BrokerContext, pull: PullProcessor | None = None, extra: tuple = ()) -> dict[int, Any]:
-    """All processors' tables merged; ``extra`` adds objects with ``table()`` (e.g. a transaction service)."""
-    table: dict[int, Any] = {}
-    for proc in (SendProcessor(ctx), pull or PullProcessor(ctx), ClientProcessor(ctx), OffsetProcessor(ctx),
-                 SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx), *extra):
-        overlap = set(table) & set(proc.table())
-        if overlap:
-            raise RuntimeError(f"request codes {sorted(overlap)} have two processors")
-        table.update(proc.table())
-    return table
+def build_table(ctx: BrokerContext, pull: PullProcessor | None = None, extra: tuple = ()) -> dict[int, Route]:
+    """Every processor's handlers in one table; ``extra`` adds more processors (e.g. transactions)."""
+    return routes((SendProcessor(ctx), pull or PullProcessor(ctx), ClientProcessor(ctx), OffsetProcessor(ctx),
+                   SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx), *extra))

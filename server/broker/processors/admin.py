@@ -47,13 +47,13 @@ from ferrymq.wire.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     QueryTopicsByConsumerRequestHeader,
     ResetOffsetRequestHeader,
-    decode_request_header,
 )
 
+from ferrymq.remoting.dispatch import handles
 from ferrymq.server.config import ConfigError, from_properties, to_properties
 
 from ..context import BrokerContext
-from .common import fail, ok
+from .common import ok, refuse
 
 log = logging.getLogger("ferrymq.broker.admin")
 
@@ -90,43 +90,14 @@ class AdminProcessor:
         self.ctx = ctx
         self.config_version = DataVersion()
 
-    def table(self) -> dict[int, Any]:
-        C = RequestCode
-        return {
-            C.UPDATE_AND_CREATE_TOPIC: self.update_topic,
-            C.DELETE_TOPIC_IN_BROKER: self.delete_topic,
-            C.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
-            C.GET_TOPIC_CONFIG: self.topic_config,
-            C.GET_TOPIC_STATS_INFO: self.topic_stats,
-            C.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.system_topics,
-            C.GET_BROKER_RUNTIME_INFO: self.runtime_info,
-            C.GET_BROKER_CONFIG: self.get_broker_config,
-            C.UPDATE_BROKER_CONFIG: self.update_broker_config,
-            C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_group,
-            C.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
-            C.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_groups,
-            C.GET_SUBSCRIPTIONGROUP_CONFIG: self.group_config,
-            C.GET_CONSUME_STATS: self.consume_stats,
-            C.GET_CONSUMER_CONNECTION_LIST: self.consumer_connections,
-            C.GET_PRODUCER_CONNECTION_LIST: self.producer_connections,
-            C.QUERY_TOPIC_CONSUME_BY_WHO: self.consume_by_who,
-            C.QUERY_TOPICS_BY_CONSUMER: self.topics_by_consumer,
-            C.CLONE_GROUP_OFFSET: self.clone_group_offset,
-            C.INVOKE_BROKER_TO_RESET_OFFSET: self.reset_offset,
-            C.GET_CONSUMER_RUNNING_INFO: self.consumer_running_info,
-            C.TRIGGER_DELETE_FILES: self.delete_expired_files,
-            C.DELETE_EXPIRED_COMMITLOG: self.delete_expired_files,
-            C.CLEAN_EXPIRED_CONSUMEQUEUE: self.delete_expired_files,
-        }
-
     # ------------------------------------------------------------------ topics
 
-    def update_topic(self, cmd: RemotingCommand, channel: Any):
-        h: CreateTopicRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.UPDATE_AND_CREATE_TOPIC)
+    def update_topic(self, cmd: RemotingCommand, channel: Any, h: CreateTopicRequestHeader):
         if (remark := names.validate_topic(h.topic)) is not None:
-            return fail(cmd, ResponseCode.INVALID_PARAMETER, remark)
+            raise refuse(ResponseCode.INVALID_PARAMETER, remark)
         if names.is_system_topic(h.topic):
-            return fail(cmd, ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic.")
+            raise refuse(ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic.")
         config = TopicConfig(
             topic_name=h.topic, read_queue_nums=h.read_queue_nums, write_queue_nums=h.write_queue_nums,
             perm=h.perm, topic_filter_type=h.topic_filter_type or "SINGLE_TAG", topic_sys_flag=h.topic_sys_flag or 0,
@@ -136,32 +107,34 @@ class AdminProcessor:
             self.ctx.topics.update(config)
         return ok(cmd)
 
-    def delete_topic(self, cmd: RemotingCommand, channel: Any):
-        h: DeleteTopicRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.DELETE_TOPIC_IN_BROKER)
+    def delete_topic(self, cmd: RemotingCommand, channel: Any, h: DeleteTopicRequestHeader):
         if not h.topic or not h.topic.strip():
-            return fail(cmd, ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
+            raise refuse(ResponseCode.INVALID_PARAMETER, "The specified topic is blank.")
         if names.is_system_topic(h.topic):
-            return fail(cmd, ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic.")
+            raise refuse(ResponseCode.INVALID_PARAMETER, f"The topic[{h.topic}] is conflict with system topic.")
         self.ctx.topics.delete(h.topic)
         self.ctx.offsets.remove_topics([h.topic])
         self.ctx.store.delete_topics({h.topic})
         return ok(cmd)
 
-    def all_topic_config(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.GET_ALL_TOPIC_CONFIG, header=False)
+    def all_topic_config(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """The whole table, whatever the paging fields say (they are not read, so never refused)."""
         return ok(cmd, body=self.ctx.topics.wrapper().encode())
 
-    def topic_config(self, cmd: RemotingCommand, channel: Any):
-        h: GetTopicConfigRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_TOPIC_CONFIG)
+    def topic_config(self, cmd: RemotingCommand, channel: Any, h: GetTopicConfigRequestHeader):
         config = self.ctx.topics.get(h.topic)
         if config is None:
-            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
+            raise refuse(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {h.topic}")
         return ok(cmd, body=config.encode())
 
-    def topic_stats(self, cmd: RemotingCommand, channel: Any):
-        h: GetTopicStatsInfoRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_TOPIC_STATS_INFO)
+    def topic_stats(self, cmd: RemotingCommand, channel: Any, h: GetTopicStatsInfoRequestHeader):
         config = self.ctx.topics.get(h.topic)
         if config is None:
-            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+            raise refuse(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
         store = self.ctx.store
         table = TopicStatsTable()
         for qid in range(config.write_queue_nums):
@@ -173,7 +146,8 @@ class AdminProcessor:
             )
         return ok(cmd, body=table.encode())
 
-    def system_topics(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+    def system_topics(self, cmd: RemotingCommand, channel: Any, _header: None):
         topics = [t for t in self.ctx.topics.table if names.is_system_topic(t)]
         return ok(cmd, body=TopicList(topic_list=topics).encode())
 
@@ -182,7 +156,8 @@ class AdminProcessor:
 
     # ------------------------------------------------------------------ broker
 
-    def runtime_info(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.GET_BROKER_RUNTIME_INFO)
+    def runtime_info(self, cmd: RemotingCommand, channel: Any, _header: None):
         ctx, stats, store = self.ctx, self.ctx.stats, self.ctx.store
         now = ctx.now_ms()
         earliest = store.earliest_message_time()
@@ -250,29 +225,32 @@ class AdminProcessor:
             return 0.0
         return usage.used / usage.total if usage.total else 0.0
 
-    def delete_expired_files(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.TRIGGER_DELETE_FILES, RequestCode.DELETE_EXPIRED_COMMITLOG, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+    def delete_expired_files(self, cmd: RemotingCommand, channel: Any, _header: None):
         """mqadmin deleteExpiredCommitLog / cleanExpiredCQ: run the retention pass now, ignoring deleteWhen."""
         self.ctx.store.clean_expired_files()
         return ok(cmd)
 
-    def get_broker_config(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.GET_BROKER_CONFIG)
+    def get_broker_config(self, cmd: RemotingCommand, channel: Any, _header: None):
         text = to_properties(self.ctx.config) + "\n"
         return ok(cmd, {"version": dumps(self.config_version.to_json()).decode()}, text.encode())
 
-    def update_broker_config(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.UPDATE_BROKER_CONFIG)
+    def update_broker_config(self, cmd: RemotingCommand, channel: Any, _header: None):
         try:
             props = parse_properties(cmd.body.decode("utf-8") if cmd.body else "", "UPDATE_BROKER_CONFIG body")
         except (UnicodeDecodeError, PropertiesError) as exc:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}")
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"string2Properties error: {exc}") from None
         refused = sorted(k for k in props if k in CONFIG_BLACKLIST)
         if refused:
-            return fail(cmd, ResponseCode.NO_PERMISSION, f"Can not update config in black list: {', '.join(refused)}")
+            raise refuse(ResponseCode.NO_PERMISSION, f"Can not update config in black list: {', '.join(refused)}")
         known = {f.name for f in dataclasses.fields(self.ctx.config)}
         wanted = {k: v for k, v in props.items() if k in known}
         try:
             updated = from_properties(type(self.ctx.config), wanted)
         except ConfigError as exc:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, str(exc))
+            raise refuse(ResponseCode.SYSTEM_ERROR, str(exc)) from None
         for key in wanted:
             setattr(self.ctx.config, key, getattr(updated, key))
         if wanted:
@@ -284,34 +262,37 @@ class AdminProcessor:
 
     # ------------------------------------------------------------------ subscription groups
 
-    def update_group(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+    def update_group(self, cmd: RemotingCommand, channel: Any, _header: None):
         config = SubscriptionGroupConfig.decode(cmd.body)
         if (remark := names.validate_group(config.group_name)) is not None:
-            return fail(cmd, ResponseCode.INVALID_PARAMETER, remark)
+            raise refuse(ResponseCode.INVALID_PARAMETER, remark)
         self.ctx.groups.update(config)
         return ok(cmd)
 
-    def delete_group(self, cmd: RemotingCommand, channel: Any):
-        h: DeleteSubscriptionGroupRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.DELETE_SUBSCRIPTIONGROUP)
+    def delete_group(self, cmd: RemotingCommand, channel: Any, h: DeleteSubscriptionGroupRequestHeader):
         self.ctx.groups.delete(h.group_name)
         if h.clean_offset:
             self.ctx.offsets.remove_group(h.group_name)
         return ok(cmd)
 
-    def all_groups(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, header=False)
+    def all_groups(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """The whole table, whatever the paging fields say (they are not read, so never refused)."""
         return ok(cmd, body=self.ctx.groups.wrapper().encode())
 
-    def group_config(self, cmd: RemotingCommand, channel: Any):
-        h: GetSubscriptionGroupConfigRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG)
+    def group_config(self, cmd: RemotingCommand, channel: Any, h: GetSubscriptionGroupConfigRequestHeader):
         config = self.ctx.groups.get(h.group)
         if config is None:
-            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"No group in this broker. group: {h.group}")
+            raise refuse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"No group in this broker. group: {h.group}")
         return ok(cmd, body=config.encode())
 
     # ------------------------------------------------------------------ consumers and producers
 
-    def consume_stats(self, cmd: RemotingCommand, channel: Any):
-        h: GetConsumeStatsRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_CONSUME_STATS)
+    def consume_stats(self, cmd: RemotingCommand, channel: Any, h: GetConsumeStatsRequestHeader):
         ctx, store = self.ctx, self.ctx.store
         if h.topic_list:
             topics = [t for t in h.topic_list.split(",") if t]
@@ -339,11 +320,11 @@ class AdminProcessor:
                 )
         return ok(cmd, body=stats.encode())
 
-    def consumer_connections(self, cmd: RemotingCommand, channel: Any):
-        h: GetConsumerConnectionListRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_CONSUMER_CONNECTION_LIST)
+    def consumer_connections(self, cmd: RemotingCommand, channel: Any, h: GetConsumerConnectionListRequestHeader):
         info = self.ctx.consumers.get(h.consumer_group)
         if info is None or not info.channels:
-            return fail(cmd, ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{h.consumer_group}] not online")
+            raise refuse(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{h.consumer_group}] not online")
         body = ConsumerConnection(
             connection_set=[_connection(c) for c in info.channels.values()],
             subscription_table=dict(info.subscriptions),
@@ -352,35 +333,35 @@ class AdminProcessor:
         )
         return ok(cmd, body=body.encode())
 
-    def producer_connections(self, cmd: RemotingCommand, channel: Any):
-        h: GetProducerConnectionListRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_PRODUCER_CONNECTION_LIST)
+    def producer_connections(self, cmd: RemotingCommand, channel: Any, h: GetProducerConnectionListRequestHeader):
         conns = self.ctx.producers.connections(h.producer_group)
         if not conns:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist")
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"the producer group[{h.producer_group}] not exist")
         return ok(cmd, body=ProducerConnection(connection_set=[_connection(c) for c in conns]).encode())
 
-    def consume_by_who(self, cmd: RemotingCommand, channel: Any):
-        h: QueryTopicConsumeByWhoRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO)
+    def consume_by_who(self, cmd: RemotingCommand, channel: Any, h: QueryTopicConsumeByWhoRequestHeader):
         groups = set(self.ctx.consumers.groups_of_topic(h.topic)) | self.ctx.offsets.groups_of_topic(h.topic)
         return ok(cmd, body=GroupList(group_list=sorted(groups)).encode())
 
-    def topics_by_consumer(self, cmd: RemotingCommand, channel: Any):
-        h: QueryTopicsByConsumerRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.QUERY_TOPICS_BY_CONSUMER)
+    def topics_by_consumer(self, cmd: RemotingCommand, channel: Any, h: QueryTopicsByConsumerRequestHeader):
         topics = sorted(self.ctx.offsets.topics_of_group(h.group))
         return ok(cmd, body=TopicList(topic_list=topics, broker_addr=self.ctx.broker_addr).encode())
 
-    def clone_group_offset(self, cmd: RemotingCommand, channel: Any):
-        h: CloneGroupOffsetRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.CLONE_GROUP_OFFSET)
+    def clone_group_offset(self, cmd: RemotingCommand, channel: Any, h: CloneGroupOffsetRequestHeader):
         topics = [h.topic] if h.topic else sorted(self.ctx.offsets.topics_of_group(h.src_group))
         for topic in topics:
             if self.ctx.topics.get(topic) is not None:
                 self.ctx.offsets.clone(h.src_group, h.dest_group, topic)
         return ok(cmd)
 
-    def reset_offset(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET)
+    def reset_offset(self, cmd: RemotingCommand, channel: Any, h: ResetOffsetRequestHeader):
         """INVOKE_BROKER_TO_RESET_OFFSET (mqadmin resetOffsetByTime): kept by the broker for the consumers'
         next pulls (``useServerSideResetOffset``, Apache's default) or pushed to the online consumers."""
-        h: ResetOffsetRequestHeader = decode_request_header(cmd)
         log.info("[reset-offset] reset offset started by %s: topic=%s group=%s timestamp=%s force=%s",
                  getattr(channel, "remote_address", "?"), h.topic, h.group, h.timestamp, h.is_force)
         if self.ctx.config.useServerSideResetOffset:
@@ -399,20 +380,20 @@ class AdminProcessor:
         pending reset. No consumer needs to be online and no stored offset is needed; the group must exist."""
         ctx = self.ctx
         if ctx.config.brokerRole == "SLAVE":
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
+            raise refuse(ResponseCode.SYSTEM_ERROR, "Can not reset offset in slave broker")
         config = ctx.topics.get(h.topic)
         if config is None:
-            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} does not exist")
+            raise refuse(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} does not exist")
         if ctx.groups.get(h.group) is None:
-            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.group} does not exist")
+            raise refuse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.group} does not exist")
         targets: dict[int, int] = {}
         if h.queue_id >= 0:
             if h.offset is not None and h.offset != -1:
                 low = ctx.store.get_min_offset(h.topic, h.queue_id)
                 high = ctx.store.get_max_offset(h.topic, h.queue_id)
                 if (low >= 0 and h.offset < low) or h.offset > high + 1:
-                    return fail(cmd, ResponseCode.SYSTEM_ERROR,
-                                f"Target offset {h.offset} not in consume queue range [{low}-{high}]")
+                    raise refuse(ResponseCode.SYSTEM_ERROR,
+                                 f"Target offset {h.offset} not in consume queue range [{low}-{high}]")
                 targets[h.queue_id] = h.offset
             else:
                 targets[h.queue_id] = self._reset_target(h.topic, h.queue_id, h.timestamp)
@@ -420,7 +401,7 @@ class AdminProcessor:
             for qid in range(config.read_queue_nums):
                 targets[qid] = self._reset_target(h.topic, qid, h.timestamp)
         if not targets:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, "No queues to reset.")
+            raise refuse(ResponseCode.SYSTEM_ERROR, "No queues to reset.")
         reset = ResetOffsetBody()
         for qid, target in targets.items():
             ctx.offsets.assign_reset(h.group, h.topic, qid, target)
@@ -435,13 +416,13 @@ class AdminProcessor:
         ctx = self.ctx
         config = ctx.topics.get(h.topic)
         if config is None:
-            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST,
-                        f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}")
+            raise refuse(ResponseCode.TOPIC_NOT_EXIST,
+                         f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}")
         reset = ResetOffsetBody()
         for qid in range(config.write_queue_nums):
             current = ctx.offsets.query(h.group, h.topic, qid, with_reset=False)
             if current == -1:
-                return fail(cmd, ResponseCode.SYSTEM_ERROR, f"THe consumer group <{h.group}> not exist")
+                raise refuse(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{h.group}> not exist")
             if h.timestamp == -1:
                 target = ctx.store.get_max_offset(h.topic, qid)
             else:
@@ -450,9 +431,9 @@ class AdminProcessor:
             reset.offset_table[self._mq(h.topic, qid)] = target if h.is_force or target < current else current
         info = ctx.consumers.get(h.group)
         if info is None or not info.channels:
-            return fail(cmd, ResponseCode.CONSUMER_NOT_ONLINE,
-                        f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
-                        f"Timestamp: {h.timestamp}")
+            raise refuse(ResponseCode.CONSUMER_NOT_ONLINE,
+                         f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
+                         f"Timestamp: {h.timestamp}")
         notice = ResetOffsetRequestHeader(topic=h.topic, group=h.group, timestamp=h.timestamp, is_force=h.is_force)
         if for_cpp:
             from ferrymq.wire.bodies import ResetOffsetBodyForC
@@ -467,22 +448,23 @@ class AdminProcessor:
                 log.warning("could not send RESET_CONSUMER_CLIENT_OFFSET to %s: %s", client.client_addr, exc)
         return ok(cmd, body=reset.encode())
 
-    def consumer_running_info(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.GET_CONSUMER_RUNNING_INFO)
+    def consumer_running_info(self, cmd: RemotingCommand, channel: Any, h: GetConsumerRunningInfoRequestHeader):
         """mqadmin consumerStatus: ask the consumer itself over its own connection, relay its answer."""
-        h: GetConsumerRunningInfoRequestHeader = decode_request_header(cmd)
         info = self.ctx.consumers.get(h.consumer_group)
         client = next((c for c in (info.channels.values() if info else ()) if c.client_id == h.client_id), None)
         if client is None or not getattr(client.channel, "is_active", False):
-            return fail(cmd, ResponseCode.SYSTEM_ERROR,
-                        f"The Consumer <{h.consumer_group}> <{h.client_id}> not online")
+            raise refuse(ResponseCode.SYSTEM_ERROR,
+                         f"The Consumer <{h.consumer_group}> <{h.client_id}> not online")
         forward = request(RequestCode.GET_CONSUMER_RUNNING_INFO, dict(cmd.ext_fields or {}), cmd.body)
 
         def relay(resp: RemotingCommand) -> RemotingCommand:
             return cmd.response(resp.code, resp.remark, resp.ext_fields, resp.body)
 
         def failed(f) -> RemotingCommand:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR,
-                        f"invoke the consumer <{h.consumer_group}> <{h.client_id}> failed: {f.getErrorMessage()}")
+            return cmd.response(ResponseCode.SYSTEM_ERROR,
+                                f"invoke the consumer <{h.consumer_group}> <{h.client_id}> failed: {f.getErrorMessage()}",
+                                {})
 
         return client.channel.invoke(forward, 5.0).addCallbacks(relay, failed)
 

@@ -18,14 +18,21 @@ from ferrymq.wire.bodies import (
 )
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.headers import GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader, decode_request_header
+from ferrymq.wire.headers import (
+    GetConsumerListByGroupRequestHeader,
+    HeartbeatRequestHeader,
+    LockBatchMqRequestHeader,
+    UnlockBatchMqRequestHeader,
+    UnregisterClientRequestHeader,
+)
 
+from ferrymq.remoting.dispatch import handles
 from ferrymq.server.filter.sql92 import FilterSyntaxError, compile_expression
 
 from ..clients import ClientChannelInfo
 from ..context import BrokerContext
 from ..filter import SUB_ALL, build_subscription, is_tag_type
-from .common import after_registration, fail, ok, peer_addr
+from .common import after_registration, ok, peer_addr, refuse
 
 log = logging.getLogger("ferrymq.broker.client")
 
@@ -48,23 +55,14 @@ class ClientProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
 
-    def table(self) -> dict[int, Any]:
-        return {
-            RequestCode.HEART_BEAT: self.heartbeat,
-            RequestCode.UNREGISTER_CLIENT: self.unregister,
-            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.consumer_list,
-            RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config,
-            RequestCode.LOCK_BATCH_MQ: self.lock,
-            RequestCode.UNLOCK_BATCH_MQ: self.unlock,
-        }
-
     def _channel_info(self, cmd: RemotingCommand, channel: Any, client_id: str) -> ClientChannelInfo:
         return ClientChannelInfo(
             channel=channel, client_id=client_id, language=cmd.language, version=cmd.version,
             last_update_ms=0, client_addr=peer_addr(channel),
         )
 
-    def heartbeat(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.HEART_BEAT)
+    def heartbeat(self, cmd: RemotingCommand, channel: Any, _header: HeartbeatRequestHeader):
         ctx = self.ctx
         data = HeartbeatData.decode(cmd.body)
         client_id = data.client_id or peer_addr(channel)
@@ -98,8 +96,8 @@ class ClientProcessor:
                 ctx.producers.register(producer.group_name, self._channel_info(cmd, channel, client_id))
         return after_registration(ctx, created, ok(cmd, dict(HEARTBEAT_EXT)))
 
-    def unregister(self, cmd: RemotingCommand, channel: Any):
-        h: UnregisterClientRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.UNREGISTER_CLIENT)
+    def unregister(self, cmd: RemotingCommand, channel: Any, h: UnregisterClientRequestHeader):
         if h.producer_group:
             self.ctx.producers.unregister(h.producer_group, channel)
         if h.consumer_group:
@@ -108,37 +106,40 @@ class ClientProcessor:
             self.ctx.consumers.unregister(h.consumer_group, channel, notify)
         return ok(cmd)
 
-    def consumer_list(self, cmd: RemotingCommand, channel: Any):
-        h: GetConsumerListByGroupRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_CONSUMER_LIST_BY_GROUP)
+    def consumer_list(self, cmd: RemotingCommand, channel: Any, h: GetConsumerListByGroupRequestHeader):
         ids = self.ctx.consumers.client_ids(h.consumer_group)
         if not ids:
             log.warning("GET_CONSUMER_LIST_BY_GROUP from %s: no consumer online in group %s", peer_addr(channel),
                         h.consumer_group)
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {h.consumer_group}")
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {h.consumer_group}")
         return ok(cmd, body=GetConsumerListByGroupResponseBody(ids).encode())
 
-    def check_client_config(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.CHECK_CLIENT_CONFIG)
+    def check_client_config(self, cmd: RemotingCommand, channel: Any, _header: None):
         body = CheckClientRequestBody.decode(cmd.body)
         sub = body.subscription_data
         if sub is not None and not is_tag_type(sub.expression_type):
             if not self.ctx.config.enablePropertyFilter:
-                return fail(cmd, ResponseCode.SYSTEM_ERROR,
-                            f"The broker does not support consumer to filter message by {sub.expression_type}")
+                raise refuse(ResponseCode.SYSTEM_ERROR,
+                             f"The broker does not support consumer to filter message by {sub.expression_type}")
             try:
                 compile_expression(sub.sub_string or "")
             except FilterSyntaxError as exc:
                 log.warning("client %s of group %s: SQL92 expression %r does not compile: %s", body.client_id,
                             body.group, sub.sub_string, exc)
-                return fail(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
+                raise refuse(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return ok(cmd)
 
-    def lock(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.LOCK_BATCH_MQ)
+    def lock(self, cmd: RemotingCommand, channel: Any, _header: LockBatchMqRequestHeader):
         body = LockBatchRequestBody.decode(cmd.body)
         granted = self.ctx.locks.try_lock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
         locked = [mq for mq in body.mq_set if mq in granted]
         return ok(cmd, body=LockBatchResponseBody(locked).encode())
 
-    def unlock(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.UNLOCK_BATCH_MQ)
+    def unlock(self, cmd: RemotingCommand, channel: Any, _header: UnlockBatchMqRequestHeader):
         body = UnlockBatchRequestBody.decode(cmd.body)
         self.ctx.locks.unlock_batch(body.consumer_group or "", body.mq_set, body.client_id or "")
         return ok(cmd)

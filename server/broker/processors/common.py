@@ -1,4 +1,4 @@
-"""Small helpers every processor uses: answers, peer addresses, running store calls that may be async."""
+"""Small helpers every processor uses: answers, refusals, peer addresses, running store calls that may be async."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from typing import Any, Callable
 from ferrymq.remoting.client import split_address
 from ferrymq.remoting.pending import PROMISES, Pending
 from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.errors import Refusal
 from ferrymq.wire.message import Host
 
 
-def fail(cmd: RemotingCommand, code: int, remark: str, ext: dict[str, str] | None = None) -> RemotingCommand:
-    return cmd.response(code, remark, ext if ext is not None else {})
+def refuse(code: int, remark: str, ext: dict[str, str] | None = None) -> Refusal:
+    """A broker refusal to raise. Its extFields are never null, as on every answer of Apache's broker."""
+    return Refusal(code, remark, ext if ext is not None else {})
 
 
 def ok(cmd: RemotingCommand, ext: dict[str, str] | None = None, body: bytes = b"") -> RemotingCommand:

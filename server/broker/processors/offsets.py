@@ -17,47 +17,38 @@ from ferrymq.wire.headers import (
     QueryConsumerOffsetRequestHeader,
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    decode_request_header,
 )
 
+from ferrymq.remoting.dispatch import handles
+
 from ..context import BrokerContext
-from .common import fail, ok
+from .common import ok, refuse
 
 
 class OffsetProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
 
-    def table(self) -> dict[int, Any]:
-        return {
-            RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,
-            RequestCode.UPDATE_CONSUMER_OFFSET: self.update_consumer_offset,
-            RequestCode.GET_MAX_OFFSET: self.max_offset,
-            RequestCode.GET_MIN_OFFSET: self.min_offset,
-            RequestCode.GET_EARLIEST_MSG_STORETIME: self.earliest_time,
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_by_time,
-        }
-
-    def query_consumer_offset(self, cmd: RemotingCommand, channel: Any):
-        h: QueryConsumerOffsetRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.QUERY_CONSUMER_OFFSET)
+    def query_consumer_offset(self, cmd: RemotingCommand, channel: Any, h: QueryConsumerOffsetRequestHeader):
         store = self.ctx.store
         offset = self.ctx.offsets.query(h.consumer_group, h.topic, h.queue_id,
                                         with_reset=self.ctx.config.useServerSideResetOffset)
         if offset >= 0:
             return ok(cmd, {"offset": str(offset)})
         if h.set_zero_if_not_found is False:
-            return fail(cmd, ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first")
+            raise refuse(ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first")
         # A new group on a young queue (first message still hot) starts from 0 instead of the end.
         if store.get_min_offset(h.topic, h.queue_id) <= 0 and store.is_in_memory(h.topic, h.queue_id, 0):
             return ok(cmd, {"offset": "0"})
-        return fail(cmd, ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+        raise refuse(ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
-    def update_consumer_offset(self, cmd: RemotingCommand, channel: Any):
-        h: UpdateConsumerOffsetRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.UPDATE_CONSUMER_OFFSET)
+    def update_consumer_offset(self, cmd: RemotingCommand, channel: Any, h: UpdateConsumerOffsetRequestHeader):
         if self.ctx.groups.get(h.consumer_group) is None:
-            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
+            raise refuse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {h.consumer_group} not exist!")
         if self.ctx.topics.get(h.topic) is None:
-            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
+            raise refuse(ResponseCode.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
         if self.ctx.config.useServerSideResetOffset and self.ctx.offsets.has_reset(h.consumer_group, h.topic,
                                                                                     h.queue_id):
             # The consumer does not know of the reset yet: its offset is stale (Apache answers success).
@@ -65,21 +56,21 @@ class OffsetProcessor:
         self.ctx.offsets.commit(h.consumer_group, h.topic, h.queue_id, h.commit_offset)
         return ok(cmd)
 
-    def max_offset(self, cmd: RemotingCommand, channel: Any):
-        h: GetMaxOffsetRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_MAX_OFFSET)
+    def max_offset(self, cmd: RemotingCommand, channel: Any, h: GetMaxOffsetRequestHeader):
         return ok(cmd, {"offset": str(self.ctx.store.get_max_offset(h.topic, h.queue_id))})
 
-    def min_offset(self, cmd: RemotingCommand, channel: Any):
-        h: GetMinOffsetRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_MIN_OFFSET)
+    def min_offset(self, cmd: RemotingCommand, channel: Any, h: GetMinOffsetRequestHeader):
         return ok(cmd, {"offset": str(self.ctx.store.get_min_offset(h.topic, h.queue_id))})
 
-    def earliest_time(self, cmd: RemotingCommand, channel: Any):
-        h: GetEarliestMsgStoretimeRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.GET_EARLIEST_MSG_STORETIME)
+    def earliest_time(self, cmd: RemotingCommand, channel: Any, h: GetEarliestMsgStoretimeRequestHeader):
         store = self.ctx.store
         ts = store.get_store_time(h.topic, h.queue_id, store.get_min_offset(h.topic, h.queue_id))
         return ok(cmd, {"timestamp": str(ts)})
 
-    def search_by_time(self, cmd: RemotingCommand, channel: Any):
-        h: SearchOffsetRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP)
+    def search_by_time(self, cmd: RemotingCommand, channel: Any, h: SearchOffsetRequestHeader):
         upper = (h.boundary_type or "lower").lower() == "upper"
         return ok(cmd, {"offset": str(self.ctx.store.search_offset_by_time(h.topic, h.queue_id, h.timestamp, upper))})

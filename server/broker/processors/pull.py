@@ -14,8 +14,10 @@ from typing import Any
 
 from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, parts_response
-from ferrymq.wire.headers import PullMessageRequestHeader, PullMessageResponseHeader, decode_request_header
+from ferrymq.wire.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from ferrymq.wire.requests import REQUESTS
 
+from ferrymq.remoting.dispatch import handles
 from ferrymq.server.store.status import GetMessageResult, GetMessageStatus
 
 from ..context import PERM_READ, BrokerContext, suggest_todo
@@ -23,7 +25,7 @@ from ferrymq.server.filter.sql92 import FilterSyntaxError, compile_expression
 
 from ..filter import TagFilter, build_subscription, is_tag_type
 from ..sqlfilter import RetrySqlFilter, SqlMessageFilter, is_retry_topic
-from .common import fail, peer_addr, then
+from .common import peer_addr, refuse, then
 from .send import topic_not_exist_remark
 
 log = logging.getLogger("ferrymq.broker.pull")
@@ -60,66 +62,61 @@ class PullProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
 
-    def table(self) -> dict[int, Any]:
-        return {RequestCode.PULL_MESSAGE: self.pull, RequestCode.LITE_PULL_MESSAGE: self.pull}
-
-    def pull(self, cmd: RemotingCommand, channel: Any):
-        return self.process(cmd, channel, allow_suspend=True)
+    @handles(RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE)
+    def pull(self, cmd: RemotingCommand, channel: Any, h: PullMessageRequestHeader):
+        return self.process(cmd, channel, h, allow_suspend=True)
 
     def repull(self, cmd: RemotingCommand, channel: Any):
         """What the hold service runs on wake-up: the same pull, never suspended again."""
-        return self.process(cmd, channel, allow_suspend=False)
+        return self.process(cmd, channel, REQUESTS[cmd.code].decode(cmd.ext_fields), allow_suspend=False)
 
-    def process(self, cmd: RemotingCommand, channel: Any, allow_suspend: bool):
+    def process(self, cmd: RemotingCommand, channel: Any, h: PullMessageRequestHeader, allow_suspend: bool):
         ctx = self.ctx
-        h: PullMessageRequestHeader = decode_request_header(cmd)
         broker_ip = ctx.config.brokerIP1 or ctx.store_host[0]
         if not ctx.broker_readable():
-            return fail(cmd, ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] pulling message is forbidden",
-                        {"forbiddenType": "1"})
+            raise refuse(ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] pulling message is forbidden",
+                         {"forbiddenType": "1"})
         group_config = ctx.groups.find(h.consumer_group)
         if group_config is None:
-            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                        f"subscription group [{h.consumer_group}] does not exist, {suggest_todo()}")
+            raise refuse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                         f"subscription group [{h.consumer_group}] does not exist, {suggest_todo()}")
         if not group_config.consume_enable:
-            return fail(cmd, ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}",
-                        {"forbiddenType": "2"})
+            raise refuse(ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}",
+                         {"forbiddenType": "2"})
         topic_config = ctx.topics.get(h.topic)
         if topic_config is None:
-            return fail(cmd, ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(h.topic))
+            raise refuse(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(h.topic))
         if not topic_config.perm & PERM_READ:
-            return fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden",
-                        {"forbiddenType": "3"})
+            raise refuse(ResponseCode.NO_PERMISSION, f"the topic[{h.topic}] pulling message is forbidden",
+                         {"forbiddenType": "3"})
         if h.queue_id < 0 or h.queue_id >= topic_config.read_queue_nums:
-            return fail(cmd, ResponseCode.INVALID_PARAMETER,
-                        f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
-                        f"[{topic_config.read_queue_nums}] consumer:[{peer_addr(channel)}]")
+            raise refuse(ResponseCode.INVALID_PARAMETER,
+                         f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] topicConfig.readQueueNums:"
+                         f"[{topic_config.read_queue_nums}] consumer:[{peer_addr(channel)}]")
 
         if h.sys_flag & _SUBSCRIPTION:
             sub = build_subscription(h.topic, h.subscription, h.expression_type, h.sub_version)
         else:
             group_info = ctx.consumers.get(h.consumer_group)
             if group_info is None:
-                return fail(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                            "the consumer's group info not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL))
+                raise refuse(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                             "the consumer's group info not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL))
             if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
-                return fail(cmd, ResponseCode.NO_PERMISSION,
-                            f"the consumer group[{h.consumer_group}] can not consume by broadcast way",
-                            {"forbiddenType": "5"})
+                raise refuse(ResponseCode.NO_PERMISSION,
+                             f"the consumer group[{h.consumer_group}] can not consume by broadcast way",
+                             {"forbiddenType": "5"})
             sub = group_info.subscriptions.get(h.topic)
             if sub is None:
-                return fail(cmd, ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                            "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL))
+                raise refuse(ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                             "the consumer's subscription not exist" + suggest_todo(SAME_GROUP_DIFFERENT_TOPIC_URL))
             if sub.sub_version < h.sub_version:
                 log.warning("subscription of %s to %s is not the latest (%d < %d)", h.consumer_group, h.topic,
                             sub.sub_version, h.sub_version)
-                return fail(cmd, ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+                raise refuse(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         if not is_tag_type(sub.expression_type) and not ctx.config.enablePropertyFilter:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR,
-                        f"The broker does not support consumer to filter message by {sub.expression_type}")
-        message_filter, error = self._sql_filter(cmd, h, sub)
-        if error is not None:
-            return error
+            raise refuse(ResponseCode.SYSTEM_ERROR,
+                         f"The broker does not support consumer to filter message by {sub.expression_type}")
+        message_filter = self._sql_filter(h, sub)
         if message_filter is None:
             tag_filter = TagFilter(sub)
             message_filter = None if tag_filter.matches_all else tag_filter
@@ -135,30 +132,30 @@ class PullProcessor:
         return then(result, lambda r: self._answer(cmd, channel, h, r, topic_config, group_config, message_filter,
                                                    allow_suspend))
 
-    def _sql_filter(self, cmd: RemotingCommand, h: PullMessageRequestHeader, sub):
-        """(store filter or None, error response or None) for a SQL92 subscription (Apache's order of checks)."""
+    def _sql_filter(self, h: PullMessageRequestHeader, sub):
+        """The store filter of a SQL92 subscription (None for tags), or a refusal (Apache's order of checks)."""
         ctx = self.ctx
         if is_tag_type(sub.expression_type):
             if ctx.config.filterSupportRetry and ctx.filters is not None and is_retry_topic(h.topic):
                 group = h.consumer_group
                 lookup = lambda topic: (d.selector if (d := ctx.filters.get(group, topic)) else None)  # noqa: E731
-                return RetrySqlFilter(lookup), None
-            return None, None
+                return RetrySqlFilter(lookup)
+            return None
         if h.sys_flag & _SUBSCRIPTION:
             try:
                 selector = _compiled(sub.sub_string or "")
             except FilterSyntaxError as exc:
                 log.warning("pull of group %s: SQL92 subscription %r does not compile: %s", h.consumer_group,
                             sub.sub_string, exc)
-                return None, fail(cmd, ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
-            return SqlMessageFilter(selector), None
+                raise refuse(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed") from None
+            return SqlMessageFilter(selector)
         data = ctx.filters.get(h.consumer_group, h.topic) if ctx.filters is not None else None
         if data is None:
-            return None, fail(cmd, ResponseCode.FILTER_DATA_NOT_EXIST,
-                              "The broker's consumer filter data is not exist!Your expression may be wrong!")
+            raise refuse(ResponseCode.FILTER_DATA_NOT_EXIST,
+                         "The broker's consumer filter data is not exist!Your expression may be wrong!")
         if data.version < h.sub_version:
-            return None, fail(cmd, ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
-        return SqlMessageFilter(data.selector), None
+            raise refuse(ResponseCode.FILTER_DATA_NOT_LATEST, "the consumer's consumer filter data not latest")
+        return SqlMessageFilter(data.selector)
 
     def _answer_reset(self, cmd, channel, h: PullMessageRequestHeader, reset: int, topic_config, group_config,
                       allow_suspend: bool):

@@ -7,10 +7,12 @@ from typing import Any
 from ferrymq.wire import topics as names
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader, decode_request_header
+from ferrymq.wire.headers import QueryMessageRequestHeader, QueryMessageResponseHeader, ViewMessageRequestHeader
+
+from ferrymq.remoting.dispatch import handles
 
 from ..context import BrokerContext
-from .common import fail, ok
+from .common import ok, refuse
 
 #: Apache's ``defaultQueryMaxNum``: the cap for unique-key lookups.
 DEFAULT_QUERY_MAX_NUM = 32
@@ -20,18 +22,15 @@ class QueryProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
 
-    def table(self) -> dict[int, Any]:
-        return {RequestCode.VIEW_MESSAGE_BY_ID: self.view_by_id, RequestCode.QUERY_MESSAGE: self.query}
-
-    def view_by_id(self, cmd: RemotingCommand, channel: Any):
-        h: ViewMessageRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.VIEW_MESSAGE_BY_ID)
+    def view_by_id(self, cmd: RemotingCommand, channel: Any, h: ViewMessageRequestHeader):
         raw = self.ctx.store.look_message_by_offset(h.offset)
         if raw is None:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
         return ok(cmd, body=bytes(raw))
 
-    def query(self, cmd: RemotingCommand, channel: Any):
-        h: QueryMessageRequestHeader = decode_request_header(cmd)
+    @handles(RequestCode.QUERY_MESSAGE)
+    def query(self, cmd: RemotingCommand, channel: Any, h: QueryMessageRequestHeader):
         max_num = h.max_num
         if cmd.ext(names.UNIQUE_MSG_QUERY_FLAG) == "true":
             max_num = DEFAULT_QUERY_MAX_NUM
@@ -42,5 +41,5 @@ class QueryProcessor:
         ).to_ext()
         body = result.body()
         if not body:
-            return fail(cmd, ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", header)
+            raise refuse(ResponseCode.QUERY_NOT_FOUND, "can not find message, maybe time range not correct", header)
         return ok(cmd, header, body)

@@ -14,14 +14,15 @@ from ferrymq.wire import topics as names
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
 from ferrymq.wire.errors import BodyError
-from ferrymq.wire.headers import ConsumerSendMsgBackRequestHeader, decode_request_header
+from ferrymq.wire.headers import ConsumerSendMsgBackRequestHeader
 from ferrymq.wire.message import MessageConst, MessageExt, decode_record
 from ferrymq.wire.msgid import create_offset_msg_id
 
+from ferrymq.remoting.dispatch import handles
 from ferrymq.server.store.status import PutMessageStatus
 
 from ..context import BrokerContext, suggest_todo
-from .common import fail, ok, then
+from .common import ok, refuse, then
 from ..schedule import park
 from .send import DLQ_NUMS_PER_GROUP
 
@@ -35,33 +36,30 @@ class SendBackProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
 
-    def table(self) -> dict[int, Any]:
-        return {RequestCode.CONSUMER_SEND_MSG_BACK: self.send_back}
-
-    def send_back(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.CONSUMER_SEND_MSG_BACK)
+    def send_back(self, cmd: RemotingCommand, channel: Any, h: ConsumerSendMsgBackRequestHeader):
         ctx = self.ctx
-        h: ConsumerSendMsgBackRequestHeader = decode_request_header(cmd)
         group_config = ctx.groups.find(h.group)
         if group_config is None:
-            return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                        f"subscription group not exist, {h.group} {suggest_todo()}")
+            raise refuse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                         f"subscription group not exist, {h.group} {suggest_todo()}")
         if not ctx.broker_writable():
-            return fail(cmd, ResponseCode.NO_PERMISSION,
-                        f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden")
+            raise refuse(ResponseCode.NO_PERMISSION,
+                         f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden")
         if group_config.retry_queue_nums <= 0:
             return ok(cmd)
         topic = names.retry_topic(h.group)
         queue_id = ctx.rng.randrange(group_config.retry_queue_nums)
         topic_config = ctx.topics.create_if_absent(topic, group_config.retry_queue_nums, Perm.READ | Perm.WRITE)
         if not topic_config.perm & Perm.WRITE:
-            return fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+            raise refuse(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         raw = ctx.store.look_message_by_offset(h.offset)
         if raw is None:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
         try:
             original, _ = decode_record(raw)
         except BodyError:
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
         props = dict(original.properties)
         props.setdefault(MessageConst.RETRY_TOPIC, original.topic)
         props[MessageConst.WAIT_STORE_MSG_OK] = "false"
@@ -84,9 +82,7 @@ class SendBackProcessor:
             sys_flag=original.sys_flag, born_timestamp=original.born_timestamp, born_host=original.born_host,
             store_host=ctx.store_host, reconsume_times=original.reconsume_times + 1,
         )
-        refused = park(ctx, msg)  # the retry waits on its delay level
-        if refused is not None:
-            return fail(cmd, refused.code, refused.remark)
+        park(ctx, msg)  # the retry waits on its delay level
         log.debug("send back %s of group %s to %s (reconsume %d, delay %d)", h.offset, h.group, msg.topic,
                   msg.reconsume_times, delay)
 
@@ -94,6 +90,6 @@ class SendBackProcessor:
             if result.status is PutMessageStatus.PUT_OK:
                 ctx.stats.put.add(1)
                 return ok(cmd)
-            return fail(cmd, ResponseCode.SYSTEM_ERROR, result.status.name)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, result.status.name, {})
 
         return then(ctx.store.put_message(msg), answer)

@@ -10,9 +10,10 @@ import logging
 from typing import Any
 
 from ferrymq.wire import topics as names
+from ferrymq.wire.bodies import TopicConfig
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader, decode_request_header
+from ferrymq.wire.headers import SendMessageRequestHeader, SendMessageResponseHeader
 from ferrymq.wire.message import (
     MAX_PROPERTIES_LEN,
     MessageConst,
@@ -23,12 +24,13 @@ from ferrymq.wire.message import (
 )
 from ferrymq.wire.msgid import UniqKeyGenerator
 
+from ferrymq.remoting.dispatch import handles
 from ferrymq.server.schedule.delay import delay_level
 from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 
 from ..context import PERM_WRITE, BrokerContext, suggest_todo
 from ..schedule import may_park, park
-from .common import after_registration, fail, peer_addr, peer_host, then
+from .common import after_registration, peer_addr, peer_host, refuse, then
 
 log = logging.getLogger("ferrymq.broker.send")
 
@@ -54,7 +56,7 @@ def put_result_response(ctx: BrokerContext, cmd: RemotingCommand, result: PutMes
         code, remark = _failure(ctx, status)
         if result.remark and status is PutMessageStatus.UNKNOWN_ERROR:
             remark = result.remark
-        return fail(cmd, code, remark, dict(base_ext))
+        return cmd.response(code, remark, dict(base_ext))
     ctx.stats.put.add(max(1, result.msg_num))
     header = SendMessageResponseHeader(
         msg_id=result.msg_id, queue_id=queue_id, queue_offset=result.queue_offset, transaction_id=uniq_key
@@ -98,13 +100,6 @@ class SendProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
 
-    def table(self) -> dict[int, Any]:
-        return {
-            RequestCode.SEND_MESSAGE: self.send,
-            RequestCode.SEND_MESSAGE_V2: self.send,
-            RequestCode.SEND_BATCH_MESSAGE: self.send_batch,
-        }
-
     def _base_ext(self) -> dict[str, str]:
         return {
             MessageConst.MSG_REGION: self.ctx.config.regionId,
@@ -113,18 +108,17 @@ class SendProcessor:
 
     # ------------------------------------------------------------------ checks shared by both paths
 
-    def _check(self, cmd: RemotingCommand, h: SendMessageRequestHeader, channel: Any):
-        """Apache's msgCheck: returns (topic config, None) or (None, error response)."""
+    def _check(self, h: SendMessageRequestHeader, channel: Any, base: dict[str, str]) -> TopicConfig:
+        """Apache's msgCheck: the topic's config (created when the producer may), else a refusal."""
         ctx = self.ctx
-        base = self._base_ext()
         topic = h.topic
         if not ctx.broker_writable() and (cfg := ctx.topics.get(topic)) is not None and cfg.order:
-            return None, fail(cmd, ResponseCode.NO_PERMISSION,
-                              f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
+            raise refuse(ResponseCode.NO_PERMISSION,
+                         f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
         if (remark := names.validate_topic(topic)) is not None:
-            return None, fail(cmd, ResponseCode.INVALID_PARAMETER, remark, base)
+            raise refuse(ResponseCode.INVALID_PARAMETER, remark, base)
         if topic in names.NOT_ALLOWED_SEND_TOPICS:
-            return None, fail(cmd, ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.", base)
+            raise refuse(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.", base)
         config = ctx.topics.get(topic)
         if config is None:
             log.warning("the topic %s does not exist, producer: %s", topic, peer_addr(channel))
@@ -132,19 +126,19 @@ class SendProcessor:
             if config is None and topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
                 config = ctx.topics.create_if_absent(topic, 1, Perm.READ | Perm.WRITE)
             if config is None:
-                return None, fail(cmd, ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic), base)
+                raise refuse(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic), base)
         if h.queue_id >= max(config.write_queue_nums, config.read_queue_nums):
-            return None, fail(
-                cmd, ResponseCode.INVALID_PARAMETER,
+            raise refuse(
+                ResponseCode.INVALID_PARAMETER,
                 f"request queueId[{h.queue_id}] is illegal, {config} Producer: {peer_addr(channel)}", base,
             )
         # Apache leaves these to the route (clients stop choosing the queue); an explicit refusal is safer.
         if not ctx.broker_writable():
-            return None, fail(cmd, ResponseCode.NO_PERMISSION,
-                              f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
+            raise refuse(ResponseCode.NO_PERMISSION,
+                         f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
         if not config.perm & PERM_WRITE:
-            return None, fail(cmd, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden", base)
-        return config, None
+            raise refuse(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden", base)
+        return config
 
     def _queue_id(self, h: SendMessageRequestHeader, write_queue_nums: int) -> int:
         if h.queue_id < 0:
@@ -153,14 +147,12 @@ class SendProcessor:
 
     # ------------------------------------------------------------------ single message
 
-    def send(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
+    def send(self, cmd: RemotingCommand, channel: Any, h: SendMessageRequestHeader):
         ctx = self.ctx
-        h: SendMessageRequestHeader = decode_request_header(cmd)
         base = self._base_ext()
         created = h.topic not in ctx.topics
-        config, error = self._check(cmd, h, channel)
-        if error is not None:
-            return error
+        config = self._check(h, channel, base)
         created = created and h.topic in ctx.topics
         queue_id = reply_queue = self._queue_id(h, config.write_queue_nums)  # answered even after a DLQ/delay rewrite
         props = decode_properties(h.properties or "")
@@ -174,8 +166,8 @@ class SendProcessor:
             group = topic[len(names.RETRY_GROUP_TOPIC_PREFIX):]
             group_config = ctx.groups.find(group)
             if group_config is None:
-                return fail(cmd, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                            f"subscription group not exist, {group} {suggest_todo()}", base)
+                raise refuse(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                             f"subscription group not exist, {group} {suggest_todo()}", base)
             max_reconsume = group_config.retry_max_times
             if h.max_reconsume_times is not None:
                 max_reconsume = h.max_reconsume_times
@@ -186,7 +178,7 @@ class SendProcessor:
                 ctx.topics.create_if_absent(topic, DLQ_NUMS_PER_GROUP, Perm.READ | Perm.WRITE)
 
         if len(cmd.body) > ctx.config.maxMessageSize:
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+            raise refuse(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
         uniq_key = props.get(MessageConst.UNIQ_KEY)
         if not uniq_key:
             uniq_key = props[MessageConst.UNIQ_KEY] = _uniq.next()
@@ -197,9 +189,9 @@ class SendProcessor:
         )
         if half:
             if ctx.config.rejectTransactionMessage or ctx.transactions is None:
-                return fail(cmd, ResponseCode.NO_PERMISSION,
-                            f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending transaction message is forbidden",
-                            base)
+                raise refuse(ResponseCode.NO_PERMISSION,
+                             f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending transaction message is forbidden",
+                             base)
 
         msg = MessageExt(
             topic=topic, body=cmd.body, flag=h.flag, properties=props, queue_id=queue_id, sys_flag=sys_flag,
@@ -208,14 +200,12 @@ class SendProcessor:
         )
         pstr = encode_properties(props)
         if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+            raise refuse(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
         if half:
             result = ctx.transactions.prepare_message(msg)  # parks it in RMQ_SYS_TRANS_HALF_TOPIC
         else:
             if may_park(props):
-                refused = park(ctx, msg)  # timer or delay level: parked until due
-                if refused is not None:
-                    return fail(cmd, refused.code, refused.remark, base)
+                park(ctx, msg, base)  # timer or delay level: parked until due
                 pstr = None  # parking rewrote the properties
             # The encoded string goes to the store as is: encoded once per message, not twice.
             result = ctx.store.put_message(msg, pstr)
@@ -227,24 +217,22 @@ class SendProcessor:
     def _batch_response(self, cmd: RemotingCommand, result: PutMessageResult, queue_id: int,
                         base: dict[str, str]) -> RemotingCommand:
         if result.status is PutMessageStatus.MESSAGE_ILLEGAL and result.remark:  # the body itself is bad
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, result.remark, base)
+            return cmd.response(ResponseCode.MESSAGE_ILLEGAL, result.remark, base)
         return put_result_response(self.ctx, cmd, result, queue_id, result.uniq_keys or None, base)
 
-    def send_batch(self, cmd: RemotingCommand, channel: Any):
+    @handles(RequestCode.SEND_BATCH_MESSAGE)
+    def send_batch(self, cmd: RemotingCommand, channel: Any, h: SendMessageRequestHeader):
         ctx = self.ctx
-        h: SendMessageRequestHeader = decode_request_header(cmd)
         base = self._base_ext()
         created = h.topic not in ctx.topics
-        config, error = self._check(cmd, h, channel)
-        if error is not None:
-            return error
+        config = self._check(h, channel, base)
         created = created and h.topic in ctx.topics
         if len(h.topic.encode()) > names.TOPIC_MAX_LENGTH:
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(h.topic)}", base)
+            raise refuse(ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(h.topic)}", base)
         if h.topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic, base)
+            raise refuse(ResponseCode.MESSAGE_ILLEGAL, "batch request does not support retry group " + h.topic, base)
         if len(cmd.body) > ctx.config.maxMessageSize:
-            return fail(cmd, ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+            raise refuse(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
         queue_id = self._queue_id(h, config.write_queue_nums)
         # The body goes to the store as sent: each entry is checked and written as a record there, its
         # properties string kept and the container's properties it lacks appended (wire/batch.py).
