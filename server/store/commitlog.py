@@ -69,6 +69,10 @@ class CommitLog:
     def flushed_offset(self) -> int:
         return self.queue.flushed_offset
 
+    def flush(self) -> int:
+        """fsync everything committed (any thread); returns :attr:`flushed_offset`."""
+        return self.queue.flush()
+
     def fits(self, size: int) -> bool:
         """Whether a record (or contiguous batch) of ``size`` bytes can be stored at all."""
         return size + END_FILE_MIN_BLANK_LENGTH <= self.segment_size

@@ -166,7 +166,7 @@ class MessageStore:
         self.checkpoint.clean_shutdown_offset = -1
         self.checkpoint.flush()
         if cfg.sync_flush:
-            self._group_commit = GroupCommitService(self.commitlog.queue.flush)
+            self._group_commit = GroupCommitService(self.commitlog.flush)
             self._group_commit.start()
         p = PeriodicService()
         p.add(cfg.flushIntervalCommitLog, self._flush_commitlog_task)
@@ -187,7 +187,7 @@ class MessageStore:
             return
         self._stop_threads()
         cl_end = self.commitlog.max_offset
-        self.commitlog.queue.flush()
+        self.commitlog.flush()
         for cq in self._all_cqs():
             cq.flush()
         self.index.flush()
@@ -907,7 +907,7 @@ class MessageStore:
 
     def _flush_commitlog_task(self) -> None:
         cl = self.commitlog
-        flushed = cl.queue.flush()
+        flushed = cl.flush()
         cl.queue.release_flushed_pages(keep_tail=8 << 20)
         cp = self.checkpoint
         if flushed != cp.physic_flushed_offset:
