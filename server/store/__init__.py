@@ -14,7 +14,8 @@ All calls come from one thread (the reactor); fsync, preallocation and retention
   ``get_queue_unit``, ``select_one_message_by_offset``, ``look_message_by_offset``, ``query_message``.
 * events: ``add_arriving_listener(fn(topic, queue_id, max_offset, tags_code, store_ts))``.
 * admin/HA: ``delete_topics``, ``runtime_info``, ``clean_expired_files_manually``,
-  ``get_commitlog_data`` / ``append_to_commitlog`` (replication), ``recovery_report``.
+  ``get_commitlog_data`` / ``append_to_commitlog`` (replication), ``recovery_report``;
+  ``dispatcher.dispatch_record(info, phys)`` dispatches a record read from the commit log (:mod:`.dispatch`).
 * metadata files: ``config_files.ConfigFile(dir, TOPICS | SUBSCRIPTION_GROUPS | CONSUMER_OFFSETS |
   DELAY_OFFSETS)`` with atomic ``save`` and ``.bak`` fallback on ``load``.
 """

@@ -3,13 +3,18 @@
 A record never spans two segments. When ``record + 8`` bytes do not fit in what is left of the
 current segment, an 8-byte end marker (``int32 remaining | BLANK_MAGIC``) is written and the record
 goes to the start of the next segment; readers skip from a blank marker to the next segment.
+
+Writers go through :meth:`CommitLog.reserve` (where the bytes go: the write position, or the next
+segment) and :meth:`CommitLog.commit` (write them there and advance the write position). The commit log
+alone keeps that bookkeeping: what is committed is :attr:`CommitLog.max_offset`, which is what readers
+see and what a flush covers, so a record is never flushed or read half-written.
 """
 
 from __future__ import annotations
 
 import logging
 import struct
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, NamedTuple
 
 from ferrymq.wire.message import (
     BLANK_MAGIC,
@@ -21,7 +26,6 @@ from ferrymq.wire.message import (
     RecordInfo,
     blank_record,
     body_crc,
-    patch_record,
     peek_record,
 )
 
@@ -47,13 +51,14 @@ class CommitLog:
     def __init__(self, directory: str, segment_size: int, allocator: Allocator | None = None):
         self.queue = MappedFileQueue(directory, segment_size, allocator, preallocate_next=allocator is not None)
         self.segment_size = segment_size
-        #: the segment being appended to (writer thread); callers may use it for a fast path:
-        #: ``if size + 8 <= tail.size - tail.wrote`` the record goes at ``tail.wrote``
+        #: the segment :meth:`reserve` last handed out (None until the first reservation after a load or
+        #: truncation)
         self.tail: MappedFile | None = None
 
     # --- positions ---
     @property
     def max_offset(self) -> int:
+        """End of the committed data: readable, and what the next flush covers."""
         return self.queue.max_offset
 
     @property
@@ -64,58 +69,46 @@ class CommitLog:
     def flushed_offset(self) -> int:
         return self.queue.flushed_offset
 
+    def flush(self) -> int:
+        """fsync everything committed (any thread); returns :attr:`flushed_offset`."""
+        return self.queue.flush()
+
     def fits(self, size: int) -> bool:
         """Whether a record (or contiguous batch) of ``size`` bytes can be stored at all."""
         return size + END_FILE_MIN_BLANK_LENGTH <= self.segment_size
 
     # --- writing (writer thread only) ---
-    def _segment_for(self, size: int, now_ms: int) -> MappedFile:
-        mf = self.queue.last_for_write()
-        if size + END_FILE_MIN_BLANK_LENGTH > mf.remaining:
-            remaining = mf.remaining
-            mf.mm[mf.wrote : mf.wrote + 8] = blank_record(remaining)
-            mf.wrote = mf.size
-            mf.last_write_ms = now_ms
+    def reserve(self, size: int, now_ms: int) -> int:
+        """The commit-log offset where ``size`` bytes (a record, or a batch: never split) go next.
+
+        That is the write position, or the start of the next segment when the bytes and an end marker
+        do not fit in this one (the rest of it is closed with the marker). Nothing reserved is readable
+        or flushed before :meth:`commit`. Raises AllocationError (or OSError) when no segment can be
+        created.
+        """
+        mf = self.tail
+        if mf is None or size + END_FILE_MIN_BLANK_LENGTH > mf.size - mf.wrote:
             mf = self.queue.last_for_write()
-        self.tail = mf
-        return mf
+            if size + END_FILE_MIN_BLANK_LENGTH > mf.size - mf.wrote:
+                mf.mm[mf.wrote : mf.wrote + 8] = blank_record(mf.size - mf.wrote)
+                mf.wrote = mf.size
+                mf.last_write_ms = now_ms
+                mf = self.queue.last_for_write()
+            self.tail = mf
+        return mf.start + mf.wrote
 
-    def reserve(self, size: int, now_ms: int) -> tuple[MappedFile, int]:
-        """(segment, position) where a record of ``size`` bytes goes; the caller writes it there and
-        then sets ``segment.wrote = position + size`` (writer thread only)."""
-        mf = self._segment_for(size, now_ms)
-        return mf, mf.wrote
-
-    def append(self, record: bytes | bytearray, queue_offset: int, store_ts: int) -> int:
-        """Write one record (from :func:`wire.message.build_record`), patch its append-time fields in
-        place, and return its physical offset. Raises AllocationError if no segment can be created."""
-        size = len(record)
-        mf = self._segment_for(size, store_ts)
-        pos = mf.wrote
-        phys = mf.start + pos
-        mm = mf.mm
-        mm[pos : pos + size] = record
-        patch_record(mm, pos, queue_offset, phys, store_ts)
-        mf.wrote = pos + size
-        mf.last_write_ms = store_ts
-        return phys
-
-    def append_batch(self, records: list, queue_offsets: list[int], store_ts: int) -> list[int]:
-        """Write records contiguously in one segment (a batch is never split); returns their offsets."""
-        total = sum(len(r) for r in records)
-        mf = self._segment_for(total, store_ts)
-        mm = mf.mm
-        pos = mf.wrote
-        out = []
-        for rec, qo in zip(records, queue_offsets):
-            size = len(rec)
-            mm[pos : pos + size] = rec
-            patch_record(mm, pos, qo, mf.start + pos, store_ts)
-            out.append(mf.start + pos)
-            pos += size
-        mf.wrote = pos
-        mf.last_write_ms = store_ts
-        return out
+    def commit(self, offset: int, data: bytes | bytearray, now_ms: int) -> int:
+        """Write ``data`` at ``offset`` (what :meth:`reserve` just returned) and make it part of the log:
+        readable, and covered by the next flush (:attr:`max_offset` moves past it). Returns that end.
+        Raises OSError from the write: nothing is committed then and the reservation stands."""
+        mf = self.tail
+        pos = offset - mf.start
+        if pos != mf.wrote:
+            raise ValueError(f"commit at {offset}, but the commit log's write position is {mf.start + mf.wrote}")
+        mf.write_at(pos, data)  # not through the mapping: see MappedFile.write_at
+        mf.wrote = end = pos + len(data)
+        mf.last_write_ms = now_ms
+        return mf.start + end
 
     # --- reading ---
     def read(self, phys: int, size: int) -> memoryview | None:
@@ -269,6 +262,3 @@ class CommitLog:
         files = self.queue.files
         if files and offset >= files[-1].end:
             pass  # the last segment is exactly full; the next append creates a new one
-
-    def iter_segments(self) -> Iterator[MappedFile]:
-        return iter(self.queue.files)

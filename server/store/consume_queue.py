@@ -30,50 +30,45 @@ class ConsumeQueue:
         self.queue = MappedFileQueue(os.path.join(root, topic, str(queue_id)), file_size)
         self.min_logic_offset = 0  # in bytes, as Apache keeps it
         self.unit_bytes = file_size
-        #: the segment being appended to; callers may write the next unit at ``tail.wrote`` themselves
-        #: when ``tail.wrote < tail.size`` (the put fast path)
+        #: the last segment, once one was appended to or recovered (None before)
         self.tail = None
 
     # --- offsets (in units) ---
     @property
     def max_offset(self) -> int:
-        return self.queue.max_offset // UNIT_SIZE
+        t = self.tail  # the last segment whenever it is set
+        return (t.start + t.wrote if t is not None else self.queue.max_offset) // UNIT_SIZE
 
     @property
     def min_offset(self) -> int:
         return max(self.min_logic_offset, self.queue.min_offset) // UNIT_SIZE
 
     # --- writing ---
-    def put(self, phys: int, size: int, tags_code: int, queue_offset: int) -> None:
-        """Write the unit for ``queue_offset``. Appends normally; during recovery it may rewrite an
-        existing unit; a gap before the first unit is filled with padding units."""
-        pos = queue_offset * UNIT_SIZE
-        mf = self.tail
-        if mf is not None and mf.start + mf.wrote == pos and mf.wrote < mf.size:
-            UNIT.pack_into(mf.mm, mf.wrote, phys, size, tags_code)
-            mf.wrote += UNIT_SIZE
-        else:
-            self._put_slow(phys, size, tags_code, pos)
+    def append(self, queue_offset: int, units: bytes) -> None:
+        """Write packed units (one, or a batch's run) for consecutive offsets from ``queue_offset``.
 
-    def put_run(self, first_offset: int, units: bytes) -> None:
-        """Write consecutive packed units from ``first_offset`` (a batch): one slice store into the tail
-        segment when they all fit there, else unit by unit."""
-        pos = first_offset * UNIT_SIZE
+        The common case, units continuing the queue within its last segment, is one slice store. Else
+        unit by unit: across a segment end; padding the gap before a fresh queue's first unit; and, for
+        recovery re-dispatching records, rewriting units the queue holds and ignoring those below its
+        minimum (their segments are deleted).
+        """
+        pos = queue_offset * UNIT_SIZE
         mf = self.tail
         n = len(units)
         if mf is not None and mf.start + mf.wrote == pos and mf.wrote + n <= mf.size:
             mf.mm[mf.wrote : mf.wrote + n] = units
             mf.wrote += n
             return
-        for i, (phys, size, tc) in enumerate(UNIT.iter_unpack(units)):
-            self.put(phys, size, tc, first_offset + i)
+        for phys, size, tags_code in UNIT.iter_unpack(units):
+            self._append_one(phys, size, tags_code, pos)
+            pos += UNIT_SIZE
 
-    def _put_slow(self, phys: int, size: int, tags_code: int, pos: int) -> None:
+    def _append_one(self, phys: int, size: int, tags_code: int, pos: int) -> None:
         q = self.queue
         cur = q.max_offset
-        if pos < cur:  # rewrite (recovery)
+        if pos < cur:  # a unit the queue holds (recovery)
             mf = q.find(pos)
-            if mf is not None:
+            if mf is not None and pos >= self.min_logic_offset:
                 UNIT.pack_into(mf.mm, pos - mf.start, phys, size, tags_code)
             return
         if not q.files:

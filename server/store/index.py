@@ -46,6 +46,21 @@ def key_hash(key: str) -> int:
     return zlib.crc32(key.encode()) & 0x7FFFFFFF
 
 
+def key_items(topic: str, keys: str | None, uniq_key: str | None, phys: int) -> bytes:
+    """The packed index items (:data:`wire.batch.INDEX_ITEM`) of one record: its UNIQ_KEY and each
+    space-separated token of its KEYS, as :func:`wire.batch.write` makes them for a batch's records."""
+    crc = zlib.crc32
+    pack = INDEX_ITEM.pack
+    items = []
+    if uniq_key:
+        items.append(pack(crc(f"{topic}#{uniq_key}".encode()) & 0x7FFFFFFF, phys))
+    if keys:
+        for k in keys.split(" "):
+            if k:
+                items.append(pack(crc(f"{topic}#{k}".encode()) & 0x7FFFFFFF, phys))
+    return b"".join(items)
+
+
 def _file_name(ms: int) -> str:
     t = time.localtime(ms / 1000)
     return time.strftime("%Y%m%d%H%M%S", t) + f"{ms % 1000:03d}"
@@ -264,16 +279,6 @@ class IndexService:
             self.files = self.files + [f]
         return f
 
-    def build(self, topic: str, keys: str | None, uniq_key: str | None, phys: int, store_ts: int) -> None:
-        """Index a record's UNIQ_KEY and each space-separated token of its KEYS."""
-        crc = zlib.crc32
-        if uniq_key:
-            self.add(crc(f"{topic}#{uniq_key}".encode()) & 0x7FFFFFFF, phys, store_ts)
-        if keys:
-            for k in keys.split(" "):
-                if k:
-                    self.add(crc(f"{topic}#{k}".encode()) & 0x7FFFFFFF, phys, store_ts)
-
     def add_items(self, items: bytes, store_ts: int) -> None:
         """Add packed (key hash, commit-log offset) items (:func:`wire.batch.write` makes them)."""
         i, n = 0, len(items) // INDEX_ITEM.size
@@ -288,19 +293,6 @@ class IndexService:
                     log.error("%d index entries dropped: cannot create an index file (%s)", n - i, exc)
                     return
             i = f.put_many(items, i, store_ts)
-
-    def add(self, h: int, phys: int, store_ts: int) -> None:
-        """Add an item for key hash ``h`` (``crc32(topic#key) & 0x7FFFFFFF``), opening a file if needed."""
-        files = self.files
-        f = files[-1] if files else None
-        if f is not None and not f.full and f.put(h, phys, store_ts):
-            return
-        try:
-            f = self._writable(phys, store_ts)
-        except (AllocationError, OSError) as exc:
-            log.error("index entry for commit-log offset %d dropped: cannot create an index file (%s)", phys, exc)
-            return
-        f.put(h, phys, store_ts)
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
         """(commit-log offsets newest first, last index update timestamp, last index update offset)."""

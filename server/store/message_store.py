@@ -7,16 +7,15 @@ plain objects, flush waits are callbacks (:meth:`wait_flush`) or futures (:meth:
 ``server.store.twisted_adapter`` turns them into Deferreds.
 
 Dispatch is synchronous: when ``put_message`` returns, the record is in its consume queue and the
-index, and arriving listeners (long polling) have been called.
+index, and arriving listeners (long polling) have been called (:mod:`.dispatch`, the step puts, recovery
+and replication share).
 """
 
 from __future__ import annotations
 
 import fcntl
-import functools
 import logging
 import os
-import struct
 import time
 from concurrent.futures import Future
 from typing import Callable, Iterable, Iterator
@@ -25,7 +24,6 @@ from ferrymq.wire.message import (
     BatchEntry,
     MessageConst,
     MessageExt,
-    MessageSysFlag,
     RecordInfo,
     decode_properties,
     RecordError,
@@ -45,37 +43,23 @@ from .checkpoint import StoreCheckpoint
 from .commitlog import CommitLog
 from .config import MessageStoreConfig
 from .consume_queue import PAD_SIZE, UNIT, UNIT_SIZE, ConsumeQueue
+from .dispatch import SCHEDULE_TOPIC, ArrivingListener, Dispatcher
+from .dispatch import TX_PREPARED as _TX_PREPARED
+from .dispatch import TX_ROLLBACK as _TX_ROLLBACK
 from .filter import MessageFilter
 from .flush import GroupCommitService, PeriodicService
-from .index import IndexService
+from .index import IndexService, key_items
 from .mapped_file import AllocationError, segment_name
 from .retention import CleanService, disk_usage_ratio
 from .status import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, QueryMessageResult
 
 log = logging.getLogger(__name__)
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-_TX_PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
-_TX_ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 #: Apache's MAX_PULL_MSG_SIZE: a pull never carries more than this
 MAX_PULL_MSG_SIZE = 128 * 1024 * 1024
 _G = GetMessageStatus
 _P = PutMessageStatus
 
-
-@functools.lru_cache(maxsize=256)
-def _tag_codes_of(count: int) -> struct.Struct:
-    """Reads the tag codes out of ``count`` packed consume-queue units in one call."""
-    return struct.Struct(">" + "12xq" * count)
-
-
-def _common_tag_code(units: bytes, count: int) -> int | None:
-    """The tag code every unit of a batch's run has, or None when they differ."""
-    codes = _tag_codes_of(count).unpack(units)
-    first = codes[0]
-    return first if codes.count(first) == count else None
-
-ArrivingListener = Callable[[str, int, int, int, int], None]
 
 
 class StoreLockedError(RuntimeError):
@@ -106,17 +90,14 @@ class MessageStore:
         self.cqs: dict[str, dict[int, ConsumeQueue]] = {}
         self.index = IndexService(config.index_dir, config.maxHashSlotNum, config.maxIndexNum)
         self.checkpoint: StoreCheckpoint | None = None
-        self.listeners: list[ArrivingListener] = []
         self.running = False
         self.disk_full = False
         #: a segment could not be created; cleared by the disk check once one fits again
         self.allocation_failed = False
-        self.dispatched_offset = 0
         self.last_exit_ok = True
         self.recovery_report: dict = {}
         self._call = call_from_thread
         self.disk_usage = disk_usage or disk_usage_ratio
-        self._delay_ms = config.delay_level_millis()
         self._group_commit: GroupCommitService | None = None
         self._periodic: PeriodicService | None = None
         self._prefault: PeriodicService | None = None
@@ -126,6 +107,9 @@ class MessageStore:
         self._allocator = None
         self._id_prefix = offset_msg_id_prefix(self.store_host)
         self._index_enabled = config.messageIndexEnable
+        self.dispatcher = Dispatcher(self._cq_for_write, self.index, index_enabled=config.messageIndexEnable,
+                                     delay_ms=config.delay_level_millis())
+        self._dispatch = self.dispatcher.dispatch
         #: largest record (or batch) accepted: maxMessageSize, and it must fit in a segment with a blank marker
         self._max_record = min(config.maxMessageSize, config.mappedFileSizeCommitLog - 8)
 
@@ -182,7 +166,7 @@ class MessageStore:
         self.checkpoint.clean_shutdown_offset = -1
         self.checkpoint.flush()
         if cfg.sync_flush:
-            self._group_commit = GroupCommitService(self.commitlog.queue.flush)
+            self._group_commit = GroupCommitService(self.commitlog.flush)
             self._group_commit.start()
         p = PeriodicService()
         p.add(cfg.flushIntervalCommitLog, self._flush_commitlog_task)
@@ -203,7 +187,7 @@ class MessageStore:
             return
         self._stop_threads()
         cl_end = self.commitlog.max_offset
-        self.commitlog.queue.flush()
+        self.commitlog.flush()
         for cq in self._all_cqs():
             cq.flush()
         self.index.flush()
@@ -271,11 +255,12 @@ class MessageStore:
         files = cl.queue.files
         redispatched = 0
         index_from = self.index.end_phy if self.index.files else -1
+        dispatch_record = self.dispatcher.dispatch_record
 
         def redispatch(info: RecordInfo, phys: int) -> None:
             nonlocal redispatched
             redispatched += 1
-            self._dispatch_recovered(info, phys, index_from)
+            dispatch_record(info, phys, phys > index_from, False)
 
         if not files:
             start, stop = 0, None
@@ -308,7 +293,7 @@ class MessageStore:
         for cq in self._all_cqs():
             dropped += cq.truncate_beyond(end)
             cq.correct_min_offset(cl.min_offset)
-        self.dispatched_offset = end
+        self.dispatcher.dispatched_offset = end
         self.recovery_report = {
             "clean": self.last_exit_ok,
             "scan_from": start,
@@ -321,23 +306,14 @@ class MessageStore:
         if dropped:
             log.warning("recovery dropped %d consume-queue units beyond the commit log end %d", dropped, end)
 
-    def _dispatch_recovered(self, info: RecordInfo, phys: int, index_from: int) -> None:
-        tx = info.sys_flag & MessageSysFlag.TRANSACTION_MASK
-        props = decode_properties(info.properties) if info.properties else {}
-        if tx != _TX_PREPARED and tx != _TX_ROLLBACK:
-            cq = self._cq_for_write(info.topic, info.queue_id)
-            tc = self._tags_code(info.topic, props, info.store_timestamp)
-            if info.queue_offset < cq.min_offset and cq.max_offset > 0:
-                pass  # older than what the queue still holds (deleted): nothing to restore
-            else:
-                cq.put(phys, info.size, tc, info.queue_offset)
-        if self.config.messageIndexEnable and tx != _TX_ROLLBACK and phys > index_from:
-            self.index.build(info.topic, props.get(MessageConst.KEYS), props.get(MessageConst.UNIQ_KEY),
-                             phys, info.store_timestamp)
-
     # ------------------------------------------------------------------------------------------
     # writing
     # ------------------------------------------------------------------------------------------
+
+    @property
+    def dispatched_offset(self) -> int:
+        """The commit-log offset up to which every record is in the consume queues and the index."""
+        return self.dispatcher.dispatched_offset
 
     @property
     def accepting(self) -> bool:
@@ -370,17 +346,6 @@ class MessageStore:
                 self.config.consume_queue_dir, topic, queue_id, self.config.mappedFileSizeConsumeQueue
             )
         return cq
-
-    def _tags_code(self, topic: str, props: dict, store_ts: int) -> int:
-        if topic == SCHEDULE_TOPIC:
-            try:
-                level = int(props.get(MessageConst.DELAY_TIME_LEVEL, "0"))
-            except ValueError:
-                level = 0
-            if level > 0:
-                return store_ts + self._delay_ms[min(level, len(self._delay_ms)) - 1]
-            return store_ts
-        return compute_tags_code(props.get(MessageConst.TAGS))
 
     def put_message(
         self,
@@ -444,45 +409,33 @@ class MessageStore:
                     cq = self._cq_for_write(topic, queue_id)
                 except ValueError as exc:
                     return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
-            t = cq.tail
-            qoff = (t.start + t.wrote) // UNIT_SIZE if t is not None else cq.max_offset
-        mf = self.commitlog.tail
-        if mf is not None and size + 8 <= mf.size - mf.wrote:
-            pos = mf.wrote
-        else:
-            try:
-                mf, pos = self.commitlog.reserve(size, now)
-            except (AllocationError, OSError) as exc:
-                self._allocation_failed(exc)
-                return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
-        phys = mf.start + pos
+            qoff = cq.max_offset
+        cl = self.commitlog
+        try:
+            phys = cl.reserve(size, now)
+        except (AllocationError, OSError) as exc:
+            self._allocation_failed(exc)
+            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
         record = bytearray(size)
         write_record(record, 0, parts, body, queue_id, flag, qoff, phys, born_timestamp, now,
                      reconsume_times, prepared_transaction_offset)
         try:
-            mf.write_at(pos, record)  # not through the mapping: see MappedFile.write_at
+            end = cl.commit(phys, record, now)
         except OSError as exc:
             return self._write_failed(exc)
-        mf.wrote = pos + size
-        mf.last_write_ms = now
+        units = b""
         if cq is not None:
-            tc = tags_code if tags_code is not None else (
-                self._tags_code(topic, props, now) if topic == SCHEDULE_TOPIC else compute_tags_code(props.get("TAGS"))
-            )
-            if t is not None and t.wrote < t.size:  # fast path: next unit in the queue's tail segment
-                UNIT.pack_into(t.mm, t.wrote, phys, size, tc)
-                t.wrote += UNIT_SIZE
-            else:
-                cq.put(phys, size, tc, qoff)
+            if tags_code is None:
+                tags_code = (self.dispatcher.tags_code(topic, props, now) if topic == SCHEDULE_TOPIC
+                             else compute_tags_code(props.get("TAGS")))
+            units = UNIT.pack(phys, size, tags_code)
+        items = b""
         if self._index_enabled and tx != _TX_ROLLBACK:
             keys = props.get("KEYS")
             uniq = props.get("UNIQ_KEY")
             if keys or uniq:
-                self.index.build(topic, keys, uniq, phys, now)
-        self.dispatched_offset = phys + size
-        if cq is not None and self.listeners:
-            for listener in self.listeners:
-                listener(topic, queue_id, qoff + 1, tc, now)
+                items = key_items(topic, keys, uniq, phys)
+        self._dispatch(cq, qoff, units, items, now, end)
         result = PutMessageResult(_P.PUT_OK, phys, size, qoff, f"{self._id_prefix}{phys:016X}", now, 1)
         if self._group_commit is not None and props.get("WAIT") != "false":
             result.needs_flush_wait = True
@@ -553,38 +506,26 @@ class MessageStore:
         except ValueError as exc:
             return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
         first = cq.max_offset
-        mf = self.commitlog.tail
-        if mf is not None and total + 8 <= mf.size - mf.wrote:
-            pos = mf.wrote
-        else:
-            try:
-                mf, pos = self.commitlog.reserve(total, now)
-            except (AllocationError, OSError) as exc:
-                self._allocation_failed(exc)
-                return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
-        first_phys = mf.start + pos
+        cl = self.commitlog
+        try:
+            first_phys = cl.reserve(total, now)
+        except (AllocationError, OSError) as exc:
+            self._allocation_failed(exc)
+            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
         records = bytearray(total)
-        written, units, items, ids, uniq_keys = wire_batch.write(
+        _written, units, items, ids, uniq_keys = wire_batch.write(
             records, 0, body, stamp, template, tail, first, first_phys,
             f"{topic}#".encode() if self._index_enabled else None, self._id_prefix)
         try:
-            mf.write_at(pos, records)  # not through the mapping: see MappedFile.write_at
+            end = cl.commit(first_phys, records, now)
         except OSError as exc:
             return self._write_failed(exc)
-        end = pos + written
-        mf.wrote = end
-        mf.last_write_ms = now
         if topic == SCHEDULE_TOPIC:  # tag codes are delivery times there
-            units = b"".join(UNIT.pack(phys, size, self._tags_code(topic, decode_record(mf.mm, phys - mf.start)[0].properties, now))
-                             for phys, size, _tc in UNIT.iter_unpack(units))
-        cq.put_run(first, units)
-        if items:
-            self.index.add_items(items, now)
-        if self.listeners:
-            tc = _common_tag_code(units, count)
-            for listener in self.listeners:
-                listener(topic, queue_id, first + count, tc, now)
-        self.dispatched_offset = mf.start + end
+            tags_code = self.dispatcher.tags_code
+            units = b"".join(
+                UNIT.pack(phys, size, tags_code(topic, decode_record(records, phys - first_phys)[0].properties, now))
+                for phys, size, _tc in UNIT.iter_unpack(units))
+        self._dispatch(cq, first, units, items, now, end)
         result = PutMessageResult(_P.PUT_OK, first_phys, total, first, ids, now, count)
         result.uniq_keys = uniq_keys
         result.needs_flush_wait = self._group_commit is not None and wait
@@ -637,11 +578,12 @@ class MessageStore:
         """Slave side: append bytes received from the master at ``offset`` and dispatch every record they
         complete (consume queues, index, arriving listeners). Raises ValueError on a gap."""
         cl = self.commitlog
+        dispatcher = self.dispatcher
         if not cl.queue.files:
-            self.dispatched_offset = offset
+            dispatcher.dispatched_offset = offset
         cl.append_data(offset, data)
-        stop = cl.scan(self.dispatched_offset, False, self._dispatch_replicated, limit=cl.max_offset)
-        self.dispatched_offset = stop.offset
+        stop = cl.scan(dispatcher.dispatched_offset, False, dispatcher.dispatch_record, limit=cl.max_offset)
+        dispatcher.dispatched_offset = stop.offset
         if stop.reason not in ("incomplete", "end of data", "end of segments"):
             log.error("replicated commit log has an invalid record at %d: %s", stop.offset, stop.reason)
 
@@ -653,23 +595,14 @@ class MessageStore:
         self.commitlog.set_end(offset)
         for cq in self._all_cqs():
             cq.truncate_beyond(offset)
-        self.dispatched_offset = min(self.dispatched_offset, offset)
-
-    def _dispatch_replicated(self, info: RecordInfo, phys: int) -> None:
-        self._dispatch_recovered(info, phys, -1)
-        tx = info.sys_flag & MessageSysFlag.TRANSACTION_MASK
-        if self.listeners and tx != _TX_PREPARED and tx != _TX_ROLLBACK:
-            props = decode_properties(info.properties) if info.properties else {}
-            tc = self._tags_code(info.topic, props, info.store_timestamp)
-            for listener in self.listeners:
-                listener(info.topic, info.queue_id, info.queue_offset + 1, tc, info.store_timestamp)
+        self.dispatcher.dispatched_offset = min(self.dispatcher.dispatched_offset, offset)
 
     def add_arriving_listener(self, listener: ArrivingListener) -> None:
         """``listener(topic, queue_id, max_offset, tags_code, store_timestamp)`` after each
         dispatched message (Apache MessageArrivingListener); runs on the writer thread. A batch is
         told once, with the queue's new max offset and the tag code its messages share (None when
         they differ: a listener then treats the batch as matching any filter)."""
-        self.listeners.append(listener)
+        self.dispatcher.listeners.append(listener)
 
     # ------------------------------------------------------------------------------------------
     # reading
@@ -974,7 +907,7 @@ class MessageStore:
 
     def _flush_commitlog_task(self) -> None:
         cl = self.commitlog
-        flushed = cl.queue.flush()
+        flushed = cl.flush()
         cl.queue.release_flushed_pages(keep_tail=8 << 20)
         cp = self.checkpoint
         if flushed != cp.physic_flushed_offset:

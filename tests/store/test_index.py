@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ferrymq.server.store import index as index_module
-from ferrymq.server.store.index import HEADER, HEADER_SIZE, ITEM, ITEM_SIZE, IndexFile, IndexService, key_hash
+from ferrymq.server.store.index import HEADER, HEADER_SIZE, ITEM, ITEM_SIZE, IndexFile, IndexService, key_hash, key_items
 from ferrymq.wire.batch import INDEX_ITEM
 
 
@@ -42,7 +42,7 @@ def test_index_file_layout(tmp_path):
 def test_index_file_full_and_service_rolls(tmp_path):
     svc = IndexService(str(tmp_path / "index"), 4, 5)  # 4 usable items per file
     for i in range(10):
-        svc.build("T", f"k{i}", None, i * 100, 1000 + i)
+        svc.add_items(key_items("T", f"k{i}", None, i * 100), 1000 + i)
     assert len(svc.files) == 3
     for i in range(10):
         offsets, _, last_phy = svc.query("T", f"k{i}", 10, 0, 10**13)
@@ -56,7 +56,7 @@ def test_index_file_full_and_service_rolls(tmp_path):
 def test_collisions_return_only_equal_hashes(tmp_path):
     svc = IndexService(str(tmp_path / "index"), 1, 100)  # one slot: every key collides
     for i in range(20):
-        svc.build("T", f"k{i} shared", f"U{i}", i, 1000)
+        svc.add_items(key_items("T", f"k{i} shared", f"U{i}", i), 1000)
     assert svc.query("T", "k7", 50, 0, 10**13)[0] == [7]
     assert sorted(svc.query("T", "shared", 50, 0, 10**13)[0]) == list(range(20))
     assert svc.query("T", "shared", 5, 0, 10**13)[0] == [19, 18, 17, 16, 15]

@@ -11,7 +11,7 @@ import pytest
 from ferrymq.server.store import GetMessageStatus as G
 from ferrymq.server.store import PutMessageStatus as P
 from ferrymq.server.store import StoreLockedError, TagsCodeFilter
-from ferrymq.server.store.consume_queue import UNIT_SIZE
+from ferrymq.server.store.consume_queue import UNIT, UNIT_SIZE
 from ferrymq.wire.message import (
     BLANK_MAGIC,
     MessageSysFlag,
@@ -284,7 +284,7 @@ def test_recovery_truncates_torn_tail_and_rebuilds_queue(make_store, tmp_path):
     mf.mm[pos : pos + 150] = last[:150]
     # consume queue claims it (as if the unit was written before the kill)
     cq = s.find_consume_queue("T", 0)
-    cq.put(end, len(last), 0, 40)
+    cq.append(40, UNIT.pack(end, len(last), 0))
     assert cq.max_offset == 41
     simulate_crash(s)
     s2 = make_store(root=root)

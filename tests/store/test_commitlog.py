@@ -1,0 +1,93 @@
+"""The commit log's write path: reserve where bytes go (rolling to the next segment when they do not fit),
+then commit them (written, readable, flushable)."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from ferrymq.server.store.commitlog import CommitLog
+from ferrymq.server.store.mapped_file import MappedFile
+from ferrymq.wire.message import BLANK_MAGIC, build_record, read_magic
+
+SEGMENT = 4096
+
+
+def record(body: bytes, queue_offset: int, phys: int) -> bytes:
+    return bytes(build_record("T", body, queue_offset=queue_offset, commitlog_offset=phys, store_timestamp=7))
+
+
+def put(cl: CommitLog, body: bytes, queue_offset: int) -> int:
+    size = len(record(body, 0, 0))
+    phys = cl.reserve(size, 7)
+    assert cl.commit(phys, record(body, queue_offset, phys), 7) == phys + size
+    return phys
+
+
+def test_reserved_bytes_are_neither_readable_nor_flushable_before_commit(tmp_path):
+    cl = CommitLog(str(tmp_path / "cl"), SEGMENT)
+    first = put(cl, b"a" * 100, 0)
+    end = cl.max_offset
+    rec = record(b"b" * 100, 1, end)
+    assert cl.reserve(len(rec), 7) == end
+    assert cl.max_offset == end and cl.read(end, len(rec)) is None
+    assert cl.queue.flush() == end  # a flush covers only what is committed
+    assert cl.commit(end, rec, 7) == end + len(rec)
+    assert cl.max_offset == end + len(rec) and bytes(cl.read(end, len(rec))) == rec
+    assert cl.queue.flush() == end + len(rec)
+    assert cl.read_record(first) is not None
+
+
+def test_reserve_rolls_to_the_next_segment_behind_an_end_marker(tmp_path):
+    cl = CommitLog(str(tmp_path / "cl"), SEGMENT)
+    offsets = []
+    while cl.max_offset < SEGMENT - 600:
+        offsets.append(put(cl, b"x" * 300, len(offsets)))
+    end = cl.max_offset
+    size = len(record(b"y" * 600, 0, 0))
+    assert size + 8 > SEGMENT - end  # does not fit with a marker behind it
+    phys = cl.reserve(size, 9)
+    assert phys == SEGMENT and [mf.start for mf in cl.queue.files] == [0, SEGMENT]
+    first = cl.queue.files[0]
+    assert read_magic(first.mm, end) == (SEGMENT - end, BLANK_MAGIC) and first.wrote == SEGMENT
+    cl.commit(phys, record(b"y" * 600, len(offsets), phys), 9)
+    seen = []
+    stop = cl.scan(0, True, lambda info, at: seen.append((at, info.queue_offset)))
+    assert seen == [(o, i) for i, o in enumerate(offsets)] + [(SEGMENT, len(offsets))]
+    assert stop.offset == SEGMENT + size and stop.reason == "end of data"
+
+
+def test_a_batch_exactly_filling_a_segment_but_its_marker_rolls(tmp_path):
+    cl = CommitLog(str(tmp_path / "cl"), SEGMENT)
+    assert cl.reserve(SEGMENT - 8, 1) == 0  # room for the marker: fits
+    assert cl.reserve(SEGMENT - 7, 1) == SEGMENT  # no room for a marker after it: the next segment
+
+
+def test_commit_must_be_at_the_reserved_offset(tmp_path):
+    cl = CommitLog(str(tmp_path / "cl"), SEGMENT)
+    put(cl, b"a", 0)
+    end = cl.max_offset
+    rec = record(b"b", 1, end)
+    cl.reserve(len(rec), 7)
+    with pytest.raises(ValueError):
+        cl.commit(end + 8, rec, 7)
+    assert cl.max_offset == end
+
+
+def test_a_failed_write_commits_nothing_and_the_reservation_stands(tmp_path, monkeypatch):
+    cl = CommitLog(str(tmp_path / "cl"), SEGMENT)
+    put(cl, b"a", 0)
+    end = cl.max_offset
+    rec = record(b"b", 1, end)
+    assert cl.reserve(len(rec), 7) == end
+
+    def broken(*_args):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(MappedFile, "write_at", broken)
+    with pytest.raises(OSError):
+        cl.commit(end, rec, 7)
+    monkeypatch.undo()
+    assert cl.max_offset == end and cl.reserve(len(rec), 7) == end
+    assert cl.commit(end, rec, 7) == end + len(rec)
