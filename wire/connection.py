@@ -250,6 +250,11 @@ class Connection:
         if self._queued + self._backlog > self.high_water:
             self._backed_up = True
 
+    @property
+    def bytes_queued(self) -> int:
+        """Bytes queued since the last :meth:`data_to_send`."""
+        return self._queued
+
     def data_to_send(self) -> bytes:
         """Everything queued since the last call, in one buffer (b"" when nothing is)."""
         out = self._out
