@@ -1,25 +1,26 @@
-"""The Twisted protocol shared by both ends of a remoting connection.
+"""The Twisted protocol shared by both ends of a remoting connection: an adapter over the sans-I/O core.
 
-Connections are full duplex: each side may send requests, so inbound frames are split by the RESPONSE
-flag into answers to our own requests (matched by opaque) and requests for the local processor.
+:class:`ferrymq.wire.connection.Connection` decides (framing, correlation, deadlines, idle, batching,
+back-pressure); this class feeds it what the socket read, writes what it queued, runs its deadlines and
+idle checks on the reactor's clock, maps its back-pressure to Twisted's producer API and hands its
+requests to the processor. The write that skips a reactor turn lives in :mod:`.twisted_io`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
+import math
 from typing import Any
 
-from twisted.internet import defer, interfaces, tcp
+from twisted.internet import defer, interfaces
 from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
-from ferrymq.wire.codes import Flag
-from ferrymq.wire.command import RemotingCommand, next_opaque
-from ferrymq.wire.errors import FrameError
-from ferrymq.wire.frame import FrameDecoder, encode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.connection import CLOSED, OPEN, Connection, ResponseReceived, UnmatchedResponse
 
+from . import twisted_io
 from .channel import Channel, format_address
 from .dispatch import Processor, dispatch
 from .errors import RemotingClosedError, RemotingTimeoutError
@@ -28,9 +29,6 @@ from .pending import PROMISES
 
 log = logging.getLogger("ferrymq.remoting")
 
-# Plain ints: IntFlag arithmetic costs microseconds per frame on this path.
-_RESPONSE = int(Flag.RESPONSE)
-_ONEWAY = int(Flag.ONEWAY)
 #: Idle checks per idle period: a silent connection is closed between 1 and 1.25 periods after its last frame.
 _IDLE_CHECKS = 4
 
@@ -46,28 +44,22 @@ class RemotingProtocol(Protocol):
         self.options = options
         self.clock = clock
         self.owner = owner  # server or client bookkeeping: connection_made / connection_lost
-        self.decoder = FrameDecoder(options.max_frame_size)
+        self.core = Connection(options.max_frame_size, options.write_high_water, idle_timeout=options.idle_timeout)
         self.channel: Channel | None = None
         self.peer = "?"
-        self._pending: dict[int, tuple[defer.Deferred, Any, RemotingCommand]] = {}
-        self._inbox: deque[RemotingCommand] = deque()
-        self._paused = False
-        self._draining = False
-        self._closing = False
         self._connected = False
-        self.inflight = 0
-        self._idle_waiters: list[defer.Deferred] = []
-        #: Frames answered while one read is handled; written together when the read is done.
-        self._out: list[bytes] | None = None
-        #: Answers of requests completed later (a SYNC_FLUSH group commit answers a whole group in one
-        #: reactor call): collected and written in one send at the end of that reactor turn.
-        self._late: list[bytes] | None = None
-        self._socket: Any = None
-        #: Idle close: reads and writes only set ``_active``; a timer looks at it a few times per period
-        #: (rescheduling a timer on every frame cost about 1% of the broker's time under load).
-        self._active = True
-        self._idle_since = 0.0
+        #: True while queued requests are handled: their answers are written together when that ends
+        #: (one syscall per read instead of one buffered write and two epoll updates per answer).
+        self._serving = False
+        #: The end-of-turn write of answers completed outside a read (a SYNC_FLUSH group commit answers
+        #: a whole group in one reactor call): callLater(0) runs in the same pass over the reactor's calls.
+        self._flush_call: Any = None
+        self._write: Any = None
+        #: One timer at the earliest request deadline, not one per request.
+        self._expiry_call: Any = None
+        self._expiry_at = math.inf
         self._idle_timer: Any = None
+        self._idle_waiters: list[defer.Deferred] = []
 
     # ------------------------------------------------------------------ connection lifecycle
 
@@ -83,30 +75,26 @@ class RemotingProtocol(Protocol):
                 set_no_delay(True)
             except OSError:
                 pass
-        if isinstance(self.transport, tcp.Connection):
-            self._socket = self.transport.socket
-        bufsize = getattr(self.transport, "bufferSize", None)
-        if bufsize is not None:
+        self._write = twisted_io.writer(self.transport)
+        if getattr(self.transport, "bufferSize", None) is not None:
             self.transport.bufferSize = self.options.write_high_water
         self.transport.registerProducer(self, True)
         if self.options.idle_timeout > 0:
-            self._idle_since = self.clock.seconds()
             self._idle_timer = self.clock.callLater(self.options.idle_timeout / _IDLE_CHECKS, self._check_idle)
         if self.owner is not None:
             self.owner.connection_made(self)
 
     def connectionLost(self, reason: Any = None) -> None:
         self._connected = False
-        if self._idle_timer is not None and self._idle_timer.active():
-            self._idle_timer.cancel()
-        self._idle_timer = None
-        pending, self._pending = self._pending, {}
+        for call in (self._idle_timer, self._expiry_call, self._flush_call):
+            if call is not None and call.active():
+                call.cancel()
+        self._idle_timer = self._expiry_call = self._flush_call = None
+        lost = self.core.connection_lost() if self.core.state is not CLOSED else []
         detail = reason.getErrorMessage() if reason is not None and hasattr(reason, "getErrorMessage") else ""
-        for d, timer, cmd in pending.values():
-            if timer.active():
-                timer.cancel()
-            d.errback(RemotingClosedError(self.peer, f"request code {cmd.code} got no response ({detail})"))
-        self._inbox.clear()
+        for entry in lost:
+            entry.context[0].errback(
+                RemotingClosedError(self.peer, f"request code {entry.code} got no response ({detail})"))
         if self.channel is not None:
             self.channel._mark_closed()
         if self.owner is not None:
@@ -117,11 +105,7 @@ class RemotingProtocol(Protocol):
         self._idle_timer = None
         if not self._connected:
             return
-        now = self.clock.seconds()
-        if self._active:
-            self._active = False
-            self._idle_since = now
-        elif now - self._idle_since >= self.options.idle_timeout:
+        if self.core.should_close_idle(self.clock.seconds()):
             self.timeoutConnection()
             return
         self._idle_timer = self.clock.callLater(self.options.idle_timeout / _IDLE_CHECKS, self._check_idle)
@@ -131,198 +115,157 @@ class RemotingProtocol(Protocol):
         self.transport.abortConnection()
 
     def close(self) -> None:
-        if self._connected and not self._closing:
-            if self._late:
-                self._flush_late()
-            self._closing = True
+        if self._connected and self.core.state is OPEN:
+            self.core.close()
+            self._flush()
             self.transport.loseConnection()
 
     # ------------------------------------------------------------------ inbound
 
     def dataReceived(self, data: bytes) -> None:
-        if self._closing:
-            return
-        self._active = True
-        try:
-            commands = self.decoder.feed(data)
-        except FrameError as exc:
-            self._bad_frame(str(exc))
-            return
-        except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad frame, not a crash
-            self._bad_frame(f"undecodable frame ({type(exc).__name__}: {exc})")
-            return
-        for cmd in commands:
-            if cmd.flag & _RESPONSE:
-                self._complete(cmd)
+        events = self.core.receive_data(data)
+        for event in events:
+            kind = type(event)
+            if kind is ResponseReceived:
+                event.request.context[0].callback(event.command)
+            elif kind is UnmatchedResponse:
+                log.debug("response opaque %s from %s matches no pending request (timed out?)",
+                          event.command.opaque, self.peer)
             else:
-                self._inbox.append(cmd)
-        # Every answer produced while handling this read leaves in one write: one syscall per read
-        # instead of one buffered write (and two epoll updates) per response.
-        self._out = []
+                log.warning("closing connection %s: %s", self.peer, event.reason)
+                self.transport.abortConnection()
+                return
+        self._serve()
+
+    def _serve(self) -> None:
+        """Handle queued requests until none is left or the core backs up, writing their answers in
+        one buffer; a backed-up core has its output written at once, which may pause us."""
+        core = self.core
+        self._serving = True
         try:
-            self._run_inbox()
+            while True:
+                cmd = core.next_request()
+                while cmd is not None:
+                    self._handle_request(cmd)
+                    cmd = core.next_request()
+                self._flush()
+                if not core.requests_ready:
+                    break
         finally:
-            out, self._out = self._out, None
-            if out:
-                self._write(out[0] if len(out) == 1 else b"".join(out))
-
-    def _bad_frame(self, reason: str) -> None:
-        log.warning("closing connection %s: %s", self.peer, reason)
-        self._closing = True
-        self._inbox.clear()
-        self.transport.abortConnection()
-
-    def _complete(self, cmd: RemotingCommand) -> None:
-        entry = self._pending.pop(cmd.opaque, None)
-        if entry is None:
-            log.debug("response opaque %s from %s matches no pending request (timed out?)", cmd.opaque, self.peer)
-            return
-        d, timer, _ = entry
-        if timer.active():
-            timer.cancel()
-        d.callback(cmd)
-
-    def _run_inbox(self) -> None:
-        while self._inbox and not self._paused and not self._closing:
-            self._handle_request(self._inbox.popleft())
+            self._serving = False
+        if self._idle_waiters:
+            self._notify_idle()
 
     def _handle_request(self, cmd: RemotingCommand) -> None:
         result = dispatch(self.processor, cmd, self.channel)
         if not isinstance(result, PROMISES):
-            self._answer(result, cmd)
+            self._answer(cmd, result)
             return
-        self.inflight += 1
         result.addBoth(self._late_result, cmd)
 
+    def _answer(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        try:
+            self.core.send_response(request, response)
+        except Exception:  # noqa: BLE001 - an unencodable response must not take the connection down
+            log.exception("cannot write the response to code %s for %s", request.code, self.peer)
+
     def _late_result(self, response: Any, request: RemotingCommand) -> None:
-        """A Deferred's outcome: its answer (dispatch turns every failure into an error response, so a
-        Failure here is a bug in that promise), then the request no longer counts as in flight."""
-        try:
-            if isinstance(response, Failure):
-                log.error("request code %s from %s failed without an answer: %s", request.code, self.peer,
-                          response.getErrorMessage())
-            else:
-                self._answer_late(response, request)
-        finally:
-            self._request_done(None)
-
-    def _answer(self, response: RemotingCommand | None, request: RemotingCommand) -> None:
-        if response is None or request.flag & _ONEWAY or not self._connected:
-            return
-        try:
-            self.send(response)
-        except Exception:  # noqa: BLE001 - an unencodable response must not take the connection down
-            log.exception("cannot write the response to code %s for %s", request.code, self.peer)
-
-    def _answer_late(self, response: RemotingCommand | None, request: RemotingCommand) -> None:
-        """A Deferred's answer: queued, and every answer queued during this reactor turn leaves in one
-        send (callLater(0) runs in the same pass over the reactor's calls that ran the completions)."""
-        if response is None or request.flag & _ONEWAY or not self._connected:
-            return
-        if self._out is not None:  # fired while this connection's read is being handled
-            self._answer(response, request)
-            return
-        try:
-            data = encode(response)
-        except Exception:  # noqa: BLE001 - an unencodable response must not take the connection down
-            log.exception("cannot write the response to code %s for %s", request.code, self.peer)
-            return
-        self._active = True
-        if self._late is None:
-            self._late = [data]
-            self.clock.callLater(0, self._flush_late)
-        else:
-            self._late.append(data)
+        """A promise's outcome (dispatch turns every failure into an error response, so a Failure here is
+        a bug in that promise). Answers completed outside a read leave together at the end of the turn."""
+        if isinstance(response, Failure):
+            log.error("request code %s from %s failed without an answer: %s", request.code, self.peer,
+                      response.getErrorMessage())
+            response = None
+        self._answer(request, response)
+        if not self._serving and self.core.bytes_queued and self._flush_call is None and self._connected:
+            self._flush_call = self.clock.callLater(0, self._flush_late)
+        self._notify_idle()
 
     def _flush_late(self) -> None:
-        late, self._late = self._late, None
-        if late and self._connected:
-            self._write(late[0] if len(late) == 1 else b"".join(late))
-
-    def _request_done(self, _: object) -> None:
-        self.inflight -= 1
-        self._notify_idle()
+        self._flush_call = None
+        self._flush()
 
     # ------------------------------------------------------------------ outbound
 
+    def _flush(self) -> None:
+        data = self.core.data_to_send()
+        if data and self._connected:
+            self._write(data)
+
     def send(self, cmd: RemotingCommand) -> None:
+        """Write ``cmd`` as it is (with everything queued before it, unless requests are being handled)."""
         if not self._connected:
             raise RemotingClosedError(self.peer, "cannot write to a closed connection")
-        data = encode(cmd)
-        if self._out is not None:
-            self._out.append(data)
-        else:
-            self._write(data)
-        self._active = True
-
-    def _write(self, data: bytes) -> None:
-        """Send now when nothing is queued before us (the common case: the socket buffer has room), else
-        hand over to the transport's buffer. Twisted's own path would queue, register for writability and
-        send on the next reactor turn: two extra epoll calls and a turn of latency per answer."""
-        t = self.transport
-        sock = self._socket
-        if sock is not None and not t._tempDataBuffer and t.offset >= len(t.dataBuffer) and t.connected \
-                and not t.disconnecting:
-            try:
-                sent = sock.send(data)
-            except OSError:  # EAGAIN, or a broken connection: the transport's own write finds out and reports it
-                sent = 0
-            if sent >= len(data):
-                return
-            data = data[sent:]
-        t.write(data)
+        self.core.send(cmd)
+        if not self._serving:
+            self._flush()
 
     def request(self, cmd: RemotingCommand, timeout: float) -> defer.Deferred:
-        if not self._connected or self._closing:
+        if not self._connected or self.core.state is not OPEN:
             return defer.fail(RemotingClosedError(self.peer, "connection is closing"))
-        if cmd.opaque in self._pending:
-            cmd.opaque = next_opaque()
         d = defer.Deferred()
-        timer = self.clock.callLater(timeout, self._timed_out, cmd.opaque, cmd.code, timeout)
-        self._pending[cmd.opaque] = (d, timer, cmd)
-        try:
-            self.send(cmd)
-        except Exception:
-            self._pending.pop(cmd.opaque, None)
-            timer.cancel()
-            raise
+        now = self.clock.seconds()
+        deadline = now + timeout
+        self.core.send_request(cmd, deadline, (d, timeout))
+        if deadline < self._expiry_at:
+            self._expire_at(deadline, now)
+        if not self._serving:
+            self._flush()
         return d
 
-    def _timed_out(self, opaque: int, code: int, timeout: float) -> None:
-        entry = self._pending.pop(opaque, None)
-        if entry is not None:
-            entry[0].errback(RemotingTimeoutError(self.peer, code, opaque, timeout))
+    def _expire_at(self, deadline: float, now: float) -> None:
+        if self._expiry_call is not None and self._expiry_call.active():
+            self._expiry_call.cancel()
+        self._expiry_at = deadline
+        self._expiry_call = self.clock.callLater(max(0.0, deadline - now), self._expire)
+
+    def _expire(self) -> None:
+        self._expiry_call = None
+        self._expiry_at = math.inf
+        now = self.clock.seconds()
+        for entry in self.core.expire(now):
+            d, timeout = entry.context
+            d.errback(RemotingTimeoutError(self.peer, entry.code, entry.opaque, timeout))
+        deadline = self.core.next_deadline()
+        if deadline is not None and deadline < self._expiry_at and self._connected:
+            self._expire_at(deadline, now)
 
     @property
     def pending_count(self) -> int:
-        return len(self._pending)
+        return self.core.pending_count
+
+    @property
+    def inflight(self) -> int:
+        return self.core.inflight
 
     # ------------------------------------------------------------------ back-pressure (IPushProducer)
 
     def pauseProducing(self) -> None:
-        if not self._paused:
+        """Twisted calls this once its buffer holds more than ``bufferSize`` (= write_high_water)."""
+        if not self.core.backed_up:
             log.debug("pausing reads from %s: write buffer above %d bytes", self.peer, self.options.write_high_water)
-        self._paused = True
+        self.core.transport_buffered(self.options.write_high_water + 1)
         self.transport.pauseProducing()
 
     def resumeProducing(self) -> None:
-        self._paused = False
-        if not self._draining and self._connected:
+        """Twisted calls this once its buffer is empty."""
+        self.core.transport_buffered(0)
+        if self._connected and not self.core.reading_paused:
             self.transport.resumeProducing()
-        self._run_inbox()
+        self._serve()
 
     def stopProducing(self) -> None:
-        self._paused = True
+        """The transport is going away; connectionLost follows and closes the core."""
 
     @property
     def paused(self) -> bool:
-        return self._paused
+        return self.core.backed_up
 
     # ------------------------------------------------------------------ graceful shutdown
 
     def drain(self) -> defer.Deferred:
         """Stop reading new requests; fire once every request already read has been answered."""
-        self._draining = True
+        self.core.start_draining()
         if self._connected:
             self.transport.pauseProducing()
         d = defer.Deferred()
@@ -331,10 +274,9 @@ class RemotingProtocol(Protocol):
         return d
 
     def _notify_idle(self) -> None:
-        if self.inflight or (self._inbox and self._connected):
+        if not self._idle_waiters or not self.core.is_idle:
             return
-        if self._late:  # whoever waits for idle (a drain before close) must find every answer written
-            self._flush_late()
+        self._flush()  # whoever waits for idle (a drain before close) must find every answer written
         waiters, self._idle_waiters = self._idle_waiters, []
         for d in waiters:
             d.callback(None)

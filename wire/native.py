@@ -47,9 +47,9 @@ C_PARTS: tuple[CPart, ...] = (
 
 #: the modules a send, a pull and a group commit run through, compiled by Cython
 CYTHON_SOURCES: tuple[str, ...] = (
-    "wire/command.py", "wire/frame.py", "wire/serialization.py", "wire/message.py", "wire/batch.py",
-    "wire/topics.py",
-    "remoting/protocol.py", "remoting/dispatch.py", "remoting/pending.py",
+    "wire/command.py", "wire/frame.py", "wire/connection.py", "wire/serialization.py", "wire/message.py",
+    "wire/batch.py", "wire/topics.py",
+    "remoting/protocol.py", "remoting/twisted_io.py", "remoting/dispatch.py", "remoting/pending.py",
     "server/broker/processors/send.py", "server/broker/processors/pull.py", "server/broker/processors/common.py",
     "server/broker/store_adapter.py", "server/broker/longpoll.py", "server/broker/schedule.py",
     "server/broker/context.py", "server/broker/topics.py",

@@ -218,7 +218,7 @@ def test_back_pressure_pauses_reading_until_drained(rt, server, raw_client):
     while not rt.call(paused_state) and time.monotonic() < deadline:
         time.sleep(0.02)
     def describe():
-        return [(p.paused, len(p._inbox), p.transport.bufferSize, len(p.transport._tempDataBuffer),
+        return [(p.paused, p.core.queued_requests, p.transport.bufferSize, len(p.transport._tempDataBuffer),
                  p.transport.producerPaused) for p in srv.connections]
 
     assert rt.call(paused_state), f"server kept reading although its writes piled up: {rt.call(describe)}"
