@@ -6,11 +6,12 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ferrymq.wire.message import MessageExt
+
 from .. import producer as core
 from .. import reactor_thread
 from ..message import Message, MessageQueue, SendResult
 from ..producer import LocalTransactionState, QueueSelector
-from ferrymq.wire.message import MessageExt
 from .bridge import call, on_loop
 
 

@@ -1,5 +1,8 @@
 """A name server and a broker in the SDK's reactor thread, shared by the tests of a module, and a fresh
-single-queue topic per test (one queue keeps the order messages were sent in)."""
+single-queue topic per test (one queue keeps the order messages were sent in).
+
+The broker's delay levels are all 1 s and it checks half messages back after 0.5 s, so redeliveries and
+transaction check-backs happen within a test's patience."""
 
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ def cluster(rt, tmp_path_factory):
     rt.call(namesrv.start)
     config = BrokerConfig(brokerName="broker-sdk", brokerIP1="127.0.0.1", listenPort=0,
                           namesrvAddr=f"127.0.0.1:{namesrv.port}", storePathRootDir=str(root / "store"),
-                          mappedFileSizeCommitLog=1 << 22)
+                          mappedFileSizeCommitLog=1 << 22, messageDelayLevel=" ".join(["1s"] * 18),
+                          transactionTimeOut=500, transactionCheckInterval=200, transactionCheckMax=5)
     broker = Broker(config, NettyServerConfig(bindAddress="127.0.0.1"),
                     store_props={"mappedFileSizeConsumeQueue": "6000", "maxIndexNum": "1000",
                                  "maxHashSlotNum": "100"})
