@@ -133,6 +133,9 @@ class PushConsumer:
         """The next message; the one returned before counts as consumed from now on.
 
         Raises ConsumerStoppedError once the consumer stops."""
+        if self._listener is not None:
+            raise MQClientError(f"consumer {self.group} hands its messages to its listener; iterate a consumer "
+                                f"without one")
         if self._inbox is None:
             raise MQClientError("start the consumer (or enter `async with`) before reading from it")
         if self._in_hand is not None:

@@ -194,6 +194,8 @@ def test_a_coroutine_listener_runs_on_the_application_loop(cluster, topic):
         async with consumer:
             await send_all(cluster, topic, [b"x", b"y"])
             await done.wait()
+            with pytest.raises(MQClientError, match="listener"):
+                await consumer.getone()
         return sorted(seen)
 
     assert run(main()) == [(b"x", True), (b"y", True)]
