@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from ferrymq.wire.bodies import TopicRouteData
 
@@ -22,7 +22,7 @@ class MQAdmin:
     async def close(self) -> None:
         await call(self._core.close)
 
-    async def __aenter__(self) -> "MQAdmin":
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

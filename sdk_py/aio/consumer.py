@@ -15,7 +15,7 @@ import asyncio
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from ferrymq.wire.message import MessageExt
 
@@ -115,11 +115,11 @@ class PushConsumer:
             self._inbox.put_nowait(_STOPPED)  # wakes a waiting getone()
         await call(self._core.shutdown)
 
-    async def __aenter__(self) -> "PushConsumer":
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type | None, *exc: object) -> None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         await self.stop(consumed=exc_type is None)
 
     async def _deliver(self, msgs: list[MessageExt], _context: Any) -> ConsumeConcurrentlyStatus:
@@ -152,7 +152,7 @@ class PushConsumer:
         self._in_hand = delivery
         return delivery.remaining.popleft()
 
-    def __aiter__(self) -> "PushConsumer":
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> MessageExt:
@@ -182,7 +182,7 @@ class PullConsumer:
         """Commit the remembered offsets, unregister and close the connections."""
         await call(self._core.shutdown)
 
-    async def __aenter__(self) -> "PullConsumer":
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

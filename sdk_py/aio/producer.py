@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Self
 
 from ferrymq.wire.message import MessageExt
 
@@ -46,7 +46,7 @@ class Producer:
         """Unregister from the brokers and close the connections."""
         await call(self._core.shutdown)
 
-    async def __aenter__(self) -> "Producer":
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass
 
 import pytest
-
 from ferrymq.sdk import reactor_thread
 from ferrymq.sdk.mq_admin import MQAdmin
 from ferrymq.server.broker.service import Broker

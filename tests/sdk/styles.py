@@ -8,8 +8,6 @@ import asyncio
 import threading
 from collections.abc import Callable
 
-from twisted.internet import defer
-
 from ferrymq.sdk import (
     BlockingProducer,
     BlockingPullConsumer,
@@ -25,6 +23,7 @@ from ferrymq.sdk import (
     aio,
     reactor_thread,
 )
+from twisted.internet import defer
 
 FROM_FIRST = "CONSUME_FROM_FIRST_OFFSET"
 #: longest a scenario waits for messages
@@ -51,7 +50,8 @@ class DeferredStyle:
 
         return reactor_thread.call(go)
 
-    def push_consume(self, group: str, topic: str, expression: str, msgs: list[Message], until: int) -> list[MessageExt]:
+    def push_consume(self, group: str, topic: str, expression: str, msgs: list[Message],
+                     until: int) -> list[MessageExt]:
         from twisted.internet import reactor
 
         @defer.inlineCallbacks
@@ -120,7 +120,8 @@ class BlockingStyle:
         with BlockingProducer(group, self.namesrv_addr) as producer:
             return producer.send(msg)
 
-    def push_consume(self, group: str, topic: str, expression: str, msgs: list[Message], until: int) -> list[MessageExt]:
+    def push_consume(self, group: str, topic: str, expression: str, msgs: list[Message],
+                     until: int) -> list[MessageExt]:
         got: list[MessageExt] = []
         lock, enough = threading.Lock(), threading.Event()
 
@@ -166,7 +167,8 @@ class AsyncioStyle:
 
         return asyncio.run(main())
 
-    def push_consume(self, group: str, topic: str, expression: str, msgs: list[Message], until: int) -> list[MessageExt]:
+    def push_consume(self, group: str, topic: str, expression: str, msgs: list[Message],
+                     until: int) -> list[MessageExt]:
         async def main():
             consumer = aio.PushConsumer(group, self.namesrv_addr, consume_from_where=FROM_FIRST)
             consumer.subscribe(topic, expression)

@@ -8,8 +8,6 @@ import threading
 import time
 
 import pytest
-from twisted.internet import defer
-
 from ferrymq.remoting import RemotingConnectError, RemotingServer
 from ferrymq.sdk import aio
 from ferrymq.sdk.aio import bridge
@@ -17,6 +15,8 @@ from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import MQClientError
 from ferrymq.sdk.errors import MQResponseError
 from ferrymq.wire.codes import RequestCode, ResponseCode
+from twisted.internet import defer
+
 from tests.sdk.test_blocking_admin import free_port
 
 FIRST = "CONSUME_FROM_FIRST_OFFSET"

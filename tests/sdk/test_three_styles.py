@@ -4,9 +4,9 @@ broker: they share one client core, so they must give the same answers."""
 from __future__ import annotations
 
 import pytest
-
 from ferrymq.sdk import LocalTransactionState, Message, PullStatus, SendStatus
 from ferrymq.wire.message import MessageConst
+
 from tests.sdk.styles import STYLES
 
 
