@@ -104,7 +104,9 @@ class PushConsumer:
         ``consumed`` is False; messages not handed out yet are given back for redelivery."""
         self._stopping = True
         if self._in_hand is not None:
-            self._in_hand.settle(ConsumeConcurrentlyStatus.CONSUME_SUCCESS if consumed
+            # a status answers for a whole delivery: one with messages not handed out yet goes back whole
+            done = consumed and not self._in_hand.remaining
+            self._in_hand.settle(ConsumeConcurrentlyStatus.CONSUME_SUCCESS if done
                                  else ConsumeConcurrentlyStatus.RECONSUME_LATER)
             self._in_hand = None
         if self._inbox is not None:

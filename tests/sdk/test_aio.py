@@ -113,10 +113,11 @@ async def send_all(cluster, topic: str, bodies: list[bytes]) -> None:
             await producer.send(aio.Message(topic, body))
 
 
-async def read(cluster, topic: str, count: int, *, fail_on: bytes | None = None) -> list[aio.MessageExt]:
+async def read(cluster, topic: str, count: int, *, fail_on: bytes | None = None,
+               **settings) -> list[aio.MessageExt]:
     """One consumer session of the topic's group: ``count`` messages, then leave (by an exception raised
     while handling ``fail_on``)."""
-    consumer = aio.PushConsumer(f"g_{topic}", cluster.namesrv_addr, consume_from_where=FIRST)
+    consumer = aio.PushConsumer(f"g_{topic}", cluster.namesrv_addr, consume_from_where=FIRST, **settings)
     consumer.subscribe(topic)
     got = []
     async with consumer:
@@ -151,6 +152,17 @@ def test_an_exception_in_the_loop_has_the_message_delivered_again(cluster, topic
 
     (again,) = run(main())
     assert again.body == b"poison" and again.reconsume_times == 1 and again.topic == topic
+
+
+def test_a_delivery_left_half_read_is_delivered_again_whole(cluster, topic):
+    async def main():
+        await send_all(cluster, topic, [b"b1", b"b2"])
+        first = await read(cluster, topic, 1, consume_message_batch_max_size=2)
+        return first, await read(cluster, topic, 2)
+
+    first, again = run(main())
+    assert [m.body for m in first] == [b"b1"]
+    assert sorted((m.body, m.reconsume_times) for m in again) == [(b"b1", 1), (b"b2", 1)]
 
 
 def test_getone_before_start_and_after_stop(cluster, topic):
