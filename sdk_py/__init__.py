@@ -1,9 +1,10 @@
-"""FerryMQ's Python client SDK: Deferred-based remoting and admin calls, plus a blocking facade.
+"""FerryMQ's Python client SDK: one Deferred-based client in three styles.
 
 Messaging clients (Twisted-native; every call returns a Deferred): :class:`Producer`,
 :class:`PushConsumer`, :class:`PullConsumer`, :class:`MQAdmin`. Blocking facades for scripts:
 :class:`BlockingProducer`, :class:`BlockingPushConsumer`, :class:`BlockingPullConsumer`,
-:class:`BlockingMQAdmin`. Settings shared by all clients: :class:`ClientConfig`.
+:class:`BlockingMQAdmin`. The same clients for asyncio (``await``, ``async with``, ``async for``) are in
+:mod:`ferrymq.sdk.aio`. Settings shared by all clients: :class:`ClientConfig`. docs/sdk.md shows each style.
 """
 
 from .blocking_clients import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, BlockingPushConsumer

@@ -1,0 +1,70 @@
+"""The asyncio admin client: :class:`ferrymq.sdk.MQAdmin` (topics, routes, queue offsets) with ``await``."""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from ferrymq.wire.bodies import TopicRouteData
+
+from .. import mq_admin as core
+from .. import reactor_thread
+from ..message import MessageQueue
+from .bridge import call
+
+
+class MQAdmin:
+    """``async with MQAdmin("127.0.0.1:9876") as admin: await admin.create_topic("T")``."""
+
+    def __init__(self, namesrv_addr: str, **kwargs: Any):
+        reactor_thread.ensure_running()
+        self._core: core.MQAdmin = reactor_thread.call(lambda: core.MQAdmin(namesrv_addr, **kwargs))
+
+    async def close(self) -> None:
+        await call(self._core.close)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def master_addrs(self, cluster: str | None = None) -> list[str]:
+        """Master addresses of ``cluster`` (all clusters when None), sorted by broker name."""
+        return await call(self._core.master_addrs, cluster)
+
+    async def create_topic(self, topic: str, queue_nums: int = 4, *, cluster: str | None = None,
+                           broker_addr: str | None = None, perm: int = 6, order: bool = False) -> list[str]:
+        """Create ``topic`` with ``queue_nums`` queues on one broker or every master of ``cluster`` (of all
+        clusters when neither is given); returns the addresses used."""
+        return await call(self._core.create_topic, topic, queue_nums, cluster=cluster, broker_addr=broker_addr,
+                          perm=perm, order=order)
+
+    async def wait_for_route(self, topic: str, timeout: float = 30.0, interval: float = 0.2) -> TopicRouteData:
+        """Poll the name server until it has a route for ``topic`` with readable queues."""
+        return await call(self._core.wait_for_route, topic, timeout, interval)
+
+    async def fetch_route(self, topic: str) -> TopicRouteData:
+        return await call(self._core.fetch_route, topic)
+
+    async def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]:
+        return await call(self._core.fetch_subscribe_queues, topic)
+
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        return await call(self._core.fetch_publish_queues, topic)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await call(self._core.max_offset, mq)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await call(self._core.min_offset, mq)
+
+    async def earliest_msg_store_time(self, mq: MessageQueue) -> int:
+        return await call(self._core.earliest_msg_store_time, mq)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int, boundary: str | None = None) -> int:
+        """Offset of the first message stored at or after ``timestamp_ms``."""
+        return await call(self._core.search_offset, mq, timestamp_ms, boundary)
+
+    async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq``, -1 when it has none."""
+        return await call(self._core.query_consumer_offset, group, mq)
