@@ -10,7 +10,7 @@ import random
 import statistics
 import time
 
-from ferrymq.server.filter.sql92 import compile_expression
+from ferrymq.server.sql92 import compile_expression
 
 EXPRESSION = "region IN ('hz', 'sh', 'bj') AND price BETWEEN 100 AND 500 AND vip = TRUE"
 

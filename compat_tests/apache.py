@@ -199,7 +199,7 @@ def _routes_to(namesrv_addr: str, topic: str, broker_name: str) -> bool:
     from ferrymq.wire.codes import RequestCode, ResponseCode
     from ferrymq.wire.command import request
 
-    from .wireclient import call
+    from .socket_client import call
 
     try:
         reply = call(namesrv_addr, request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), timeout=3)

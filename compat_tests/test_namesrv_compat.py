@@ -1,7 +1,7 @@
 """Issue 2 compat: official mqadmin (5.x and 4.9.x) and the official Go client against a name server.
 
 Each test registers a broker THROUGH THE PROTOCOL (REGISTER_BROKER with a RegisterBrokerBody, sent by
-``wireclient`` over a plain socket, as a Java broker would), then asks the official tools about it.
+``socket_client`` over a plain socket, as a Java broker would), then asks the official tools about it.
 The same tests run against Apache's name server, which proves the expectations, and FerryMQ's.
 
 The registered broker address is a fake broker endpoint: ``mqadmin clusterList`` calls
@@ -21,7 +21,7 @@ from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 
 from . import mqadmin_output
-from .wireclient import Connection, FakeBroker, TopicSpec, register_broker_request
+from .socket_client import Connection, FakeBroker, TopicSpec, register_broker_request
 
 
 @dataclass
@@ -56,7 +56,7 @@ def registered(namesrv):
 def test_register_broker_then_route_over_the_wire(registered):
     """The route the name server builds from the registration, read back with GET_ROUTEINFO_BY_TOPIC."""
     from .mqadmin_output import fastjson_pretty
-    from .wireclient import call
+    from .socket_client import call
 
     reply = call(registered.namesrv_addr, request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": registered.topic.name}))
     assert reply.code == ResponseCode.SUCCESS, reply.remark

@@ -16,7 +16,7 @@ from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 
 from .servers import DELAY_LEVEL_3_MS
-from .wireclient import call
+from .socket_client import call
 
 #: how long a client waits for the messages it expects before giving up (seconds)
 WAIT = 45

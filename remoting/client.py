@@ -129,10 +129,6 @@ class RemotingClient:
         if self._connections.get(addr) is proto:
             del self._connections[addr]
 
-    def is_connected(self, addr: str) -> bool:
-        proto = self._connections.get(addr)
-        return proto is not None and proto.channel is not None and proto.channel.is_active
-
     # ------------------------------------------------------------------ calls
 
     def invoke(self, addr: str, cmd: RemotingCommand, timeout: float = 3.0) -> defer.Deferred:
@@ -176,11 +172,6 @@ class RemotingClient:
         """Send ``cmd`` with the ONEWAY flag; fires (with None) once written."""
         cmd.flag |= Flag.ONEWAY
         return self.channel(addr).addCallback(lambda channel: channel.write(cmd))
-
-    def close_connection(self, addr: str) -> None:
-        proto = self._connections.pop(addr, None)
-        if proto is not None:
-            proto.close()
 
     def close(self) -> defer.Deferred:
         """Close every connection; pending calls fail with RemotingClosedError."""

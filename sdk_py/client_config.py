@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
 import time
 from dataclasses import dataclass
 
+from ferrymq.remoting.local_address import local_ip
 from ferrymq.wire.topics import validate_group
 
 _instance_counter = itertools.count()
-
-
-def local_ip() -> str:
-    """The address a client reports in its client id (non-loopback when the host has one)."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.255.255.255", 1))  # no packet is sent; picks the outbound interface
-            return s.getsockname()[0]
-    except OSError:
-        return "127.0.0.1"
 
 
 def default_instance_name() -> str:

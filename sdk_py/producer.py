@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import enum
 import logging
 import time
@@ -32,6 +34,7 @@ from ferrymq.wire.message import (
     encode_properties,
     java_string_hash,
 )
+from ferrymq.remoting.local_address import local_ip
 from ferrymq.wire.msgid import UniqKeyGenerator, parse_offset_msg_id
 from ferrymq.wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX, validate_topic
 
@@ -58,7 +61,7 @@ RETRY_CODES = frozenset(
     }
 )
 
-_uniq = UniqKeyGenerator()
+_uniq = UniqKeyGenerator(socket.inet_aton(local_ip()))
 
 
 def should_retry(exc: BaseException) -> bool:

@@ -106,10 +106,6 @@ class MessageSysFlag:
     def transaction_type(sys_flag: int) -> int:
         return sys_flag & 0xC
 
-    @staticmethod
-    def reset_transaction(sys_flag: int, tx_type: int) -> int:
-        return (sys_flag & ~0xC) | tx_type
-
 
 class MessageConst:
     """Property names (Apache ``MessageConst``); the string is what travels on the wire."""
@@ -316,10 +312,6 @@ def unpack_host(raw: bytes, port: int) -> Host:
 
 
 _unpack_host_cached = functools.lru_cache(maxsize=1024)(unpack_host)
-
-
-def host_is_v6(host: Host) -> bool:
-    return len(pack_host(host)) == 20
 
 
 # ---------------------------------------------------------------------------------------------

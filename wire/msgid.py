@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import socket
 import struct
 import threading
 import time
@@ -56,21 +55,10 @@ def _month_start_ms(now_ms: int) -> tuple[int, int]:
     return int(start.timestamp() * 1000), int(nxt.timestamp() * 1000)
 
 
-def _local_ip() -> bytes:
-    """This host's IPv4 address (non-loopback when one is known), else 127.0.0.1."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.255.255.255", 1))  # no packet is sent; picks the outbound interface
-            return socket.inet_aton(s.getsockname()[0])
-    except OSError:
-        return socket.inet_aton("127.0.0.1")
-
-
 class UniqKeyGenerator:
     """Produces UNIQ_KEYs in the Java client's layout (thread-safe)."""
 
-    def __init__(self, ip: bytes | None = None, pid: int | None = None, class_hash: int | None = None):
-        ip = ip if ip is not None else _local_ip()
+    def __init__(self, ip: bytes = b"\x7f\x00\x00\x01", pid: int | None = None, class_hash: int | None = None):
         pid = (pid if pid is not None else os.getpid()) & 0xFFFF
         class_hash = (class_hash if class_hash is not None else id(self)) & 0xFFFFFFFF
         self._prefix = (ip + struct.pack(">HI", pid, class_hash)).hex().upper()

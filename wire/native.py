@@ -51,7 +51,7 @@ CYTHON_SOURCES: tuple[str, ...] = (
     "wire/batch.py", "wire/topics.py",
     "remoting/protocol.py", "remoting/twisted_io.py", "remoting/dispatch.py", "remoting/pending.py",
     "server/broker/processors/send.py", "server/broker/processors/pull.py", "server/broker/processors/common.py",
-    "server/broker/store_adapter.py", "server/broker/longpoll.py", "server/broker/schedule.py",
+    "server/broker/store_adapter.py", "server/broker/longpoll.py", "server/broker/parking.py",
     "server/broker/context.py", "server/broker/topics.py",
     "server/store/message_store.py", "server/store/commitlog.py", "server/store/consume_queue.py",
     "server/store/index.py", "server/store/mapped_file.py", "server/store/flush.py",

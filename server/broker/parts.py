@@ -15,7 +15,7 @@ from ferrymq.server.schedule.timer import TimerConfig
 from ferrymq.wire.command import RemotingCommand
 from ferrymq.wire.message import MessageExt
 
-from .sqlfilter import ConsumerFilterData
+from .sql_subscriptions import ConsumerFilterData
 
 
 class Service(Protocol):
@@ -60,7 +60,7 @@ class Transactions(Protocol):
 
 
 class ConsumerFilters(Protocol):
-    """SQL92 filters compiled per (group, topic) (:class:`server.broker.sqlfilter.ConsumerFilterManager`)."""
+    """SQL92 filters compiled per (group, topic) (:class:`.sql_subscriptions.ConsumerFilterManager`)."""
 
     def register(self, group: str, topic: str, expression: str, version: int) -> ConsumerFilterData | None: ...
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import socket
 from typing import Any
 
 from twisted.internet import defer, task
 
 from ferrymq.server.config import BrokerConfig, NettyServerConfig
+from ferrymq.remoting.local_address import local_ip
 from ferrymq.remoting import Channel, RemotingServer
 from ferrymq.server.store.config import MessageStoreConfig
 from ferrymq.server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
@@ -32,19 +32,6 @@ log = logging.getLogger("ferrymq.broker")
 
 #: Apache's client housekeeping period (ClientHousekeepingService), ms.
 CLIENT_SCAN_INTERVAL_MS = 10_000
-
-
-def local_ip() -> str:
-    """The address advertised when brokerIP1 is unset: a non-loopback IPv4 of this host, else 127.0.0.1."""
-    try:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            s.connect(("10.255.255.255", 1))  # no packet is sent; this only picks the outbound interface
-            ip = s.getsockname()[0]
-            if ip and not ip.startswith("127."):
-                return ip
-    except OSError:
-        pass
-    return "127.0.0.1"
 
 
 def store_config_for(config: BrokerConfig, store_props: dict[str, str] | None = None, host: str = "") -> MessageStoreConfig:

@@ -9,12 +9,11 @@ of physical memory behind the head).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
 from ferrymq.remoting.pending import Pending
-from ferrymq.server.store.message_store import MessageStore
+from ferrymq.server.store.message_store import MessageStore, total_memory
 from ferrymq.server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
 from ferrymq.server.store.twisted_adapter import deferred_for, flush_watch
 from ferrymq.wire.message import Host, MessageExt
@@ -22,18 +21,11 @@ from ferrymq.wire.message import Host, MessageExt
 from .store_port import ArrivalListener, QueueUnit
 
 
-def _total_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 8 << 30
-
-
 class StoreAdapter:
     def __init__(self, store: MessageStore, reactor: Any):
         self.store = store
         self.reactor = reactor
-        self._memory_limit = _total_memory() * store.config.accessMessageInMemoryMaxRatio // 100
+        self._memory_limit = total_memory() * store.config.accessMessageInMemoryMaxRatio // 100
         self._watch = flush_watch(store, reactor)
 
     def _promise(self, result: PutMessageResult) -> Any:

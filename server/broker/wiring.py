@@ -24,13 +24,13 @@ from .longpoll import PullRequestHoldService
 from .offsets import ConsumerOffsetManager
 from .processors import build_table
 from .processors.pull import PullProcessor
-from .schedule import build_services, park_commit
-from .sqlfilter import ConsumerFilterManager
+from .parking import build_services, park_commit
+from .sql_subscriptions import ConsumerFilterManager
 from .stats import BrokerStats
 from .store_adapter import StoreAdapter
 from .subscriptions import SubscriptionGroupManager
 from .topics import TopicConfigManager, TopicDefaults
-from .transactions import TransactionProcessor
+from .processors.end_transaction import TransactionProcessor
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ All calls come from one thread (the reactor); fsync, preallocation and retention
 """
 
 from .config import ASYNC_FLUSH, SYNC_FLUSH, MessageStoreConfig
-from .filter import MessageFilter, TagsCodeFilter
+from .message_filter import MessageFilter, TagsCodeFilter
 from .message_store import MessageStore, StoreLockedError
 from .status import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, QueryMessageResult
 

@@ -46,7 +46,7 @@ from .consume_queue import PAD_SIZE, UNIT, UNIT_SIZE, ConsumeQueue
 from .dispatch import SCHEDULE_TOPIC, ArrivingListener, Dispatcher
 from .dispatch import TX_PREPARED as _TX_PREPARED
 from .dispatch import TX_ROLLBACK as _TX_ROLLBACK
-from .filter import MessageFilter
+from .message_filter import MessageFilter
 from .flush import GroupCommitService, PeriodicService
 from .index import IndexService, key_items
 from .mapped_file import AllocationError, segment_name
@@ -66,7 +66,8 @@ class StoreLockedError(RuntimeError):
     pass
 
 
-def _total_memory() -> int:
+def total_memory() -> int:
+    """Physical memory in bytes (8 GiB when the system does not say): the base of accessMessageInMemoryMaxRatio."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
@@ -102,7 +103,7 @@ class MessageStore:
         self._periodic: PeriodicService | None = None
         self._prefault: PeriodicService | None = None
         self._lock_fd = -1
-        self._memory_limit = _total_memory() * config.accessMessageInMemoryMaxRatio // 100
+        self._memory_limit = total_memory() * config.accessMessageInMemoryMaxRatio // 100
         self.cleaner = CleanService(self)
         self._allocator = None
         self._id_prefix = offset_msg_id_prefix(self.store_host)

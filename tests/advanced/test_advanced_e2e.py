@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.advanced.wireclient import COMMIT, ROLLBACK, UNKNOWN, Standalone, WireClient, wait_for
+from tests.advanced.broker_session import COMMIT, ROLLBACK, UNKNOWN, Standalone, WireClient, wait_for
 from ferrymq.wire.bodies import CheckClientRequestBody, ResetOffsetBody, SubscriptionData
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.headers import QueryMessageRequestHeader, ResetOffsetRequestHeader

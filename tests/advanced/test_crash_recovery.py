@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.advanced.wireclient import COMMIT, Standalone, WireClient, wait_for
+from tests.advanced.broker_session import COMMIT, Standalone, WireClient, wait_for
 
 TOPIC = "CrashT"
 CONFIG = {

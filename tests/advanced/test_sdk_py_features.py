@@ -12,7 +12,7 @@ from ferrymq.sdk.blocking_clients import BlockingProducer, BlockingPushConsumer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.message import Message
 from ferrymq.sdk.producer import LocalTransactionState
-from tests.advanced.wireclient import Standalone, wait_for
+from tests.advanced.broker_session import Standalone, wait_for
 
 CONFIG = {
     "enablePropertyFilter": "true",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ferrymq.server.broker.sqlfilter import ConsumerFilterManager
+from ferrymq.server.broker.sql_subscriptions import ConsumerFilterManager
 from ferrymq.wire.bodies import CheckClientRequestBody, ConsumerData, HeartbeatData, SubscriptionData
 from ferrymq.wire.codes import PullSysFlag, RequestCode, ResponseCode
 from ferrymq.wire.message import decode_records

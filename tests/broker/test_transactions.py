@@ -127,7 +127,7 @@ def test_check_settings_follow_broker_config_updates(bk):
 
 def test_open_transactions_are_found_again_by_a_fresh_service(bk):
     """What a restart sees: the op records in the store decide which halves are still open."""
-    from ferrymq.server.broker.transactions import TransactionProcessor
+    from ferrymq.server.broker.processors.end_transaction import TransactionProcessor
 
     r1, p1 = half(bk, b"a")
     half(bk, b"b")

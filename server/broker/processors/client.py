@@ -27,11 +27,11 @@ from ferrymq.wire.headers import (
 )
 
 from ferrymq.remoting.dispatch import handles
-from ferrymq.server.filter.sql92 import FilterSyntaxError, compile_expression
+from ferrymq.server.sql92 import FilterSyntaxError, compile_expression
 
 from ..clients import ClientChannelInfo
 from ..context import BrokerContext
-from ..filter import SUB_ALL, build_subscription, is_tag_type
+from ..tag_subscriptions import SUB_ALL, build_subscription, is_tag_type
 from .common import after_registration, ok, peer_addr, refuse
 
 log = logging.getLogger("ferrymq.broker.client")

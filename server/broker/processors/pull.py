@@ -21,10 +21,10 @@ from ferrymq.remoting.dispatch import handles
 from ferrymq.server.store.status import GetMessageResult, GetMessageStatus
 
 from ..context import PERM_READ, BrokerContext, suggest_todo
-from ferrymq.server.filter.sql92 import FilterSyntaxError, compile_expression
+from ferrymq.server.sql92 import FilterSyntaxError, compile_expression
 
-from ..filter import TagFilter, build_subscription, is_tag_type
-from ..sqlfilter import RetrySqlFilter, SqlMessageFilter, is_retry_topic
+from ..tag_subscriptions import TagFilter, build_subscription, is_tag_type
+from ..sql_subscriptions import RetrySqlFilter, SqlMessageFilter, is_retry_topic
 from .common import peer_addr, refuse, then
 from .send import topic_not_exist_remark
 

@@ -2,7 +2,7 @@
 
 The copy goes to ``%RETRY%<group>`` with the delay level ``3 + reconsumeTimes`` (unless the client
 chose one), or to ``%DLQ%<group>`` once it was retried ``maxReconsumeTimes`` times. The delay makes it
-a SCHEDULE_TOPIC_XXXX message when a scheduler exists (see :func:`server.broker.schedule.park`).
+a SCHEDULE_TOPIC_XXXX message when a scheduler exists (see :func:`ferrymq.server.broker.parking.park`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ferrymq.server.store.status import PutMessageStatus
 
 from ..context import BrokerContext, suggest_todo
 from .common import ok, refuse, then
-from ..schedule import park
+from ..parking import park
 from .send import DLQ_NUMS_PER_GROUP
 
 log = logging.getLogger("ferrymq.broker.retry")

@@ -6,6 +6,8 @@ from the code whether to retry on another queue (17/14/1/2/16) or give up (13/29
 
 from __future__ import annotations
 
+import socket
+
 import logging
 from typing import Any
 
@@ -22,6 +24,7 @@ from ferrymq.wire.message import (
     decode_properties,
     encode_properties,
 )
+from ferrymq.remoting.local_address import local_ip
 from ferrymq.wire.msgid import UniqKeyGenerator
 
 from ferrymq.remoting.dispatch import handles
@@ -29,7 +32,7 @@ from ferrymq.server.schedule.delay import delay_level
 from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 
 from ..context import PERM_WRITE, BrokerContext, suggest_todo
-from ..schedule import may_park, park
+from ..parking import may_park, park
 from .common import after_registration, peer_addr, peer_host, refuse, then
 
 log = logging.getLogger("ferrymq.broker.send")
@@ -38,7 +41,7 @@ APPLY_TOPIC_URL = "https://rocketmq.apache.org/docs/bestPractice/06FAQ"
 #: %DLQ% topics have one queue (Apache's DLQ_NUMS_PER_GROUP).
 DLQ_NUMS_PER_GROUP = 1
 
-_uniq = UniqKeyGenerator()
+_uniq = UniqKeyGenerator(socket.inet_aton(local_ip()))
 #: A UTF-8 encoding is at most 3 bytes per UTF-16 unit: a string this short cannot exceed the byte limit.
 _MAX_PROPERTIES_CHARS = MAX_PROPERTIES_LEN // 3
 

@@ -19,11 +19,11 @@ from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.headers import EndTransactionRequestHeader
 from ferrymq.wire.message import MessageExt
 
-from .clients import ProducerManager
-from .offsets import ConsumerOffsetManager
-from .processors.common import refuse
-from .store_port import StorePort
-from .topics import TopicConfigManager
+from ..clients import ProducerManager
+from ..offsets import ConsumerOffsetManager
+from .common import refuse
+from ..store_port import StorePort
+from ..topics import TopicConfigManager
 
 log = logging.getLogger("ferrymq.broker.transactions")
 

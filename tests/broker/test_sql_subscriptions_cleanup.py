@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ferrymq.server.broker.sqlfilter import CLEAN_INTERVAL_MS, FILTER_DATA_CLEAN_TIME_SPAN_MS, ConsumerFilterManager
+from ferrymq.server.broker.sql_subscriptions import CLEAN_INTERVAL_MS, FILTER_DATA_CLEAN_TIME_SPAN_MS, ConsumerFilterManager
 
 DAY_S = FILTER_DATA_CLEAN_TIME_SPAN_MS / 1000
 EXPIRY_S = 120

@@ -1,8 +1,8 @@
 """Subscriptions as the broker filters with them: TAG expressions matched by tag hash code.
 
 The consume queue keeps only each message's tag hash, so the broker filters by hash and may
-over-deliver on a collision; clients re-check the tag string (Apache does the same). SQL92 is a
-later issue: the broker only recognises it and refuses it unless ``enablePropertyFilter``.
+over-deliver on a collision; clients re-check the tag string (Apache does the same). SQL92
+subscriptions are :mod:`.sql_subscriptions`' job.
 """
 
 from __future__ import annotations

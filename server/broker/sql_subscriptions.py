@@ -21,13 +21,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ferrymq.server.filter.sql92 import FilterSyntaxError, Selector, compile_expression
+from ferrymq.server.sql92 import FilterSyntaxError, Selector, compile_expression
 from ferrymq.wire import topics as names
 from ferrymq.wire.message import MessageConst, decode_properties, peek_record
 
 from .clients import CHANNEL_EXPIRED_TIMEOUT_MS
 
-log = logging.getLogger("ferrymq.broker.sqlfilter")
+log = logging.getLogger("ferrymq.broker.sql_subscriptions")
 
 #: Apache's filterDataCleanTimeSpan default: how long a dead filter is kept.
 FILTER_DATA_CLEAN_TIME_SPAN_MS = 24 * 3600 * 1000

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferrymq.server.filter.sql92 import EvaluationError, FilterSyntaxError, JLong, compile_expression
+from ferrymq.server.sql92 import EvaluationError, FilterSyntaxError, JLong, compile_expression
 
 
 def matches(expr: str, **props: str) -> bool:

@@ -1,1 +1,0 @@
-"""Server-side message filters: SQL92 property selectors (``sql92``)."""
