@@ -406,17 +406,14 @@ class MessageStore:
             queues = self.cqs.get(topic)
             cq = queues.get(queue_id) if queues else None
             if cq is None:
-                try:
-                    cq = self._cq_for_write(topic, queue_id)
-                except ValueError as exc:
-                    return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
+                cq = self._queue_for_put(topic, queue_id)
+                if cq.__class__ is PutMessageResult:
+                    return cq
             qoff = cq.max_offset
         cl = self.commitlog
-        try:
-            phys = cl.reserve(size, now)
-        except (AllocationError, OSError) as exc:
-            self._allocation_failed(exc)
-            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
+        phys = self._reserve(size, now)
+        if phys.__class__ is PutMessageResult:
+            return phys
         record = bytearray(size)
         write_record(record, 0, parts, body, queue_id, flag, qoff, phys, born_timestamp, now,
                      reconsume_times, prepared_transaction_offset)
@@ -502,17 +499,14 @@ class MessageStore:
                 _P.MESSAGE_ILLEGAL,
                 remark=f"batch of {total} bytes exceeds maxMessageSize {self.config.maxMessageSize} or the segment size",
             )
-        try:
-            cq = self._cq_for_write(topic, queue_id)
-        except ValueError as exc:
-            return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
+        cq = self._queue_for_put(topic, queue_id)
+        if cq.__class__ is PutMessageResult:
+            return cq
         first = cq.max_offset
         cl = self.commitlog
-        try:
-            first_phys = cl.reserve(total, now)
-        except (AllocationError, OSError) as exc:
-            self._allocation_failed(exc)
-            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
+        first_phys = self._reserve(total, now)
+        if first_phys.__class__ is PutMessageResult:
+            return first_phys
         records = bytearray(total)
         _written, units, items, ids, uniq_keys = wire_batch.write(
             records, 0, body, stamp, template, tail, first, first_phys,
@@ -536,11 +530,24 @@ class MessageStore:
         log.error("cannot write to the commit log (%s); the put is refused, nothing of it is stored", exc)
         return PutMessageResult(_P.UNKNOWN_ERROR, remark=f"cannot write to the commit log: {exc}")
 
-    def _allocation_failed(self, exc: Exception) -> None:
-        log.error("commit log segment allocation failed (%s); refusing writes until there is room for a "
-                  "segment of %d bytes", exc, self.config.mappedFileSizeCommitLog)
-        self.allocation_failed = True
-        self.disk_full = True
+    def _queue_for_put(self, topic: str, queue_id: int) -> ConsumeQueue | PutMessageResult:
+        """The consume queue a put appends to, or the refusal when the topic cannot name one."""
+        try:
+            return self._cq_for_write(topic, queue_id)
+        except ValueError as exc:
+            return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
+
+    def _reserve(self, size: int, now: int) -> int | PutMessageResult:
+        """The commit-log offset for ``size`` bytes, or the refusal when no segment can be made (then
+        writes are refused until there is room for one)."""
+        try:
+            return self.commitlog.reserve(size, now)
+        except (AllocationError, OSError) as exc:
+            log.error("commit log segment allocation failed (%s); refusing writes until there is room for a "
+                      "segment of %d bytes", exc, self.config.mappedFileSizeCommitLog)
+            self.allocation_failed = True
+            self.disk_full = True
+            return PutMessageResult(_P.CREATE_MAPEDFILE_FAILED, remark=f"cannot create a commit log segment: {exc}")
 
     def wait_flush(self, result: PutMessageResult, callback: Callable[[PutMessageResult], None],
                    hop: Callable | None = None) -> None:
