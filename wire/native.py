@@ -54,6 +54,7 @@ CYTHON_SOURCES: tuple[str, ...] = (
     "server/broker/store_adapter.py", "server/broker/longpoll.py", "server/broker/parking.py",
     "server/broker/context.py", "server/broker/topics.py",
     "server/store/message_store.py", "server/store/commitlog.py", "server/store/consume_queue.py",
+    "server/store/dispatch.py",
     "server/store/index.py", "server/store/mapped_file.py", "server/store/flush.py",
     "server/store/twisted_adapter.py", "server/store/status.py",
 )
