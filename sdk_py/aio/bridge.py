@@ -16,7 +16,7 @@ import asyncio
 import concurrent.futures
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
@@ -114,3 +114,27 @@ def _fire(d: defer.Deferred, result: Any) -> None:
         d.errback(result)
     else:
         d.callback(result)
+
+
+class Client:
+    """What every asyncio client of one group shares: ``group``, ``start``/``stop`` of its core client
+    (made in the reactor thread by the subclass, as ``_core``) and ``async with`` (start, then stop)."""
+
+    _core: Any
+
+    @property
+    def group(self) -> str:
+        return self._core.group
+
+    async def start(self) -> None:
+        await call(self._core.start)
+
+    async def stop(self) -> None:
+        await call(self._core.shutdown)
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

@@ -26,7 +26,7 @@ from ..consumer import push as core_push
 from ..consumer.push import ConsumeConcurrentlyStatus
 from ..consumer.subscription import SUB_ALL, TAG, build_subscription
 from ..message import MessageQueue, PullResult
-from .bridge import call, on_loop, post
+from .bridge import Client, call, on_loop, post
 
 
 class ConsumerStoppedError(MQClientError):
@@ -48,7 +48,7 @@ class _Delivery:
 _STOPPED = object()
 
 
-class PushConsumer:
+class PushConsumer(Client):
     """A push consumer of one group; the keyword arguments are :class:`ferrymq.sdk.PushConsumer`'s.
 
     Subscribe, then either iterate (``async for msg in consumer``) or :meth:`register_listener` before
@@ -64,10 +64,6 @@ class PushConsumer:
         self._inbox: asyncio.Queue | None = None
         self._in_hand: _Delivery | None = None
         self._stopping = False
-
-    @property
-    def group(self) -> str:
-        return self._core.group
 
     def subscribe(self, topic: str, expression: str = SUB_ALL, expression_type: str = TAG) -> None:
         """Subscribe ``topic`` with a TAG expression (``*``, ``TagA || TagB``) or an SQL92 one."""
@@ -115,11 +111,7 @@ class PushConsumer:
                 if delivery is not _STOPPED:
                     delivery.settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
             self._inbox.put_nowait(_STOPPED)  # wakes a waiting getone()
-        await call(self._core.shutdown)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
+        await super().stop()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         await self.stop(consumed=exc_type is None)
@@ -164,7 +156,7 @@ class PushConsumer:
             raise StopAsyncIteration from None
 
 
-class PullConsumer:
+class PullConsumer(Client):
     """A pull consumer of one group; the keyword arguments are :class:`ferrymq.sdk.PullConsumer`'s.
     The application picks queues and offsets, and commits the offsets it has consumed up to."""
 
@@ -173,23 +165,9 @@ class PullConsumer:
         self._core: core_pull.PullConsumer = reactor_thread.call(
             lambda: core_pull.PullConsumer(group, namesrv_addr, **kwargs))
 
-    @property
-    def group(self) -> str:
-        return self._core.group
-
-    async def start(self) -> None:
-        await call(self._core.start)
-
     async def stop(self) -> None:
         """Commit the remembered offsets, unregister and close the connections."""
-        await call(self._core.shutdown)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        await super().stop()
 
     async def fetch_subscribe_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, sorted."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, Self
+from typing import Any
 
 from ferrymq.wire.message import MessageExt
 
@@ -12,10 +12,10 @@ from .. import producer as core
 from .. import reactor_thread
 from ..message import Message, MessageQueue, SendResult
 from ..producer import LocalTransactionState, QueueSelector
-from .bridge import call, on_loop
+from .bridge import Client, call, on_loop
 
 
-class Producer:
+class Producer(Client):
     """A producer of one group; the keyword arguments are :class:`ferrymq.sdk.Producer`'s.
 
     ``transaction_checker(msg)`` (a function or a coroutine function) answers the broker's check-backs
@@ -27,10 +27,6 @@ class Producer:
         reactor_thread.ensure_running()
         self._checker = transaction_checker
         self._core: core.Producer = reactor_thread.call(lambda: core.Producer(group, namesrv_addr, **kwargs))
-
-    @property
-    def group(self) -> str:
-        return self._core.group
 
     async def start(self) -> None:
         """Register with the brokers (HEART_BEAT); call before sending."""
@@ -44,14 +40,7 @@ class Producer:
 
     async def stop(self) -> None:
         """Unregister from the brokers and close the connections."""
-        await call(self._core.shutdown)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        await super().stop()
 
     async def send(self, msg: Message, timeout: float | None = None) -> SendResult:
         """Send and return the broker's SendResult, retrying on another broker as Java's producer does."""
