@@ -13,6 +13,7 @@ DROP_CYTHON_BUILDS := rm -f $(foreach s,$(CYTHON_SOURCES),$(basename $(s)).cpyth
 .PHONY: run test unit compat bench compile clean
 
 $(STAMP): pyproject.toml setup.py wire/native.py $(NATIVE_SOURCES)
+	@echo "Installing FerryMQ into $(VENV) and compiling its hot path (1-2 minutes; the first time pip also downloads the dependencies)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(DROP_CYTHON_BUILDS)
