@@ -236,13 +236,14 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
 
 
 def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tuple[cfg.BrokerConfig, str]:
-    """The broker's config and the store-only keys as ``key=value`` lines; every value of the file is
-    checked here, before anything starts."""
+    """The broker's config, and its store-only and network keys as ``key=value`` lines: every value of
+    the file is checked here, before anything starts."""
     with _values_of(path):
         broker_cfg = cfg.from_properties(cfg.BrokerConfig, props, **defaults)
         store_cfg = cfg.from_properties(MessageStoreConfig, props)
-        cfg.from_properties(cfg.NettyServerConfig, props)
-    return broker_cfg, cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
+        netty_cfg = cfg.from_properties(cfg.NettyServerConfig, props)
+    store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
+    return broker_cfg, f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}"
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -270,9 +271,8 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         broker_cfg.namesrvAddr = f"127.0.0.1:{netty_cfg.listenPort}"
     if args.print_config:
         print(cfg.to_properties(namesrv_cfg))
-        print(cfg.to_properties(netty_cfg))
         print(cfg.to_properties(broker_cfg))
-        print(store_lines)
+        print(store_lines)  # with the network keys, which both servers share
         print(cfg.to_properties(standalone))
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,

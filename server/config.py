@@ -39,8 +39,20 @@ from ferrymq.wire.frame import DEFAULT_MAX_FRAME_SIZE
 from ferrymq.wire.properties import PropertiesError, parse_properties
 
 __all__ = [
-    "ALIASES", "BrokerConfig", "current_names", "ConfigError", "NamesrvConfig", "NettyServerConfig", "StandaloneConfig", "describe",
-    "from_properties", "known_keys", "load_properties", "namesrv_config", "nearest_key", "to_properties",
+    "ALIASES",
+    "BrokerConfig",
+    "ConfigError",
+    "NamesrvConfig",
+    "NettyServerConfig",
+    "StandaloneConfig",
+    "current_names",
+    "describe",
+    "from_properties",
+    "known_keys",
+    "load_properties",
+    "namesrv_config",
+    "nearest_key",
+    "to_properties",
     "unknown_keys",
 ]
 

@@ -161,7 +161,7 @@ class MessageStoreConfig:
         return self.flushDiskType == SYNC_FLUSH
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "MessageStoreConfig":
+    def from_properties(cls, props: dict[str, str]) -> MessageStoreConfig:
         """Build from ``key=value`` strings (a broker.conf): the broker's keys are left to it, values are
         converted to each field's type and checked (a :class:`ConfigError` names a bad one)."""
         return from_properties(cls, props)
