@@ -25,6 +25,8 @@ from ferrymq.server.config_keys import (
     describe,
     equal_to,
     from_properties,
+    host_ports,
+    ip_or_empty,
     key,
     known_keys,
     nearest_key,
@@ -176,9 +178,12 @@ class BrokerConfig:
         0, "0 = master, >0 = slave (only 0 until replication exists).",
         check=equal_to(0, f"{NO_REPLICATION}; a broker is a master with brokerId=0"),
     )
-    brokerIP1: str = key("", "Address advertised to clients (default: this host's address).")
+    brokerIP1: str = key(
+        "", "IP address advertised to clients (default: this host's address).", check=ip_or_empty
+    )
     namesrvAddr: str = key(
-        os.environ.get("NAMESRV_ADDR", ""), "Name servers, 'host:port;host:port' (default $NAMESRV_ADDR)."
+        os.environ.get("NAMESRV_ADDR", ""), "Name servers, 'host:port;host:port' (default $NAMESRV_ADDR).",
+        check=host_ports,
     )
     listenPort: int = key(BROKER_PORT, "Client port; the fast/VIP channel is listenPort-2.", check=port)
     storePathRootDir: str = key(os.path.join(_HOME, "store"), "Root of the message store.")
@@ -212,7 +217,10 @@ class BrokerConfig:
     autoCreateTopicEnable: bool = key(True, "Create topics on first send (through TBW102).")
     autoCreateSubscriptionGroup: bool = key(True, "Create subscription groups on first use.")
     defaultTopicQueueNums: int = key(8, "Queues of an auto-created topic.")
-    brokerPermission: int = key(6, "Broker permission bits (2 write, 4 read).")
+    brokerPermission: int = key(
+        6, "Broker permission bits (2 write, 4 read).",
+        check=lambda v: None if 0 <= v <= 15 else "not valid, expected permission bits 0-15 (2 write, 4 read, 6 both)",
+    )
     registerNameServerPeriod: int = key(30000, "How often (ms) to re-register with the name servers.")
     messageDelayLevel: str = key(
         "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import ipaddress
 from collections.abc import Callable, Iterable
 from dataclasses import field
 from typing import Any, TypeVar
@@ -64,6 +65,26 @@ def port(value: int) -> str | None:
 
 def positive(value: int) -> str | None:
     return None if value > 0 else "not valid, expected a number > 0"
+
+
+def ip_or_empty(value: str) -> str | None:
+    """An address written into message ids and routes must be an IP literal, not a host name."""
+    if not value:
+        return None
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return "not valid, expected an IPv4 or IPv6 address"
+    return None
+
+
+def host_ports(value: str) -> str | None:
+    """Apache's name server list, 'host:port;host:port' (empty: none)."""
+    for addr in filter(None, (a.strip() for a in value.split(";"))):
+        host, _, port_text = addr.rpartition(":")
+        if not host or not port_text.isdigit() or not 0 < int(port_text) <= 65535:
+            return "not valid, expected 'host:port' addresses separated by ';', e.g. 127.0.0.1:9876;10.0.0.2:9876"
+    return None
 
 
 def equal_to(expected: Any, reason: str) -> Check:

@@ -60,6 +60,10 @@ BAD_VALUES = [
     ("mappedFileSizeCommitLog=0", "expected a number > 0"),
     ("serverChannelMaxIdleTimeSeconds=2m", "expected an integer"),
     ("clusterTest=true", "cluster-test mode is not implemented in FerryMQ"),
+    ("namesrvAddr=localhost", "expected 'host:port' addresses separated by ';'"),
+    ("namesrvAddr=127.0.0.1:9876;10.0.0.2:98760", "expected 'host:port' addresses separated by ';'"),
+    ("brokerIP1=broker.example", "expected an IPv4 or IPv6 address"),
+    ("brokerPermission=99", "expected permission bits 0-15"),
 ]
 
 
@@ -120,6 +124,7 @@ def test_a_taken_namesrv_port_names_namesrvListenPort(tmp_path):
 @pytest.mark.parametrize("line", [
     "brokerId=0", "brokerRole=ASYNC_MASTER", "brokerRole=SYNC_MASTER", "flushDiskType=SYNC_FLUSH",
     "flushDiskType=ASYNC_FLUSH", "deleteWhen=01;04", "listenPort=0", "listenPort=65535", "haListenPort=10912",
+    "namesrvAddr=127.0.0.1:9876;[::1]:9877", "brokerIP1=::1", "brokerPermission=4",
 ])
 def test_valid_values_and_defaults_spelled_out_are_accepted(tmp_path, line):
     result = run("standalone", "-c", str(write_conf(tmp_path, line)), "-p")
