@@ -34,7 +34,7 @@ class CannotStart(RuntimeError):
 
 
 @contextmanager
-def _listening(port_key: str, bind: str):
+def _listening(port_key: str, bind: str) -> Iterator[None]:
     """Turn a failed bind into one line naming the key that changes it (``port_key``, or bindAddress)."""
     try:
         yield

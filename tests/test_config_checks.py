@@ -204,3 +204,13 @@ def test_the_benchmark_harness_config_passes_the_checks(tmp_path):
         result = run("standalone", "-c", str(conf), "-p")
         assert result.returncode == 0, result.stderr
         assert f"flushDiskType={flush}" in result.stdout.splitlines()
+
+
+def test_a_bind_address_of_another_host_names_bindAddress(tmp_path):
+    conf = write_conf(tmp_path, "bindAddress=192.0.2.1\nlistenPort=0")  # TEST-NET-1: never this host's
+    result = run("namesrv", "-c", str(conf))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "ferrymq namesrv: bindAddress 192.0.2.1 is not an address of this host: set bindAddress in the config file "
+        "(0.0.0.0 = every address)"
+    )
