@@ -70,7 +70,9 @@ class MessageStoreConfig:
     flushIntervalConsumeQueue: int = key(1000, "Ms between consume queue flushes.")
     flushConsumeQueueThoroughInterval: int = key(60000, UNUSED)
     syncFlushTimeout: int = key(5000, "SYNC_FLUSH: ms a send waits for its flush before FLUSH_DISK_TIMEOUT.")
-    flushDelayOffsetInterval: int = key(10000, "Ms between writes of the delay-queue offsets.")
+    flushDelayOffsetInterval: int = key(
+        10000, "Accepted for Apache compatibility; FerryMQ writes the delay-queue offsets every 10000 ms."
+    )
     fileReservedTime: int = key(72, "Hours to keep commit log files.")
     deleteWhen: str = key("04", "Hour(s) of day expired files are deleted, e.g. '04' or '01;04'.", check=check_hours)
     diskMaxUsedSpaceRatio: int = key(
@@ -100,7 +102,7 @@ class MessageStoreConfig:
     maxTransferBytesOnMessageInDisk: int = key(64 * 1024, "Bytes one pull returns from disk.")
     maxTransferCountOnMessageInDisk: int = key(8, "Messages one pull returns from disk.")
     accessMessageInMemoryMaxRatio: int = key(
-        40, "Percentage of RAM beyond which a consumer's lag counts as on disk (and pulls suggest a slave)."
+        40, "Percentage of RAM beyond which a consumer's lag is treated as read from disk."
     )
     maxFilterMessageSize: int = key(16000, "Bytes of consume-queue units one pull may examine (16000 B = 800 units).")
     warmMapedFileEnable: bool = key(False, "Touch every page of a new commit log segment when preallocating it.")
