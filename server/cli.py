@@ -91,6 +91,9 @@ def _store_only_keys() -> set[str]:
     return cfg.known_keys(MessageStoreConfig) - cfg.known_keys(cfg.BrokerConfig) - {"storeHost"}
 
 
+_PLANNED_HELP = f"Apache keys of features not implemented yet (refused unless false):\n{cfg.describe(cfg.PlannedFeatures)}"
+
+
 def _describe_store() -> str:
     return cfg.describe(MessageStoreConfig, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
 
@@ -121,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with the name servers of namesrvAddr.",
         epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
-        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}",
+        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n{_PLANNED_HELP}",
     )
     _add_common(p)
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
@@ -140,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Broker keys:\n{cfg.describe(cfg.BrokerConfig, storePathRootDir='./data')}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
-        f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}",
+        f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
     )
     _add_common(p)
     return parser
@@ -242,6 +245,7 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         broker_cfg = cfg.from_properties(cfg.BrokerConfig, props, **defaults)
         store_cfg = cfg.from_properties(MessageStoreConfig, props)
         netty_cfg = cfg.from_properties(cfg.NettyServerConfig, props)
+        cfg.from_properties(cfg.PlannedFeatures, props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
     return broker_cfg, f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}"
 
@@ -255,7 +259,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(cfg.to_properties(broker_cfg))
         print(store_lines)
         return 0
-    _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig)
+    _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.PlannedFeatures)
     _warn_not_yet(props)
     return _run_reactor([_broker_factory(broker_cfg, props)], args)
 
@@ -276,7 +280,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         print(cfg.to_properties(standalone))
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
-                  cfg.StandaloneConfig)
+                  cfg.StandaloneConfig, cfg.PlannedFeatures)
     _warn_not_yet(props)
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound

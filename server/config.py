@@ -46,6 +46,7 @@ __all__ = [
     "ConfigError",
     "NamesrvConfig",
     "NettyServerConfig",
+    "PlannedFeatures",
     "StandaloneConfig",
     "current_names",
     "describe",
@@ -250,6 +251,28 @@ class BrokerConfig:
     brokerTopicEnable: bool = key(True, "Create a topic named after the broker (perm RW).")
     traceTopicEnable: bool = key(False, "Create the message trace topic (msgTraceTopicName).")
     msgTraceTopicName: str = key("RMQ_SYS_TRACE_TOPIC", "Name of the message trace topic.")
+
+
+_NO_ACCESS_CONTROL = "access control is not implemented yet in FerryMQ (every client is served); leave it false"
+
+
+@dataclass
+class PlannedFeatures:
+    """Apache keys of features FerryMQ does not have yet: each must stay false, so that a file asking for
+    replication or access control is refused instead of running without it."""
+
+    aclEnable: bool = key(False, "Apache 4.x/5.x ACL.", check=equal_to(False, _NO_ACCESS_CONTROL))
+    authenticationEnabled: bool = key(False, "Apache 5.3+ authentication.", check=equal_to(False, _NO_ACCESS_CONTROL))
+    authorizationEnabled: bool = key(False, "Apache 5.3+ authorization.", check=equal_to(False, _NO_ACCESS_CONTROL))
+    enableDLegerCommitLog: bool = key(
+        False, "Apache's DLedger (Raft) commit log.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
+    )
+    enableControllerMode: bool = key(
+        False, "Apache 5.x controller-mode replication.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
+    )
+    enableSlaveActingMaster: bool = key(
+        False, "Apache 5.x slave acting as master.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
+    )
 
 
 @dataclass

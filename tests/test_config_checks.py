@@ -64,6 +64,10 @@ BAD_VALUES = [
     ("namesrvAddr=127.0.0.1:9876;10.0.0.2:98760", "expected 'host:port' addresses separated by ';'"),
     ("brokerIP1=broker.example", "expected an IPv4 or IPv6 address"),
     ("brokerPermission=99", "expected permission bits 0-15"),
+    ("aclEnable=true", "access control is not implemented yet in FerryMQ (every client is served)"),
+    ("authenticationEnabled=true", "access control is not implemented yet in FerryMQ"),
+    ("enableDLegerCommitLog=true", "replication is not implemented yet in FerryMQ; leave it false"),
+    ("enableControllerMode=true", "replication is not implemented yet in FerryMQ; leave it false"),
 ]
 
 
@@ -130,6 +134,15 @@ def test_valid_values_and_defaults_spelled_out_are_accepted(tmp_path, line):
     result = run("standalone", "-c", str(write_conf(tmp_path, line)), "-p")
     assert result.returncode == 0, result.stderr
     assert line in result.stdout.splitlines()
+
+
+def test_planned_features_set_to_false_start_without_a_warning(tmp_path, caplog):
+    conf = write_conf(tmp_path, "aclEnable=false\nenableDLegerCommitLog=false")
+    assert run("standalone", "-c", str(conf), "-p").returncode == 0
+    with caplog.at_level(logging.WARNING, logger="ferrymq"):
+        cli._warn_unknown(cli._read_props(str(conf)), cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig,
+                          MessageStoreConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
+    assert caplog.text == ""
 
 
 def test_apache_4x_spellings_are_read_as_the_current_keys(tmp_path, caplog):
