@@ -253,6 +253,7 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
 def cmd_broker(args: argparse.Namespace) -> int:
     props = _read_props(args.config)
     if args.namesrv_addr:
+        cfg.from_properties(cfg.BrokerConfig, {"namesrvAddr": args.namesrv_addr})  # its error names no file
         props["namesrvAddr"] = args.namesrv_addr
     broker_cfg, store_lines = _broker_configs(props, args.config)
     if args.print_config:

@@ -94,6 +94,12 @@ def test_broker_and_namesrv_refuse_a_bad_value_in_one_line(tmp_path, command, li
     assert error.startswith(f"ferrymq {command}: {conf}: {line}: ")
 
 
+def test_a_bad_namesrv_option_is_refused_without_blaming_the_file(tmp_path):
+    conf = write_conf(tmp_path, "brokerName=b")
+    error = the_error_line(run("broker", "-c", str(conf), "-n", "localhost"))
+    assert error.startswith("ferrymq broker: namesrvAddr=localhost: not valid, expected 'host:port' addresses")
+
+
 def test_a_file_that_is_not_utf8_is_refused_in_one_line(tmp_path):
     conf = tmp_path / "latin1.conf"
     conf.write_bytes(b"brokerName=b\nbrokerClusterName=caf\xe9\n")
