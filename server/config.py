@@ -158,7 +158,10 @@ class NamesrvConfig:
     supportActingMaster: bool = key(False, "Slave acting-master routes when the master is gone.")
     enableAllTopicList: bool = key(True, "Answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (else SYSTEM_ERROR 'disable').")
     enableTopicList: bool = key(True, "Answer GET_TOPICS_BY_CLUSTER and the unit topic lists.")
-    notifyMinBrokerIdChanged: bool = key(False, "Notify brokers when the lowest broker id changes (not supported).")
+    notifyMinBrokerIdChanged: bool = key(
+        False, "Notify brokers when the lowest broker id changes (not supported; must stay false).",
+        check=equal_to(False, f"{NO_REPLICATION}, so no broker id changes to notify; leave it false"),
+    )
     deleteTopicWithBrokerRegistration: bool = key(
         False, "On registration, drop a broker's topics missing from its topic table."
     )

@@ -87,6 +87,7 @@ def test_standalone_refuses_a_bad_value_in_one_line(tmp_path, line, expected):
     ("broker", "maxIndexNum=many"),
     ("namesrv", "listenPort=99999"),
     ("namesrv", "scanNotActiveBrokerInterval=5s"),
+    ("namesrv", "notifyMinBrokerIdChanged=true"),
 ])
 def test_broker_and_namesrv_refuse_a_bad_value_in_one_line(tmp_path, command, line):
     conf = write_conf(tmp_path, line)
