@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from twisted.internet.error import CannotListenError
 
 from ferrymq.server import config as cfg
+from ferrymq.server.store.config import MessageStoreConfig
 from ferrymq.server.stall_watch import DEFAULT_THRESHOLD as STALL_THRESHOLD
 
 log = logging.getLogger("ferrymq")
@@ -26,6 +29,29 @@ class NotBuiltError(RuntimeError):
     """A component this command would start does not exist yet."""
 
 
+class CannotStart(RuntimeError):
+    """A listener could not be opened; the message says which config key moves it."""
+
+
+@contextmanager
+def _listening(port_key: str, bind: str) -> Iterator[None]:
+    """Turn a failed bind into one line naming the key that changes it (``port_key``, or bindAddress)."""
+    try:
+        yield
+    except CannotListenError as exc:
+        code = getattr(exc.socketError, "errno", None)
+        if code == errno.EADDRINUSE:
+            raise CannotStart(f"{port_key} {exc.port} is in use (by another process?): set {port_key} in the "
+                              "config file, or stop the other process") from None
+        if code == errno.EACCES:
+            raise CannotStart(f"{port_key} {exc.port} needs privileges to listen on (ports below 1024): set "
+                              f"{port_key} in the config file to a port of 1024 or above") from None
+        if code == errno.EADDRNOTAVAIL:
+            raise CannotStart(f"bindAddress {bind} is not an address of this host: set bindAddress in the "
+                              "config file (0.0.0.0 = every address)") from None
+        raise CannotStart(f"cannot listen on {bind}:{exc.port} ({port_key}): {exc.socketError}") from None
+
+
 def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """Start the broker and return it (an object with ``stop() -> Deferred``).
 
@@ -36,7 +62,8 @@ def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     from ferrymq.server.store.message_store import StoreLockedError
 
     try:
-        return start_broker(broker_cfg, props)
+        with _listening("listenPort", props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()):
+            return start_broker(broker_cfg, props)
     except StoreLockedError as exc:
         raise cfg.ConfigError(str(exc)) from None
 
@@ -57,6 +84,18 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (always logged as a warning), "
         "also write every thread's stack to FILE while it is stuck",
     )
+
+
+def _store_only_keys() -> set[str]:
+    """Store keys the broker does not document itself (storeHost is set by the broker, not configured)."""
+    return cfg.known_keys(MessageStoreConfig) - cfg.known_keys(cfg.BrokerConfig) - {"storeHost"}
+
+
+_PLANNED_HELP = f"Apache keys of features not implemented yet (refused unless false):\n{cfg.describe(cfg.PlannedFeatures)}"
+
+
+def _describe_store() -> str:
+    return cfg.describe(MessageStoreConfig, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
         description="Run a broker: message store, send/pull/consumer/admin request processing, registration "
         "with the name servers of namesrvAddr.",
-        epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}",
+        epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}\n\n"
+        f"Store keys:\n{_describe_store()}\n\n"
+        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n{_PLANNED_HELP}",
     )
     _add_common(p)
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
@@ -99,7 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{_FILE_HELP} One file configures both; listenPort is the broker's, "
         f"namesrvListenPort (default {cfg.NAMESRV_PORT}) the name server's.\n\n"
         f"Name server keys:\n{cfg.describe(cfg.NamesrvConfig)}\n\n"
-        f"Broker keys:\n{cfg.describe(cfg.BrokerConfig, storePathRootDir='./data')}",
+        f"Broker keys:\n{cfg.describe(cfg.BrokerConfig, storePathRootDir='./data')}\n\n"
+        f"Store keys:\n{_describe_store()}\n\n"
+        f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
+        f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
     )
     _add_common(p)
     return parser
@@ -120,12 +164,35 @@ def _setup_logging(level: str) -> None:
 
 
 def _read_props(path: str | None) -> dict[str, str]:
-    return cfg.load_properties(path) if path else {}
+    """The file's keys, Apache 4.x spellings (mapedFileSize...) renamed to the current ones with a note."""
+    props = cfg.load_properties(path) if path else {}
+    for old, new in cfg.ALIASES.items():
+        if old in props:
+            log.info("config key %s is Apache 4.x's spelling of %s; read as %s", old, new, new)
+    return cfg.current_names(props)
+
+
+@contextmanager
+def _values_of(path: str | None) -> Iterator[None]:
+    """A bad value's error names the file it came from."""
+    try:
+        yield
+    except cfg.ConfigError as exc:
+        raise cfg.ConfigError(f"{path}: {exc}" if path else str(exc)) from None
 
 
 def _warn_unknown(props: dict[str, str], *classes: type) -> None:
+    known = cfg.known_keys(*classes)
     for name in cfg.unknown_keys(props, *classes):
-        log.warning("config key %r is not known to FerryMQ and is ignored (check its spelling)", name)
+        nearest = cfg.nearest_key(name, known)
+        hint = f"; did you mean {nearest}?" if nearest else " (check its spelling)"
+        log.warning("config key %r is not known to FerryMQ and is ignored%s", name, hint)
+
+
+def _warn_not_yet(props: dict[str, str]) -> None:
+    if "haListenPort" in props:
+        log.warning("haListenPort=%s is ignored: %s, so nothing listens for slaves",
+                    props["haListenPort"].strip(), cfg.NO_REPLICATION)
 
 
 def _run_reactor(stoppables: list, args: argparse.Namespace) -> int:
@@ -149,17 +216,19 @@ def _run_reactor(stoppables: list, args: argparse.Namespace) -> int:
     return 0
 
 
-def _start_namesrv(namesrv_cfg: cfg.NamesrvConfig, netty_cfg: cfg.NettyServerConfig):
+def _start_namesrv(namesrv_cfg: cfg.NamesrvConfig, netty_cfg: cfg.NettyServerConfig, port_key: str = "listenPort"):
     from ferrymq.server.namesrv.service import NameServer
 
     server = NameServer(namesrv_cfg, netty_cfg)
-    server.start()
+    with _listening(port_key, netty_cfg.bindAddress):
+        server.start()
     return server
 
 
 def cmd_namesrv(args: argparse.Namespace) -> int:
     props = _read_props(args.config)
-    namesrv_cfg, netty_cfg = cfg.namesrv_config(props, args.config)
+    with _values_of(args.config):
+        namesrv_cfg, netty_cfg = cfg.namesrv_config(props, args.config)
     if args.print_config:
         print(cfg.to_properties(namesrv_cfg))
         print(cfg.to_properties(netty_cfg))
@@ -169,44 +238,52 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     return _run_reactor([server], args)
 
 
+def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tuple[cfg.BrokerConfig, str]:
+    """The broker's config, and its store-only and network keys as ``key=value`` lines: every value of
+    the file is checked here, before anything starts."""
+    with _values_of(path):
+        broker_cfg = cfg.from_properties(cfg.BrokerConfig, props, **defaults)
+        store_cfg = cfg.from_properties(MessageStoreConfig, props)
+        netty_cfg = cfg.from_properties(cfg.NettyServerConfig, props)
+        cfg.from_properties(cfg.PlannedFeatures, props)
+    store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
+    return broker_cfg, f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}"
+
+
 def cmd_broker(args: argparse.Namespace) -> int:
     props = _read_props(args.config)
     if args.namesrv_addr:
+        cfg.from_properties(cfg.BrokerConfig, {"namesrvAddr": args.namesrv_addr})  # its error names no file
         props["namesrvAddr"] = args.namesrv_addr
-    broker_cfg = cfg.from_properties(cfg.BrokerConfig, props)
+    broker_cfg, store_lines = _broker_configs(props, args.config)
     if args.print_config:
         print(cfg.to_properties(broker_cfg))
+        print(store_lines)
         return 0
-    _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, _store_config_class())
+    _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.PlannedFeatures)
+    _warn_not_yet(props)
     return _run_reactor([_broker_factory(broker_cfg, props)], args)
-
-
-def _store_config_class() -> type:
-    """The store's own keys (flush intervals, index sizes...) are known keys of a broker config file."""
-    from ferrymq.server.store.config import MessageStoreConfig
-
-    return MessageStoreConfig
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
     props = _read_props(args.config)
-    namesrv_props = dict(props)
-    namesrv_props.pop("listenPort", None)
-    if "namesrvListenPort" in props:
-        namesrv_props["listenPort"] = props["namesrvListenPort"]
-    namesrv_cfg, netty_cfg = cfg.namesrv_config(namesrv_props, args.config)
-    broker_cfg = cfg.from_properties(cfg.BrokerConfig, props, storePathRootDir="./data")
+    with _values_of(args.config):
+        standalone = cfg.from_properties(cfg.StandaloneConfig, props)
+        namesrv_props = dict(props, listenPort=str(standalone.namesrvListenPort))
+        namesrv_cfg, netty_cfg = cfg.namesrv_config(namesrv_props, args.config)
+    broker_cfg, store_lines = _broker_configs(props, args.config, storePathRootDir="./data")
     if not broker_cfg.namesrvAddr:
         broker_cfg.namesrvAddr = f"127.0.0.1:{netty_cfg.listenPort}"
     if args.print_config:
         print(cfg.to_properties(namesrv_cfg))
-        print(cfg.to_properties(netty_cfg))
         print(cfg.to_properties(broker_cfg))
+        print(store_lines)  # with the network keys, which both servers share
+        print(cfg.to_properties(standalone))
         return 0
-    props_known = dict(props)
-    props_known.pop("namesrvListenPort", None)
-    _warn_unknown(props_known, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, _store_config_class())
-    namesrv = _start_namesrv(namesrv_cfg, netty_cfg)
+    _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
+                  cfg.StandaloneConfig, cfg.PlannedFeatures)
+    _warn_not_yet(props)
+    namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     # the broker stops first, so it can still unregister from the name server
@@ -243,7 +320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NotBuiltError as exc:
         print(f"ferrymq {args.command}: {exc}", file=sys.stderr)
         return EXIT_NOT_BUILT
-    except (OSError, CannotListenError) as exc:  # typically the port is taken
+    except CannotStart as exc:
+        print(f"ferrymq {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
         print(f"ferrymq {args.command}: cannot start: {exc}", file=sys.stderr)
         return 1
 

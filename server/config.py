@@ -5,37 +5,64 @@ file is read the way ``java.util.Properties`` reads it (``#``/``!`` comments, ``
 separators, backslash continuations). Like Apache, one file feeds several config objects (the component
 config and the network config); a key none of them knows is reported, not fatal.
 
-Each dataclass field carries its help text, so ``ferrymq <cmd> --help`` and ``--print-config`` come
-from the same place as the defaults.
+Each dataclass field carries its help text and the check of a configured value (:mod:`.config_keys`),
+so ``ferrymq <cmd> --help``, ``--print-config`` and the refusal of a bad value come from the same place
+as the defaults.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
 
 from ferrymq.remoting.options import TransportOptions
+from ferrymq.server.config_keys import (
+    ALIASES,
+    ConfigError,
+    current_names,
+    describe,
+    equal_to,
+    from_properties,
+    host_ports,
+    ip_or_empty,
+    key,
+    known_keys,
+    nearest_key,
+    one_of,
+    port,
+    positive,
+    to_properties,
+    unknown_keys,
+)
+from ferrymq.server.store.config import BROKER_ROLES, FLUSH_DISK_TYPES, check_delay_levels, check_hours
 from ferrymq.wire.frame import DEFAULT_MAX_FRAME_SIZE
 from ferrymq.wire.properties import PropertiesError, parse_properties
 
-T = TypeVar("T")
+__all__ = [
+    "ALIASES",
+    "BrokerConfig",
+    "ConfigError",
+    "NamesrvConfig",
+    "NettyServerConfig",
+    "PlannedFeatures",
+    "StandaloneConfig",
+    "current_names",
+    "describe",
+    "from_properties",
+    "known_keys",
+    "load_properties",
+    "namesrv_config",
+    "nearest_key",
+    "to_properties",
+    "unknown_keys",
+]
 
 _HOME = os.path.expanduser("~")
 
-
-class ConfigError(ValueError):
-    """A config file or value cannot be used; the message names the file/key and what was expected."""
-
-
-def key(default: Any, help: str, *, factory: Any = None) -> Any:
-    """A config field: its default and the help line ``--help`` prints."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+#: What a setting of a replication feature is told while FerryMQ has none.
+NO_REPLICATION = "replication is not implemented yet in FerryMQ"
 
 
 # ---------------------------------------------------------------- reading files
@@ -46,81 +73,14 @@ def load_properties(path: str | os.PathLike) -> dict[str, str]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = Path(path).read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x}); "
+                          "save the file as UTF-8") from None
     try:
         return parse_properties(text, str(path))
     except PropertiesError as exc:
         raise ConfigError(str(exc)) from None
-
-
-# ---------------------------------------------------------------- typed conversion
-
-
-def _convert(cls_name: str, name: str, raw: str, typ: Any) -> Any:
-    value = raw.strip()
-    try:
-        if typ is bool or typ == "bool":
-            low = value.lower()
-            if low in ("true", "false"):
-                return low == "true"
-            raise ValueError
-        if typ is int or typ == "int":
-            return int(value)
-        if typ is float or typ == "float":
-            return float(value)
-    except ValueError:
-        kind = typ if isinstance(typ, str) else typ.__name__
-        raise ConfigError(f"{cls_name}.{name} = {raw!r} is not a valid {kind}") from None
-    return value
-
-
-def from_properties(cls: type[T], props: dict[str, str], **defaults: Any) -> T:
-    """Build ``cls`` from the keys of ``props`` it knows (others are left for other config objects).
-
-    ``defaults`` override the dataclass defaults (e.g. listenPort 9876 for the name server) but not
-    values from ``props``.
-    """
-    kwargs: dict[str, Any] = dict(defaults)
-    for f in dataclasses.fields(cls):
-        if f.name in props:
-            kwargs[f.name] = _convert(cls.__name__, f.name, props[f.name], f.type)
-    return cls(**kwargs)
-
-
-def known_keys(*classes: type) -> set[str]:
-    return {f.name for cls in classes for f in dataclasses.fields(cls)}
-
-
-def unknown_keys(props: dict[str, str], *classes: type) -> list[str]:
-    return sorted(set(props) - known_keys(*classes))
-
-
-def to_properties(obj: Any) -> str:
-    """``key=value`` lines of a config object, in field order (Apache's ``-p`` output)."""
-    lines = []
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if isinstance(value, bool):
-            value = "true" if value else "false"
-        lines.append(f"{f.name}={value}")
-    return "\n".join(lines)
-
-
-def describe(cls: type, **defaults: Any) -> str:
-    """Help text: one block per key with its default."""
-    out = []
-    for f in dataclasses.fields(cls):
-        if f.name in defaults:
-            default = defaults[f.name]
-        elif f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
-        else:
-            default = ""
-        if isinstance(default, bool):
-            default = "true" if default else "false"
-        out.append(f"  {f.name} (default {default})\n      {f.metadata.get('help', '')}")
-    return "\n".join(out)
 
 
 # ---------------------------------------------------------------- the config objects
@@ -131,7 +91,7 @@ class NettyServerConfig:
     """Listening socket and connection limits (Apache's NettyServerConfig, same keys)."""
 
     bindAddress: str = key("0.0.0.0", "Address to listen on.")
-    listenPort: int = key(0, "TCP port to listen on (name server 9876, broker 10911 unless set).")
+    listenPort: int = key(0, "TCP port to listen on (name server 9876, broker 10911 unless set).", check=port)
     serverChannelMaxIdleTimeSeconds: int = key(
         120, "Close a connection with no traffic in either direction for this many seconds (0 = never)."
     )
@@ -177,7 +137,10 @@ class NamesrvConfig:
         "so that file is rewritten (comments lost) by a config update.",
     )
     productEnvName: str = key("center", "Environment name (informational).")
-    clusterTest: bool = key(False, "Apache's cluster-test mode (not supported; must stay false).")
+    clusterTest: bool = key(
+        False, "Apache's cluster-test mode (not supported; must stay false).",
+        check=equal_to(False, "Apache's cluster-test mode is not implemented in FerryMQ; leave it false"),
+    )
     orderMessageEnable: bool = key(
         False, "Copy the ORDER_TOPIC_CONFIG KV value of a topic into its route's orderTopicConf."
     )
@@ -195,7 +158,10 @@ class NamesrvConfig:
     supportActingMaster: bool = key(False, "Slave acting-master routes when the master is gone.")
     enableAllTopicList: bool = key(True, "Answer GET_ALL_TOPIC_LIST_FROM_NAMESERVER (else SYSTEM_ERROR 'disable').")
     enableTopicList: bool = key(True, "Answer GET_TOPICS_BY_CLUSTER and the unit topic lists.")
-    notifyMinBrokerIdChanged: bool = key(False, "Notify brokers when the lowest broker id changes (not supported).")
+    notifyMinBrokerIdChanged: bool = key(
+        False, "Notify brokers when the lowest broker id changes (not supported; must stay false).",
+        check=equal_to(False, f"{NO_REPLICATION}, so no broker id changes to notify; leave it false"),
+    )
     deleteTopicWithBrokerRegistration: bool = key(
         False, "On registration, drop a broker's topics missing from its topic table."
     )
@@ -212,30 +178,57 @@ class BrokerConfig:
 
     brokerClusterName: str = key("DefaultCluster", "Cluster this broker registers under.")
     brokerName: str = key(socket.gethostname(), "Broker group name (Apache default: the host name).")
-    brokerId: int = key(0, "0 = master, >0 = slave.")
-    brokerIP1: str = key("", "Address advertised to clients (default: this host's address).")
-    namesrvAddr: str = key(
-        os.environ.get("NAMESRV_ADDR", ""), "Name servers, 'host:port;host:port' (default $NAMESRV_ADDR)."
+    brokerId: int = key(
+        0, "0 = master, >0 = slave (only 0 until replication exists).",
+        check=equal_to(0, f"{NO_REPLICATION}; a broker is a master with brokerId=0"),
     )
-    listenPort: int = key(BROKER_PORT, "Client port; the fast/VIP channel is listenPort-2, HA listenPort+1.")
+    brokerIP1: str = key(
+        "", "IP address advertised to clients (default: this host's address).", check=ip_or_empty
+    )
+    namesrvAddr: str = key(
+        os.environ.get("NAMESRV_ADDR", ""), "Name servers, 'host:port;host:port' (default $NAMESRV_ADDR).",
+        check=host_ports,
+    )
+    listenPort: int = key(BROKER_PORT, "Client port; the fast/VIP channel is listenPort-2.", check=port)
     storePathRootDir: str = key(os.path.join(_HOME, "store"), "Root of the message store.")
     storePathCommitLog: str = key("", "Commit log directory (default <storePathRootDir>/commitlog).")
-    mappedFileSizeCommitLog: int = key(1024 * 1024 * 1024, "Commit log segment size in bytes.")
-    mappedFileSizeConsumeQueue: int = key(300000 * 20, "Consume queue file size in bytes (20-byte units).")
-    flushDiskType: str = key("ASYNC_FLUSH", "ASYNC_FLUSH or SYNC_FLUSH.")
-    brokerRole: str = key("ASYNC_MASTER", "ASYNC_MASTER, SYNC_MASTER or SLAVE.")
-    haListenPort: int = key(10912, "Port slaves replicate from.")
+    mappedFileSizeCommitLog: int = key(
+        1024 * 1024 * 1024, "Commit log segment size in bytes (Apache 4.x: mapedFileSizeCommitLog).", check=positive
+    )
+    mappedFileSizeConsumeQueue: int = key(
+        300000 * 20, "Consume queue file size in bytes, 20-byte units (Apache 4.x: mapedFileSizeConsumeQueue).",
+        check=positive,
+    )
+    flushDiskType: str = key(
+        "ASYNC_FLUSH", "SYNC_FLUSH: a send is answered once on disk; ASYNC_FLUSH: flushed every "
+        "flushIntervalCommitLog ms.", check=one_of(*FLUSH_DISK_TYPES),
+    )
+    brokerRole: str = key(
+        "ASYNC_MASTER", "ASYNC_MASTER or SYNC_MASTER (SLAVE once replication exists).",
+        check=one_of(*BROKER_ROLES, not_yet={
+            "SLAVE": f"{NO_REPLICATION}; run a master (ASYNC_MASTER or SYNC_MASTER)",
+        }),
+    )
+    # Accepted (a master's config names it in Apache) but nothing listens there: the command line warns
+    # when it is set rather than refusing, since a master without slaves runs the same either way.
+    haListenPort: int = key(10912, "Port slaves replicate from (not used until replication exists).", check=port)
     fileReservedTime: int = key(72, "Hours to keep commit log files.")
-    deleteWhen: str = key("04", "Hour(s) of day expired files are deleted, e.g. '04' or '01;04'.")
+    deleteWhen: str = key(
+        "04", "Hour(s) of day expired files are deleted, e.g. '04' or '01;04'.", check=check_hours
+    )
     diskMaxUsedSpaceRatio: int = key(75, "Delete old files early when the disk is fuller than this percentage.")
-    maxMessageSize: int = key(4 * 1024 * 1024, "Largest message body accepted, bytes.")
+    maxMessageSize: int = key(4 * 1024 * 1024, "Largest message body accepted, bytes.", check=positive)
     autoCreateTopicEnable: bool = key(True, "Create topics on first send (through TBW102).")
     autoCreateSubscriptionGroup: bool = key(True, "Create subscription groups on first use.")
     defaultTopicQueueNums: int = key(8, "Queues of an auto-created topic.")
-    brokerPermission: int = key(6, "Broker permission bits (2 write, 4 read).")
+    brokerPermission: int = key(
+        6, "Broker permission bits (2 write, 4 read).",
+        check=lambda v: None if 0 <= v <= 15 else "not valid, expected permission bits 0-15 (2 write, 4 read, 6 both)",
+    )
     registerNameServerPeriod: int = key(30000, "How often (ms) to re-register with the name servers.")
     messageDelayLevel: str = key(
-        "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h", "Delay levels for scheduled messages."
+        "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h",
+        "Delay levels for scheduled messages: <number><s|m|h|d>, space-separated.", check=check_delay_levels,
     )
     longPollingEnable: bool = key(True, "Hold pulls with no new messages until data arrives or they time out.")
     transactionTimeOut: int = key(6000, "Ms before a half message is first checked back.")
@@ -261,6 +254,35 @@ class BrokerConfig:
     brokerTopicEnable: bool = key(True, "Create a topic named after the broker (perm RW).")
     traceTopicEnable: bool = key(False, "Create the message trace topic (msgTraceTopicName).")
     msgTraceTopicName: str = key("RMQ_SYS_TRACE_TOPIC", "Name of the message trace topic.")
+
+
+_NO_ACCESS_CONTROL = "access control is not implemented yet in FerryMQ (every client is served); leave it false"
+
+
+@dataclass
+class PlannedFeatures:
+    """Apache keys of features FerryMQ does not have yet: each must stay false, so that a file asking for
+    replication or access control is refused instead of running without it."""
+
+    aclEnable: bool = key(False, "Apache 4.x/5.x ACL.", check=equal_to(False, _NO_ACCESS_CONTROL))
+    authenticationEnabled: bool = key(False, "Apache 5.3+ authentication.", check=equal_to(False, _NO_ACCESS_CONTROL))
+    authorizationEnabled: bool = key(False, "Apache 5.3+ authorization.", check=equal_to(False, _NO_ACCESS_CONTROL))
+    enableDLegerCommitLog: bool = key(
+        False, "Apache's DLedger (Raft) commit log.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
+    )
+    enableControllerMode: bool = key(
+        False, "Apache 5.x controller-mode replication.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
+    )
+    enableSlaveActingMaster: bool = key(
+        False, "Apache 5.x slave acting as master.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
+    )
+
+
+@dataclass
+class StandaloneConfig:
+    """``ferrymq standalone``'s own key: one file configures both servers, listenPort being the broker's."""
+
+    namesrvListenPort: int = key(NAMESRV_PORT, "The in-process name server's port.", check=port)
 
 
 def namesrv_config(props: dict[str, str], source: str | None = None) -> tuple[NamesrvConfig, NettyServerConfig]:

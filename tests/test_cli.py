@@ -137,4 +137,6 @@ def test_port_in_use_is_reported(tmp_path):
         conf.write_text(f"listenPort={taken.getsockname()[1]}\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n")
         result = run("namesrv", "-c", str(conf))
     assert result.returncode == 1
-    assert "Address already in use" in result.stderr
+    port = conf.read_text().split("=")[1].split()[0]
+    assert f"listenPort {port} is in use (by another process?): set listenPort in the config file" in result.stderr
+    assert "Traceback" not in result.stderr
