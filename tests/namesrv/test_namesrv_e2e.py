@@ -149,7 +149,8 @@ def test_kv_reloaded_by_a_new_name_server(start_namesrv, tmp_path):
 def test_broker_expires_after_timeout(start_namesrv):
     server = start_namesrv(scanNotActiveBrokerInterval=100)
     with PlayingBroker(f"127.0.0.1:{server.port}") as a:
-        register_a(a, heartbeat_timeout_ms=300)
+        # long enough for the route to be read back on a loaded machine, short enough to wait out
+        register_a(a, heartbeat_timeout_ms=1500)
         assert a.get_route_info("TopicTest")
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
