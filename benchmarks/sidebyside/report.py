@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .plan import LATENCY_KEYS, METRIC_BY_KEY, METRICS, THROUGHPUT_KEYS
+from .plan import LATENCY_KEYS, METRIC_BY_KEY, METRICS, PHASES, THROUGHPUT_KEYS
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -22,11 +22,12 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def table(results: dict) -> str:
-    """A Markdown table: one row per figure and flush mode."""
+    """A Markdown table: one row per figure the run's phases measure and flush mode."""
     summary = results["summary"]
+    phases = set(results["meta"]["plan"].get("phases", PHASES))
     rows = ["| figure | flush | Apache RocketMQ | FerryMQ | FerryMQ/Apache | better |",
             "|---|---|---:|---:|---:|---|"]
-    for m in METRICS:
+    for m in (m for m in METRICS if phases & set(m.phases)):
         for flush, per_metric in summary.items():
             row = per_metric[m.key]
             ratio = row.get("ratio")
