@@ -13,6 +13,7 @@ whole session "not available".
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from . import parse
 from .brokers import Side
 from .javatools import LoadTools, run_for, run_to_end
 from .plan import WINDOW_S, Outcome, Plan
-from .procstat import PeakRss, allocated_mib, tree_rss_mib
+from .procstat import PeakRss, allocated_mib, tree_cpu_s, tree_rss_mib
 
 PROBE_TOPIC = "bench_probe"
 BACKLOG_TOPIC = "bench_backlog"
@@ -197,8 +198,19 @@ class Session:
             self._launch_and_probe(PROBE_TOPIC, p.boot_timeout_s, create_topics=[FRESH_TOPIC], what="fresh start")
         argv = self.tools.producer(self._home(), self.side.namesrv_addr, FRESH_TOPIC, threads=p.fresh_threads,
                                    size=p.message_size)
-        text = run_for("fresh", argv, self._log("fresh"), p.fresh_s)
+        pid = self.side.broker_pid
+        window: list[float] = []  # the broker's CPU when the last report's window opens
+        timer = threading.Timer(p.fresh_s - WINDOW_S, lambda: window.append(tree_cpu_s(pid)))
+        timer.start()
+        try:
+            text = run_for("fresh", argv, self._log("fresh"), p.fresh_s)
+        finally:
+            timer.cancel()
+        cpu_end = tree_cpu_s(pid)
         figure, extra = parse.rate_from_start(text, "fresh")
+        last_tps = extra["tps_per_report"][-1]
+        if window and last_tps:
+            extra["broker_cpu_us_per_msg_last_window"] = round(1e6 * (cpu_end - window[0]) / (last_tps * WINDOW_S), 1)
         self.outcome.extra["fresh_sync32"] = extra
         self.outcome.metrics["fresh_sync_send_32_tps"] = figure
         if extra["failed"]:

@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks.sidebyside import cli
 from benchmarks.sidebyside.plan import METRICS, Outcome, Plan
-from benchmarks.sidebyside.procstat import PeakRss, allocated_mib, descendants, rss_mib, tree_rss_mib
+from benchmarks.sidebyside.procstat import PeakRss, allocated_mib, descendants, rss_mib, tree_cpu_s, tree_rss_mib
 from benchmarks.sidebyside.report import plot, table
 from benchmarks.sidebyside.runner import session_order, summarize
 
@@ -67,12 +67,14 @@ def test_fresh_phase_rows_and_a_fresh_only_table():
     assert "| sync send, 32 threads (msg/s) | ASYNC_FLUSH | 200 | 70 | 0.35x | higher |" in text
     plan = Plan.quick(flush_types=("SYNC_FLUSH",), phases=("fresh",))
     fresh = [Outcome(0, "apache", "SYNC_FLUSH", metrics={"startup_s": 4.0, "fresh_sync_send_32_tps": 5000.0}),
-             Outcome(0, "ferrymq", "SYNC_FLUSH", metrics={"startup_s": 1.0, "fresh_sync_send_32_tps": 4000.0})]
+             Outcome(0, "ferrymq", "SYNC_FLUSH", metrics={"startup_s": 1.0, "fresh_sync_send_32_tps": 4000.0},
+                     extra={"fresh_sync32": {"broker_cpu_us_per_msg_last_window": 45.25}})]
     results = {"meta": {"plan": plan.as_dict(), "rocketmq_version": "5.5.0"}, "summary": summarize(fresh, plan),
                "sessions": [o.as_dict() for o in fresh]}
     rows = [line for line in table(results).splitlines() if line.startswith("| ") and "SYNC_FLUSH" in line]
     assert rows == ["| sync send, 32 threads, fresh store (from the first send) (msg/s) | SYNC_FLUSH | 5,000 | 4,000 | 0.80x | higher |",
                     "| start-up (launch to first send) (s) | SYNC_FLUSH | 4.00 | 1.00 | 0.25x | lower |"]
+    assert "last report's window (less disturbed by other work on the machine than the rates): ferrymq SYNC_FLUSH round 1: 45.2." in table(results)
 
 
 def test_plot_writes_a_png(tmp_path):
@@ -105,6 +107,16 @@ def test_full_run_takes_longer_than_quick():
     fresh_only = Plan.quick(phases=("fresh",))
     assert fresh_only.estimate_s() < Plan.quick(phases=("standard",)).estimate_s() < Plan.quick().estimate_s()
     assert fresh_only.estimate_s() > 4 * fresh_only.fresh_s  # 2 brokers x 2 flush modes
+
+
+def test_cpu_seconds_grow_with_work():
+    import time
+
+    before = tree_cpu_s(os.getpid())
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        pass
+    assert 0.2 <= tree_cpu_s(os.getpid()) - before < 5
 
 
 def test_own_rss_and_peak_sampler():
