@@ -9,7 +9,8 @@ the store's device is not found there).
     .venv/bin/python -m benchmarks.group_commit_bench [--seconds 8] [--group 16] [--zeros [--piece BYTES]]
 
 ``--zeros``: the first segment is written full of zeros first, by the allocator's own fill, as every later
-segment is (otherwise the puts land on a fresh store's fallocated first segment). The figure that exposed
+segment is (otherwise the puts land on a fresh store's fallocated first segment, which the store prepares
+ahead of the writer: ``MappedFile.populate``). The figure that exposed
 large page-cache folios (Linux 6.x): zeros written 8 MiB at a time made each fsync write ~1.7 MB to the
 disk for ~17 KB of records. ``--piece``: the fill's write size instead of ``FILL_PIECE`` (8388608 is what
 the fill did before).
@@ -122,7 +123,7 @@ def main() -> None:
     mapped_file.FILL_PIECE = a.piece
     r = run(a.seconds, a.group, a.zeros)
     disk = f"{r['disk_bytes_per_fsync'] / 1024:.0f} KiB" if r["disk_bytes_per_fsync"] is not None else "n/a"
-    first = f"zero-filled ({a.piece >> 10} KiB writes)" if a.zeros else "fallocated"
+    first = f"zero-filled ({a.piece >> 10} KiB writes)" if a.zeros else "fallocated, prepared ahead,"
     print(f"{first} first segment, {a.group} puts per fsync: "
           f"{r['puts_per_s']:.0f} puts/s, fdatasync p50 {r['fdatasync_p50_us']:.0f} us p90 "
           f"{r['fdatasync_p90_us']:.0f} us, disk writes {disk} per fsync "

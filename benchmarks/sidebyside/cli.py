@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from .plan import BROKERS, FLUSH_TYPES, MIN_DURATION_S, Plan
+from .plan import BROKERS, FLUSH_TYPES, MIN_DURATION_S, MIN_FRESH_S, PHASES, Plan
 from .report import plot, table
 from .runner import Run, session_order
 
@@ -43,6 +43,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--latency-rate", type=int, help="offered load of the latency phase, msg/s")
     p.add_argument("--brokers", type=_csv(BROKERS), help="which brokers (default apache,ferrymq)")
     p.add_argument("--flush", type=_csv(FLUSH_TYPES), help="flushDiskType values (default ASYNC_FLUSH,SYNC_FLUSH)")
+    p.add_argument("--phases", type=_csv(PHASES),
+                   help="standard: every figure on a warmed-up broker; fresh: 32-thread sync sends on a broker just "
+                        "launched on an empty store, timed from the first send (default standard,fresh)")
+    p.add_argument("--fresh-duration", type=float, help="seconds of the fresh phase (quick 30, full 60; at least 20)")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     p.add_argument("--plot", type=Path, help="write the PNG plot here (default: next to --out; needs matplotlib)")
     p.add_argument("--keep", action="store_true", help="keep the work dir (broker and tool logs) for inspection")
@@ -53,12 +57,14 @@ def parser() -> argparse.ArgumentParser:
 def plan_from(args: argparse.Namespace) -> Plan:
     overrides = {k: v for k, v in {
         "rounds": args.rounds, "duration_s": args.duration, "warmup_s": args.warmup, "backlog": args.backlog, "recovery_mib": args.recovery_mib,
-        "latency_rate": args.latency_rate, "brokers": args.brokers, "flush_types": args.flush,
+        "latency_rate": args.latency_rate, "brokers": args.brokers, "flush_types": args.flush, "phases": args.phases,
+        "fresh_s": args.fresh_duration,
     }.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)
-    if plan.duration_s < MIN_DURATION_S:
-        raise SystemExit(f"--duration must be at least {MIN_DURATION_S:.0f} s: Apache's benchmark producers print their "
-                         "first rate after ~10 s")
+    for option, seconds, least in (("--duration", plan.duration_s, MIN_DURATION_S), ("--fresh-duration", plan.fresh_s, MIN_FRESH_S)):
+        if seconds < least:
+            raise SystemExit(f"{option} must be at least {least:.0f} s: Apache's benchmark producers print their "
+                             "first rate after ~10 s")
     if plan.rounds < 1:
         raise SystemExit("--rounds must be at least 1")
     return plan

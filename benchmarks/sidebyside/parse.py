@@ -9,7 +9,10 @@ could not (``PROBE_TIMEOUT ...``, ``FILL_FAILED ...``, ``LATENCY_FAILED ...``).
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
+
+from .plan import WINDOW_S
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,24 @@ def steady_rate(text: str, what: str) -> StatsLine:
         raise ValueError(f"{what}: the tool printed no 'Send TPS' report (it prints the first after ~10 s; "
                          f"run phases of at least 12 s). Output tail:\n{text[-1500:]}")
     return lines[-1]
+
+
+def rate_from_start(text: str, what: str) -> tuple[float, dict]:
+    """The rate over a run from its first snapshot (one second in), as far as whole report windows reach.
+
+    Each report covers the 9 s before it, so the first report and every ninth after it tile the run
+    without overlap: their mean is the rate over those windows together. Also returns, for the JSON file,
+    every report's rate, their median, the longest send and the failed sends.
+    """
+    lines = stats_lines(text)
+    if not lines:
+        steady_rate(text, what)  # raises, naming the cause
+    tiles = [line.tps for line in lines[::WINDOW_S]]
+    rates = [line.tps for line in lines]
+    extra = {"seconds_covered": WINDOW_S * len(tiles), "tps_per_report": rates,
+             "median_report_tps": statistics.median(rates), "max_rt_ms": max(line.max_rt_ms for line in lines),
+             "failed": lines[-1].failed}
+    return sum(tiles) / len(tiles), extra
 
 
 def result(text: str, what: str) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .plan import LATENCY_KEYS, METRIC_BY_KEY, METRICS, THROUGHPUT_KEYS
+from .plan import LATENCY_KEYS, METRIC_BY_KEY, METRICS, PHASES, THROUGHPUT_KEYS
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -22,11 +22,12 @@ def _fmt(value: float | None, unit: str) -> str:
 
 
 def table(results: dict) -> str:
-    """A Markdown table: one row per figure and flush mode."""
+    """A Markdown table: one row per figure the run's phases measure and flush mode."""
     summary = results["summary"]
+    phases = set(results["meta"]["plan"].get("phases", PHASES))
     rows = ["| figure | flush | Apache RocketMQ | FerryMQ | FerryMQ/Apache | better |",
             "|---|---|---:|---:|---:|---|"]
-    for m in METRICS:
+    for m in (m for m in METRICS if phases & set(m.phases)):
         for flush, per_metric in summary.items():
             row = per_metric[m.key]
             ratio = row.get("ratio")
@@ -42,6 +43,12 @@ def table(results: dict) -> str:
             for s in results["sessions"] if s.get("extra", {}).get("rss_anon_load_mib") is not None]
     if anon:
         rows += ["Peak anonymous RSS in MiB (heap and stacks; the rest of RSS is mapped store pages): " + "; ".join(anon) + "."]
+    cpu = [f"{s['broker']} {s['flush']} round {s['round'] + 1}: {s['extra']['fresh_sync32']['broker_cpu_us_per_msg_last_window']:,.1f}"
+           for s in results["sessions"]
+           if s.get("extra", {}).get("fresh_sync32", {}).get("broker_cpu_us_per_msg_last_window") is not None]
+    if cpu:
+        rows += ["Broker CPU per message in µs, fresh phase, its last report's window (less disturbed by other work on "
+                 "the machine than the rates): " + "; ".join(cpu) + "."]
     loads = [v for s in results["sessions"] for v in s.get("extra", {}).get("loadavg_1min", [])]
     if loads:
         cores = results["meta"].get("machine", {}).get("cores", "?")

@@ -1,16 +1,19 @@
 """The measurements of one broker in one flush mode, in the order a session runs them.
 
 start-up → RSS at rest → backlog fill (at least the crash-test size) → SIGKILL → recovery → warm-up →
-sync/batch (Apache's tools) and async send → latency at a fixed offered load → draining the backlog.
+sync/batch (Apache's tools) and async send → latency at a fixed offered load → draining the backlog
+(the "standard" phases), then the "fresh" phase: the broker killed, its store removed, launched again and
+sent to at once (Apache's Producer, no warm-up), the figure taken over every report from the first.
 The crash comes before the send phases so that both brokers recover the same commitlog (the send phases
-write as much as each broker can take). RSS under load is the peak over every load phase. A phase that
-fails records its reason and the session goes on; a broker that never serves a first send makes the whole
-session "not available".
+write as much as each broker can take). RSS under load is the peak over the standard load phases. A phase
+that fails records its reason and the session goes on; a broker that never serves a first send makes the
+whole session "not available".
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,12 +24,13 @@ from . import parse
 from .brokers import Side
 from .javatools import LoadTools, run_for, run_to_end
 from .plan import WINDOW_S, Outcome, Plan
-from .procstat import PeakRss, allocated_mib, tree_rss_mib
+from .procstat import PeakRss, allocated_mib, tree_cpu_s, tree_rss_mib
 
 PROBE_TOPIC = "bench_probe"
 BACKLOG_TOPIC = "bench_backlog"
 LATENCY_TOPIC = "bench_latency"
 WARMUP_TOPIC = "bench_warmup"
+FRESH_TOPIC = "bench_fresh"
 #: Bytes a stored message takes beyond its body (Apache's commitlog record: fixed fields, topic, and the
 #: properties the client adds), to size the crash-test commitlog in MiB.
 STORED_OVERHEAD = 180
@@ -47,40 +51,53 @@ class Session:
     plan: Plan
     outcome: Outcome
     log_dir: Path
+    _stalls_key = "reactor_stalls_ms"  # where _note_stalls files what the broker's log holds now
 
     def run(self) -> Outcome:
         try:
             self.side.start_support()
             self.outcome.metrics["startup_s"] = self._launch_and_probe(
                 PROBE_TOPIC, self.plan.boot_timeout_s, create_topics=self._topics(), what="start-up")
-            time.sleep(3)  # let start-up work (JIT, route registration) settle before "at rest"
-            self.outcome.metrics["rss_rest_mib"] = tree_rss_mib(self.side.broker_pid)
-            self.outcome.extra["rss_anon_rest_mib"] = round(tree_rss_mib(self.side.broker_pid, "RssAnon"), 1)
-            with PeakRss(self.side.broker_pid) as before_crash:
-                self._record("drain_tps", self._fill_backlog)
-            recovered = self._recovery()
-            with PeakRss(self.side.broker_pid) as after_crash:
-                self._record("warmup", self._warm_up)
-                self._send_phases()
-                self._latency()
-                if recovered:
-                    self._record("drain_tps", self._drain)
-            self.outcome.metrics["rss_load_mib"] = max(before_crash.peak, after_crash.peak)
-            self.outcome.extra["rss_anon_load_mib"] = round(max(before_crash.peak_anon, after_crash.peak_anon), 1)
+            if "standard" in self.plan.phases:
+                self._standard()
+            if "fresh" in self.plan.phases:
+                self._record("fresh_sync_send_32_tps", self._fresh)
         except Unavailable as e:
             self.outcome.unavailable = f"not available: {e}"
         finally:
-            stalls = self.side.reactor_stalls_ms()  # since the restart after the crash test: the timed phases
-            if stalls is not None:
-                self.outcome.extra["reactor_stalls_ms"] = stalls
+            self._note_stalls()
             self.side.stop()
         return self.outcome
+
+    def _standard(self) -> None:
+        time.sleep(3)  # let start-up work (JIT, route registration) settle before "at rest"
+        self.outcome.metrics["rss_rest_mib"] = tree_rss_mib(self.side.broker_pid)
+        self.outcome.extra["rss_anon_rest_mib"] = round(tree_rss_mib(self.side.broker_pid, "RssAnon"), 1)
+        with PeakRss(self.side.broker_pid) as before_crash:
+            self._record("drain_tps", self._fill_backlog)
+        recovered = self._recovery()
+        with PeakRss(self.side.broker_pid) as after_crash:
+            self._record("warmup", self._warm_up)
+            self._send_phases()
+            self._latency()
+            if recovered:
+                self._record("drain_tps", self._drain)
+        self.outcome.metrics["rss_load_mib"] = max(before_crash.peak, after_crash.peak)
+        self.outcome.extra["rss_anon_load_mib"] = round(max(before_crash.peak_anon, after_crash.peak_anon), 1)
+        self._note_stalls()
+
+    def _note_stalls(self) -> None:
+        """Event-loop stalls since the broker's last launch (its log starts over at each): the standard
+        phases after the crash test, or the fresh phase."""
+        stalls = self.side.reactor_stalls_ms()
+        if stalls is not None:
+            self.outcome.extra.setdefault(self._stalls_key, stalls)
 
     # -- helpers -------------------------------------------------------------------------------------
 
     def _topics(self) -> list[str]:
         keys = [f"sync{t}" for t in self.plan.sync_threads] + ["async", "batch"]
-        return [send_topic(k) for k in keys] + [WARMUP_TOPIC, LATENCY_TOPIC, BACKLOG_TOPIC]
+        return [send_topic(k) for k in keys] + [WARMUP_TOPIC, LATENCY_TOPIC, BACKLOG_TOPIC, FRESH_TOPIC]
 
     def _log(self, name: str) -> Path:
         return self.log_dir / f"{name}.out"
@@ -166,6 +183,38 @@ class Session:
             if res["failed"]:
                 self._warn(f"async: {res['failed']} of {res['ok'] + res['failed']} sends failed ({res['failures']})")
         self._record("async_send_tps", async_phase)
+
+    def _fresh(self) -> None:
+        """Sync sends from the first one into an empty store: no warm-up, every report counts.
+
+        After the standard phases the broker is killed and its store removed first, so both brokers start
+        this phase the same way: just launched, nothing written but the start-up probe's message.
+        """
+        p = self.plan
+        self._stalls_key = "fresh_reactor_stalls_ms"
+        if "standard" in p.phases:
+            self.side.kill_broker()
+            self.side.remove_store()
+            self._launch_and_probe(PROBE_TOPIC, p.boot_timeout_s, create_topics=[FRESH_TOPIC], what="fresh start")
+        argv = self.tools.producer(self._home(), self.side.namesrv_addr, FRESH_TOPIC, threads=p.fresh_threads,
+                                   size=p.message_size)
+        pid = self.side.broker_pid
+        window: list[float] = []  # the broker's CPU when the last report's window opens
+        timer = threading.Timer(p.fresh_s - WINDOW_S, lambda: window.append(tree_cpu_s(pid)))
+        timer.start()
+        try:
+            text = run_for("fresh", argv, self._log("fresh"), p.fresh_s)
+        finally:
+            timer.cancel()
+        cpu_end = tree_cpu_s(pid)
+        figure, extra = parse.rate_from_start(text, "fresh")
+        last_tps = extra["tps_per_report"][-1]
+        if window and last_tps:
+            extra["broker_cpu_us_per_msg_last_window"] = round(1e6 * (cpu_end - window[0]) / (last_tps * WINDOW_S), 1)
+        self.outcome.extra["fresh_sync32"] = extra
+        self.outcome.metrics["fresh_sync_send_32_tps"] = figure
+        if extra["failed"]:
+            self._warn(f"fresh: {extra['failed']} sends failed (the figure counts successes only; see {self._log('fresh')})")
 
     def _latency(self) -> None:
         p = self.plan

@@ -9,7 +9,7 @@ import struct
 import pytest
 
 from ferrymq.server.store import mapped_file
-from ferrymq.server.store.mapped_file import FILL_PIECE, FILL_STEP, Allocator
+from ferrymq.server.store.mapped_file import FILL_PIECE, FILL_STEP, PREPARE_AHEAD, PREPARE_STEP, Allocator, MappedFile
 from ferrymq.wire.message import decode_records
 
 MiB = 1 << 20
@@ -19,10 +19,11 @@ FIEMAP_EXTENT_UNWRITTEN = 0x800
 _EXTENT = struct.Struct("=QQQ2QI3I")  # logical, physical, length, reserved, flags, reserved
 
 
-def unwritten_ranges(path: str) -> list[tuple[int, int]]:
-    """[(offset, length)] of the file's extents still marked unwritten (preallocated, never written)."""
+def unwritten_ranges(path: str, sync: bool = True) -> list[tuple[int, int]]:
+    """[(offset, length)] of the file's extents still marked unwritten (preallocated, never written).
+    ``sync=False``: as they are on disk now, without writing dirty pages back first."""
     count = 64
-    head = struct.pack("=QQIIII", 0, 2**64 - 1, FIEMAP_FLAG_SYNC, 0, count, 0)
+    head = struct.pack("=QQIIII", 0, 2**64 - 1, FIEMAP_FLAG_SYNC if sync else 0, 0, count, 0)
     buf = bytearray(head + bytes(_EXTENT.size * count))
     with open(path, "rb") as f:
         try:
@@ -154,6 +155,111 @@ def test_a_segment_nobody_filled_is_still_populated_ahead_of_the_writer(make_sto
     if mapped_file._madvise is None:
         pytest.skip("this kernel lacks MADV_POPULATE_READ (Linux < 5.14): nothing is populated ahead")
     assert first.populated == min(first.size, s.PREFAULT_AHEAD)
+
+
+def _fresh_segment(path: str, size: int) -> MappedFile:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    os.posix_fallocate(fd, 0, size)
+    os.close(fd)
+    return MappedFile(path, 0, size)
+
+
+def _needs_populate_write():
+    if mapped_file._madvise is None or not mapped_file._prepare:
+        pytest.skip("this kernel lacks MADV_POPULATE_WRITE (Linux < 5.14): nothing is prepared ahead")
+
+
+def test_a_segment_nobody_filled_is_prepared_a_bounded_distance_ahead_in_whole_steps(tmp_path):
+    """A fresh store's first segment: the blocks ahead of the writer are written (the records stored there
+    change no extent at the group commit's fsync), the preparation is on disk without an fsync of the
+    file, and it stays within PREPARE_AHEAD of the writer (a fresh store does not write a GiB of zeros)."""
+    _needs_populate_write()
+    size = 64 * MiB
+    mf = _fresh_segment(str(tmp_path / "00000000000000000000"), size)
+    try:
+        records = os.urandom(300_000)
+        mf.write_at(0, records)
+        mf.wrote = len(records)
+        mf.populate(mf.wrote + 32 * MiB)
+        ahead = mf.wrote + PREPARE_AHEAD
+        assert mf.populated == -(-ahead // 4096) * 4096
+        unwritten = unwritten_ranges(mf.path, sync=False)
+        assert not covers(unwritten, MiB, ahead - 4096)
+        assert covers(unwritten, ahead + 4096, size)
+        mf.wrote += PREPARE_STEP // 2
+        mf.populate(mf.wrote + 32 * MiB)
+        assert mf.populated == -(-ahead // 4096) * 4096  # less than a step to do: wait for more
+        mf.wrote += PREPARE_STEP // 2
+        mf.populate(mf.wrote + 32 * MiB)
+        assert mf.populated >= ahead + PREPARE_STEP - 4096
+        assert mf.mm[: len(records)] == records
+        assert mf.mm[len(records) : mf.populated] == bytes(mf.populated - len(records))
+    finally:
+        mf.close()
+
+
+def test_preparing_ahead_never_changes_a_record_the_writer_races_it_with(tmp_path):
+    """The writer goes on storing records while the preparation runs in its own thread over the same file,
+    with the steps small enough to keep them meeting: every record reads back as written."""
+    import threading
+    import time
+
+    _needs_populate_write()
+    size = 16 * MiB
+    mf = _fresh_segment(str(tmp_path / "00000000000000000000"), size)
+    records = os.urandom(size - 4096)
+    stop = threading.Event()
+
+    def prepare():
+        while not stop.is_set():
+            mf.populate(mf.wrote + 2 * PREPARE_STEP)
+
+    preparer = threading.Thread(target=prepare)
+    preparer.start()
+    try:
+        for pos in range(0, len(records), 1500):
+            piece = records[pos : pos + 1500]
+            mf.write_at(pos, piece)
+            mf.wrote = pos + len(piece)
+            if pos % 48000 == 0:
+                time.sleep(0.0002)  # let the preparer have the GIL, as the reactor does between requests
+    finally:
+        stop.set()
+        preparer.join()
+    try:
+        assert mf.populated > 4 * PREPARE_STEP  # it kept pace
+        with open(mf.path, "rb") as f:
+            assert f.read(len(records)) == records
+    finally:
+        mf.close()
+
+
+def test_blocks_already_written_are_not_prepared_again(tmp_path, monkeypatch):
+    """A segment resumed after a restart may hold the allocator's zeros past its records: only the blocks
+    still unwritten are dirtied (the others would be written to the disk twice for nothing)."""
+    _needs_populate_write()
+    size = 8 * MiB
+    path = str(tmp_path / "00000000000000000000")
+    mf = _fresh_segment(path, size)
+    os.pwrite(mf.fd, bytes(3 * MiB), 0)  # written zeros, as the allocator leaves them
+    os.fdatasync(mf.fd)
+    dirtied = []
+    real = mapped_file._dirty_in_place
+
+    def recording(fd, start, end):
+        dirtied.append((start, end))
+        return real(fd, start, end)
+
+    monkeypatch.setattr(mapped_file, "_dirty_in_place", recording)
+    try:
+        mf.wrote = MiB
+        mf.populate(mf.wrote + 32 * MiB)
+        assert mf.populated == size
+        assert dirtied and min(start for start, _ in dirtied) == 3 * MiB
+        assert sum(end - start for start, end in dirtied) == 5 * MiB
+        assert unwritten_ranges(path, sync=False) == []
+    finally:
+        mf.close()
 
 
 def _drain(store, n: int) -> list[bytes]:

@@ -56,3 +56,21 @@ def test_vm_rss():
     assert parse.status_kib(status, "RssAnon") == 1
     with pytest.raises(ValueError, match="no VmRSS"):
         parse.vm_rss_kib("Name:\tkthreadd\n")
+
+
+def _producer_reports(rates: list[int]) -> str:
+    return "".join(f"Current Time: 2026-11-25 21:00:{i:02d},000 | Send TPS: {r} | Max RT(ms): {100 + i} | Average RT(ms):  2.5 "
+                   f"| Send Failed: 0 | Response Failed: {i // 10}\n" for i, r in enumerate(rates))
+
+
+def test_fresh_figure_tiles_the_run_from_the_first_report():
+    """Each report covers the 9 s before it: the first and every ninth after it cover the run once."""
+    rates = [1000] * 9 + [4000] * 9 + [7000] * 3  # slow at first, as on a fresh store
+    figure, extra = parse.rate_from_start(_producer_reports(rates), "fresh")
+    assert figure == 4000.0  # reports 0, 9, 18
+    assert extra["seconds_covered"] == 27
+    assert extra["tps_per_report"] == rates and extra["median_report_tps"] == 4000
+    assert (extra["max_rt_ms"], extra["failed"]) == (120, 2)
+    assert parse.rate_from_start(_producer_reports([1500]), "fresh")[0] == 1500.0
+    with pytest.raises(ValueError, match="fresh: the tool printed no 'Send TPS' report"):
+        parse.rate_from_start("topic: x, threadCount: 32\n", "fresh")

@@ -7,7 +7,7 @@ import pytest
 
 from benchmarks.sidebyside import cli
 from benchmarks.sidebyside.plan import METRICS, Outcome, Plan
-from benchmarks.sidebyside.procstat import PeakRss, allocated_mib, descendants, rss_mib, tree_rss_mib
+from benchmarks.sidebyside.procstat import PeakRss, allocated_mib, descendants, rss_mib, tree_cpu_s, tree_rss_mib
 from benchmarks.sidebyside.report import plot, table
 from benchmarks.sidebyside.runner import session_order, summarize
 
@@ -58,6 +58,25 @@ def test_table_has_every_figure_ratio_and_reason_for_gaps():
     assert "Recovery: the broker is SIGKILLed holding 1,000,000 messages (~1,148 MiB) of commitlog, then relaunched." in text
 
 
+def test_fresh_phase_rows_and_a_fresh_only_table():
+    both = _outcomes()
+    both[0].metrics["fresh_sync_send_32_tps"] = 8000.0
+    both[1].metrics["fresh_sync_send_32_tps"] = 8800.0
+    text = table(_results(both))
+    assert "| sync send, 32 threads, fresh store (from the first send) (msg/s) | ASYNC_FLUSH | 8,000 | 8,800 | 1.10x | higher |" in text
+    assert "| sync send, 32 threads (msg/s) | ASYNC_FLUSH | 200 | 70 | 0.35x | higher |" in text
+    plan = Plan.quick(flush_types=("SYNC_FLUSH",), phases=("fresh",))
+    fresh = [Outcome(0, "apache", "SYNC_FLUSH", metrics={"startup_s": 4.0, "fresh_sync_send_32_tps": 5000.0}),
+             Outcome(0, "ferrymq", "SYNC_FLUSH", metrics={"startup_s": 1.0, "fresh_sync_send_32_tps": 4000.0},
+                     extra={"fresh_sync32": {"broker_cpu_us_per_msg_last_window": 45.25}})]
+    results = {"meta": {"plan": plan.as_dict(), "rocketmq_version": "5.5.0"}, "summary": summarize(fresh, plan),
+               "sessions": [o.as_dict() for o in fresh]}
+    rows = [line for line in table(results).splitlines() if line.startswith("| ") and "SYNC_FLUSH" in line]
+    assert rows == ["| sync send, 32 threads, fresh store (from the first send) (msg/s) | SYNC_FLUSH | 5,000 | 4,000 | 0.80x | higher |",
+                    "| start-up (launch to first send) (s) | SYNC_FLUSH | 4.00 | 1.00 | 0.25x | lower |"]
+    assert "last report's window (less disturbed by other work on the machine than the rates): ferrymq SYNC_FLUSH round 1: 45.2." in table(results)
+
+
 def test_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib (optional benchmark dependency) is not installed")
     path = plot(_results(_outcomes()), tmp_path / "bench.png")
@@ -71,12 +90,33 @@ def test_cli_sizes_and_validation():
     assert cli.plan_from(cli.parser().parse_args([])) == Plan.quick()
     with pytest.raises(SystemExit, match="at least 12 s"):
         cli.plan_from(cli.parser().parse_args(["--duration", "5"]))
+    assert cli.plan_from(cli.parser().parse_args(["--full"])).fresh_s == 60.0
+    fresh = cli.plan_from(cli.parser().parse_args(["--phases", "fresh", "--flush", "SYNC_FLUSH", "--fresh-duration", "45"]))
+    assert (fresh.phases, fresh.flush_types, fresh.fresh_s) == (("fresh",), ("SYNC_FLUSH",), 45.0)
+    assert Plan.quick().phases == ("standard", "fresh")
+    with pytest.raises(SystemExit, match="--fresh-duration must be at least 20 s"):
+        cli.plan_from(cli.parser().parse_args(["--fresh-duration", "15"]))
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["--phases", "cold"])
     with pytest.raises(SystemExit):
         cli.parser().parse_args(["--brokers", "kafka"])
 
 
 def test_full_run_takes_longer_than_quick():
     assert Plan.full().estimate_s() > 4 * Plan.quick().estimate_s()
+    fresh_only = Plan.quick(phases=("fresh",))
+    assert fresh_only.estimate_s() < Plan.quick(phases=("standard",)).estimate_s() < Plan.quick().estimate_s()
+    assert fresh_only.estimate_s() > 4 * fresh_only.fresh_s  # 2 brokers x 2 flush modes
+
+
+def test_cpu_seconds_grow_with_work():
+    import time
+
+    before = tree_cpu_s(os.getpid())
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        pass
+    assert 0.2 <= tree_cpu_s(os.getpid()) - before < 5
 
 
 def test_own_rss_and_peak_sampler():

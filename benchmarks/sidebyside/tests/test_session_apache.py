@@ -23,7 +23,7 @@ MISSING = toolchain.missing_tools("java", "javac", "mvn")
 def test_small_apache_session_measures_every_figure():
     plan = Plan.quick(
         duration_s=12, warmup_s=0, backlog=3000, recovery_mib=1, latency_rate=200, latency_warmup_s=1,
-        sync_threads=(32,), batch_threads=4, async_inflight=64, brokers=("apache",), flush_types=("ASYNC_FLUSH",),
+        sync_threads=(32,), batch_threads=4, async_inflight=64, brokers=("apache",), flush_types=("ASYNC_FLUSH",), fresh_s=20,
     )
     results = Run(plan, progress=lambda _line: None).execute()
     (session,) = results["sessions"]
