@@ -14,10 +14,13 @@ from twisted.internet import defer
 from ferrymq.wire.bodies import (
     CheckClientRequestBody,
     GetConsumerListByGroupResponseBody,
+    GroupList,
     HeartbeatData,
+    KVTable,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    TopicStatsTable,
     UnlockBatchRequestBody,
 )
 from ferrymq.wire.codes import RequestCode, ResponseCode
@@ -25,14 +28,17 @@ from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
+    GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     SearchOffsetRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
@@ -40,6 +46,7 @@ from ferrymq.wire.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from ferrymq.wire.message import MessageConst, decode_records, decompress_body
+from ferrymq.wire.properties import parse_properties
 from ferrymq.wire.requests import encode_request_header
 
 from .errors import MQResponseError
@@ -277,8 +284,12 @@ class BrokerAPI:
         *,
         order: bool = False,
         default_topic: str = "TBW102",
+        topic_sys_flag: int = 0,
+        attributes: str | None = None,
     ) -> defer.Deferred:
-        """UPDATE_AND_CREATE_TOPIC on one broker (it registers the topic with its name servers)."""
+        """UPDATE_AND_CREATE_TOPIC on one broker (it registers the topic with its name servers).
+
+        ``attributes`` is mqadmin's comma-joined form: ``+key=value`` sets, ``-key`` removes."""
         header = CreateTopicRequestHeader(
             topic=topic,
             default_topic=default_topic,
@@ -287,7 +298,32 @@ class BrokerAPI:
             perm=perm,
             topic_filter_type="SINGLE_TAG",
             order=order,
-            topic_sys_flag=0,
+            topic_sys_flag=topic_sys_flag,
+            attributes=attributes,
         )
         return self.call(addr, self._req(RequestCode.UPDATE_AND_CREATE_TOPIC, header)).addCallback(lambda _: None)
 
+    def delete_topic(self, addr: str, topic: str) -> defer.Deferred:
+        """DELETE_TOPIC_IN_BROKER: the broker drops the topic's config and queues."""
+        cmd = self._req(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
+        return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def get_topic_stats(self, addr: str, topic: str) -> defer.Deferred:
+        """GET_TOPIC_STATS_INFO: min/max offset and last store time of each of the topic's queues there."""
+        cmd = self._req(RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic))
+        return self.call(addr, cmd).addCallback(lambda r: TopicStatsTable.decode(r.body))
+
+    def query_topic_consume_by_who(self, addr: str, topic: str) -> defer.Deferred:
+        """QUERY_TOPIC_CONSUME_BY_WHO: the consumer groups of ``topic`` that broker knows."""
+        cmd = self._req(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(topic))
+        return self.call(addr, cmd).addCallback(lambda r: GroupList.decode(r.body).group_list if r.body else [])
+
+    def get_runtime_info(self, addr: str) -> defer.Deferred:
+        """GET_BROKER_RUNTIME_INFO: the broker's runtime statistics as a dict of strings."""
+        cmd = self._req(RequestCode.GET_BROKER_RUNTIME_INFO)
+        return self.call(addr, cmd).addCallback(lambda r: KVTable.decode(r.body).table)
+
+    def get_broker_config(self, addr: str) -> defer.Deferred:
+        """GET_BROKER_CONFIG: the broker's configuration, in the order the broker wrote it."""
+        cmd = self._req(RequestCode.GET_BROKER_CONFIG)
+        return self.call(addr, cmd).addCallback(lambda r: parse_properties(r.body.decode()) if r.body else {})
