@@ -1,0 +1,315 @@
+"""``ferrymq admin``: option parsing, mqadmin's text formats (checked against lines mqadmin 5.5.0
+printed), and each command against a name server and broker running in the SDK's reactor thread."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import orjson
+import pytest
+
+from ferrymq.sdk import reactor_thread
+from ferrymq.sdk.admin_cli import main as admin_main
+from ferrymq.sdk.admin_cli.cluster import (
+    BASE_HEADER,
+    BASE_ROW,
+    all_addrs,
+    base_columns,
+    broker_name_of,
+    master_addrs,
+    masters_and_slaves,
+    more_columns,
+)
+from ferrymq.sdk.admin_cli.command import COMMANDS, CommandError, command
+from ferrymq.sdk.admin_cli.java_text import fastjson_pretty, human_time2, java_double, java_map, perm_string
+from ferrymq.sdk.admin_cli.topic import parse_attributes, route_json, route_list, topic_config_text
+from ferrymq.wire.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+
+# ---------------------------------------------------------------- what mqadmin 5.5.0 printed
+
+#: ``mqadmin clusterList`` of a FerryMQ broker just started
+MQADMIN_CLUSTER_LIST = (
+    '#Cluster Name           #Broker Name            #BID  #Addr                  #Version              #InTPS(LOAD)                   #OutTPS(LOAD)  #Timer(Progress)        #PCWait(ms)  #Hour         #SPACE    #ACTIVATED\n'
+    'FeatureCluster          feature-broker-a        0     127.0.0.1:26942        V5_5_0                 0.00(0,0ms)               0.00(0,0ms|N,Nms)  0-0(0.0w, 0.0, 0.0)               0  0.00          0.0706          true\n'
+)
+#: ``mqadmin topicRoute -t ProbeT`` (3 read / 3 write queues)
+MQADMIN_ROUTE_JSON = (
+    '{\n'
+    '\t"brokerDatas":[\n'
+    '\t\t{\n'
+    '\t\t\t"brokerAddrs":{\n'
+    '\t\t\t\t0:"127.0.0.1:14155"\n'
+    '\t\t\t},\n'
+    '\t\t\t"brokerName":"feature-broker-a",\n'
+    '\t\t\t"cluster":"FeatureCluster",\n'
+    '\t\t\t"enableActingMaster":false\n'
+    '\t\t}\n'
+    '\t],\n'
+    '\t"filterServerTable":{},\n'
+    '\t"queueDatas":[\n'
+    '\t\t{\n'
+    '\t\t\t"brokerName":"feature-broker-a",\n'
+    '\t\t\t"perm":6,\n'
+    '\t\t\t"readQueueNums":3,\n'
+    '\t\t\t"topicSysFlag":0,\n'
+    '\t\t\t"writeQueueNums":3\n'
+    '\t\t}\n'
+    '\t]\n'
+    '}\n'
+)
+#: ``mqadmin topicRoute -t ProbeT -l``
+MQADMIN_ROUTE_LIST = (
+    '#ClusterName                                  #BrokerName                      #BrokerAddrs                                       #ReadQueue #WriteQueue #Perm\n'
+    'FeatureCluster                                feature-broker-a                 {0=127.0.0.1:14155}                                3          3           6    \n'
+    '--------------------------------------------------------------------------------------------------------------------------------------------------------------\n'
+    'Total:                                        1                                                                                   3          3                \n'
+)
+#: ``mqadmin updateTopic -b ... -t ProbeT -r 3 -w 3``, its second line
+MQADMIN_TOPIC_CONFIG = ("TopicConfig [topicName=ProbeT, readQueueNums=3, writeQueueNums=3, perm=RW-, "
+                        "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false, attributes={}]")
+
+PROBE_ROUTE = TopicRouteData(
+    queue_datas=[QueueData("feature-broker-a", 3, 3, 6, 0)],
+    broker_datas=[BrokerData("FeatureCluster", "feature-broker-a", {0: "127.0.0.1:14155"})],
+)
+
+
+def test_cluster_list_row_is_mqadmins():
+    """The header and a row built from runtime info match mqadmin's line character for character."""
+    stats = {"brokerVersionDesc": "V5_5_0", "putTps": "0.0 0.0 0.0", "getTransferredTps": "0.0 0.0 0.0",
+             "sendThreadPoolQueueSize": "0", "sendThreadPoolQueueHeadWaitTimeMills": "0",
+             "pullThreadPoolQueueSize": "0", "pullThreadPoolQueueHeadWaitTimeMills": "0",
+             "pageCacheLockTimeMills": "0", "commitLogDiskRatio": "0.070600", "brokerActive": "true",
+             "earliestMessageTimeStamp": "1000000", "timerReadBehind": "0", "timerOffsetBehind": "0",
+             "timerCongestNum": "0", "timerEnqueueTps": "0.0", "timerDequeueTps": "0.0"}
+    text = BASE_HEADER % ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version", "#InTPS(LOAD)",
+                          "#OutTPS(LOAD)", "#Timer(Progress)", "#PCWait(ms)", "#Hour", "#SPACE", "#ACTIVATED")
+    text += BASE_ROW % ("FeatureCluster", "feature-broker-a", 0, "127.0.0.1:26942",
+                        *base_columns(stats, now=1000.0))
+    assert text == MQADMIN_CLUSTER_LIST
+
+
+def test_cluster_list_row_of_a_silent_broker():
+    """A broker that does not answer keeps its row: empty values, zero rates, not activated."""
+    assert base_columns(None, now=0.0) == ("", "     0.00(,ms)", "     0.00(,ms|,ms)", "0-0(0.0w, 0.0, 0.0)", "",
+                                           "0.00", "0.0000", "false")
+
+
+def test_cluster_list_hours_and_rates():
+    stats = {"putTps": "12.5 10.0 9.0", "getTransferredTps": "3.25", "earliestMessageTimeStamp": "0",
+             "commitLogDiskRatio": "0.5", "brokerActive": "true"}
+    version, in_tps, out_tps, _, page_cache, hours, space, active = base_columns(stats, now=7200.0)
+    assert (version, in_tps, page_cache) == ("null", "    12.50(null,nullms)", "null")
+    assert out_tps == "     3.25(null,nullms|N,Nms)"
+    assert (hours, space, active) == ("2.00", "0.5000", "true")
+
+
+def test_cluster_list_more_stats():
+    stats = {"msgPutTotalYesterdayMorning": "10", "msgPutTotalTodayMorning": "15", "msgPutTotalTodayNow": "22",
+             "msgGetTotalYesterdayMorning": "1", "msgGetTotalTodayMorning": "4", "msgGetTotalTodayNow": "4"}
+    assert more_columns(stats) == (5, 3, 7, 0)
+    assert more_columns(None) == more_columns({}) == (0, 0, 0, 0)
+
+
+def test_route_json_is_fastjsons():
+    assert route_json(PROBE_ROUTE) + "\n" == MQADMIN_ROUTE_JSON
+
+
+def test_route_list_is_mqadmins():
+    assert route_list(PROBE_ROUTE) == MQADMIN_ROUTE_LIST
+
+
+def test_topic_config_text_is_mqadmins():
+    assert topic_config_text("ProbeT", 3, 3, 6, 0, False, {}) == MQADMIN_TOPIC_CONFIG
+    assert topic_config_text("T", 8, 8, 4, 3, True, {"+a": "b", "-c": ""}).endswith(
+        "perm=R--, topicFilterType=SINGLE_TAG, topicSysFlag=3, order=true, attributes={+a=b, -c=}]")
+
+
+def test_fastjson_pretty_layout():
+    assert fastjson_pretty({"a": [], "b": {}, "c": [1, True, None, "x\"y"], 7: {"k": 1.5}}) == (
+        '{\n\t"a":[],\n\t"b":{},\n\t"c":[\n\t\t1,\n\t\ttrue,\n\t\tnull,\n\t\t"x\\"y"\n\t],\n\t7:{\n\t\t"k":1.5\n\t}\n}'
+    )
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0.0, "0.0"), (1.5, "1.5"), (0.001, "0.001"), (9999999.0, "9999999.0"), (1e7, "1.0E7"),
+    (12345678.9, "1.23456789E7"), (0.0001, "1.0E-4"), (-2.5e20, "-2.5E20"), (float("nan"), "NaN"),
+])
+def test_java_double(value, text):
+    assert java_double(value) == text
+
+
+def test_small_java_texts(monkeypatch):
+    assert [perm_string(p) for p in (2, 4, 6, 7, 0)] == ["-W-", "R--", "RW-", "RWX", "---"]
+    assert java_map({0: "a:1", 1: "b:2"}) == "{0=a:1, 1=b:2}" and java_map({}) == "{}"
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        assert human_time2(1_795_642_328_437) == "2026-11-25 21:32:08,437"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_parse_attributes():
+    assert parse_attributes("+a=b,-c,+d=e") == {"+a": "b", "-c": "", "+d": "e"}
+    assert parse_attributes("") == {}
+    for bad, why in (("a=b", "add/alter"), ("c", "delete"), ("+a=1,+a=2", "duplication")):
+        with pytest.raises(CommandError, match=why):
+            parse_attributes(bad)
+
+
+# ---------------------------------------------------------------- cluster lookups
+
+CLUSTERS = ClusterInfo(
+    broker_addr_table={
+        "b": BrokerData("C1", "b", {0: "h:2", 1: "h:3"}),
+        "a": BrokerData("C1", "a", {0: "h:1"}),
+        "orphan": BrokerData("C2", "orphan", {2: "h:9"}),
+    },
+    cluster_addr_table={"C1": ["b", "a"], "C2": ["orphan"]},
+)
+
+
+def test_cluster_lookups():
+    assert master_addrs(CLUSTERS, "C1") == ["h:1", "h:2"]
+    assert master_addrs(CLUSTERS, "C2") == []
+    assert all_addrs(CLUSTERS, "C1") == ["h:1", "h:2", "h:3"]
+    assert masters_and_slaves(CLUSTERS, "C1") == {"h:1": [], "h:2": ["h:3"]}
+    assert masters_and_slaves(CLUSTERS, "C2") == {None: ["h:9"]}
+    assert master_addrs(CLUSTERS, "nope") is all_addrs(CLUSTERS, "nope") is masters_and_slaves(CLUSTERS, "nope") is None
+    assert broker_name_of(CLUSTERS, "h:3") == "b"
+    with pytest.raises(CommandError, match="h:7"):
+        broker_name_of(CLUSTERS, "h:7")
+
+
+# ---------------------------------------------------------------- command lines
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = admin_main(list(argv), out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_options_use_mqadmins_letters_and_names():
+    opts = COMMANDS["topicRoute"].parse(["-t", " T1 ", "-l", "-n", "h:1"])
+    assert (opts.topic, opts.list, opts.namesrvAddr) == ("T1", True, "h:1")
+    opts = COMMANDS["updateTopic"].parse(["--clusterName", "C", "--topic", "T", "--readQueueNums", "2", "-w4"])
+    assert (opts.clusterName, opts.brokerAddr, opts.readQueueNums, opts.writeQueueNums) == ("C", None, "2", "4")
+    assert COMMANDS["topicList"].parse(["-c"]).clusterModel is True
+    assert COMMANDS["clusterList"].parse(["-c", "C"]).clusterName == "C"
+
+
+@pytest.mark.parametrize(("argv", "why"), [
+    (["updateTopic", "-t", "T"], "one of the arguments -b/--brokerAddr -c/--clusterName is required"),
+    (["updateTopic", "-t", "T", "-b", "h:1", "-c", "C"], "not allowed with argument"),
+    (["topicStatus"], "the following arguments are required: -t/--topic"),
+    (["topicRoute", "-t", "T", "--top", "U"], "unrecognized arguments"),
+])
+def test_bad_command_lines(argv, why, capsys):
+    code, _, _ = run(*argv)
+    assert code == 2 and why in capsys.readouterr().err
+
+
+def test_usage_lists_every_command():
+    code, out, _ = run()
+    assert code == 0
+    for name in ("clusterList", "topicList", "topicRoute", "topicStatus", "updateTopic", "deleteTopic",
+                 "getBrokerConfig", "brokerStatus"):
+        assert f"   {name:<35} {COMMANDS[name].description}\n" in out
+
+
+def test_unknown_command_and_missing_name_server(monkeypatch):
+    assert run("topicLsit") == (1, "", "The sub command topicLsit not exist.\n")
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    code, _, err = run("clusterList")
+    assert code == 1 and "give -n host:port or set NAMESRV_ADDR" in err
+
+
+def test_a_command_is_declared_once():
+    with pytest.raises(ValueError, match="declared twice"):
+        command("topicList", "again")(lambda ctx, opts: None)
+
+
+# ---------------------------------------------------------------- against a running name server and broker
+
+
+def test_cluster_list_against_broker(cluster):
+    code, out, err = run("clusterList", "-n", cluster.namesrv_addr)
+    assert code == 0, err
+    header, row, *rest = out.splitlines()
+    assert rest == []
+    cols = row.split()
+    assert cols[:5] == [cluster.broker.config.brokerClusterName, "broker-sdk", "0", cluster.broker.addr, "V5_5_0"]
+    assert len(cols) == len(MQADMIN_CLUSTER_LIST.splitlines()[1].split()) and cols[-1] == "true"
+    assert header == MQADMIN_CLUSTER_LIST.splitlines()[0]
+
+
+def test_topic_lifecycle_against_broker(cluster, monkeypatch):
+    """updateTopic, topicRoute, topicStatus, topicList and deleteTopic on one topic, the name server named
+    by NAMESRV_ADDR."""
+    monkeypatch.setenv("NAMESRV_ADDR", cluster.namesrv_addr)
+    broker, name = cluster.broker.addr, cluster.broker.config.brokerClusterName
+    code, out, err = run("updateTopic", "-b", broker, "-t", "AdminCliT", "-r", "3", "-w", "3")
+    assert (code, err) == (0, "")
+    assert out == f"create topic to {broker} success.\n" + MQADMIN_TOPIC_CONFIG.replace("ProbeT", "AdminCliT") + "\n"
+
+    code, out, err = run("topicRoute", "-t", "AdminCliT")
+    route = orjson.loads(out.replace('\t\t\t\t0:"', '\t\t\t\t"0":"'))
+    assert route["queueDatas"] == [{"brokerName": "broker-sdk", "perm": 6, "readQueueNums": 3, "topicSysFlag": 0,
+                                    "writeQueueNums": 3}]
+    assert route["brokerDatas"][0]["brokerAddrs"] == {"0": broker}
+
+    code, out, err = run("topicStatus", "-t", "AdminCliT")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("#Broker Name") and lines[-1] == "Topic Put TPS: 0.0"
+    assert [line.split()[:4] for line in lines[1:4]] == [["broker-sdk", str(q), "0", "0"] for q in range(3)]
+
+    assert "AdminCliT" in run("topicList")[1].splitlines()
+    code, out, err = run("deleteTopic", "-c", name, "-t", "AdminCliT")
+    assert (code, err) == (0, "")
+    assert out == (f"delete topic [AdminCliT] from cluster [{name}] success.\n"
+                   "delete topic [AdminCliT] from NameServer success.\n")
+    assert "AdminCliT" not in run("topicList")[1].splitlines()
+
+
+def test_update_topic_in_cluster_with_order(cluster):
+    ns, name = cluster.namesrv_addr, cluster.broker.config.brokerClusterName
+    code, out, err = run("updateTopic", "-n", ns, "-c", name, "-t", "AdminCliOrder", "-o", "true", "-w", "2")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:2] == [f"create topic to {cluster.broker.addr} success.",
+                                    "set cluster orderConf. isOrder=true, orderConf=[broker-sdk:2]"]
+    assert reactor_thread.call(cluster.admin.namesrv.get_kv, "ORDER_TOPIC_CONFIG", "AdminCliOrder") == "broker-sdk:2"
+
+
+def test_unknown_cluster_is_mqadmins_error_line(cluster):
+    code, out, _ = run("deleteTopic", "-n", cluster.namesrv_addr, "-c", "NoCluster", "-t", "x")
+    assert code == 0 and out.startswith("[error] Make sure the specified clusterName exists")
+
+
+def test_broker_config_and_status(cluster):
+    ns, addr = cluster.namesrv_addr, cluster.broker.addr
+    code, out, err = run("getBrokerConfig", "-n", ns, "-b", addr)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == f"============{addr}============" and lines[-1] == ""
+    assert f"{'brokerName':<50}=  broker-sdk" in lines
+    code, out, err = run("getBrokerConfig", "-n", ns, "-c", cluster.broker.config.brokerClusterName)
+    assert out.splitlines()[0] == f"============Master: {addr}============"
+
+    code, out, err = run("brokerStatus", "-n", ns, "-b", addr)
+    keys = [line.partition(":")[0] for line in out.splitlines()]
+    assert code == 0 and all(len(key) >= 32 for key in keys)
+    keys = [key.rstrip() for key in keys]
+    assert keys == sorted(keys) and "brokerVersionDesc" in keys
+    code, out, err = run("brokerStatus", "-n", ns, "-c", cluster.broker.config.brokerClusterName)
+    assert all(line.startswith(f"{addr:<24} ") for line in out.splitlines()) and out
+
+
+def test_failures_are_one_line(cluster):
+    code, out, err = run("topicRoute", "-n", cluster.namesrv_addr, "-t", "NoSuchTopic")
+    assert (code, out) == (1, "")
+    assert err.startswith("ferrymq admin topicRoute: ") and err.count("\n") == 1 and "17" in err
+    code, out, err = run("updateTopic", "-n", cluster.namesrv_addr, "-b", cluster.broker.addr, "-t", "T", "-r", "x")
+    assert (code, err) == (1, "ferrymq admin updateTopic: --readQueueNums must be an integer, not 'x'\n")
