@@ -186,3 +186,31 @@ def test_broker_status(server, mqadmin5, target):
     for key in ours_table:
         if key.split()[-1] in _STABLE_STATUS:
             assert ours_table[key] == their_table[key], key
+
+
+@pytest.mark.parametrize("options", [
+    [],
+    ["-s", "false", "-m", "true", "-d", "true", "-o", "true", "-q", "2", "-r", "5", "-w", "2", "-a", "false"],
+    ["-p", '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":2000,"max":60000,"multiplier":3}}'],
+], ids=["defaults", "every-option", "retry-policy"])
+def test_update_sub_group(server, mqadmin5, options):
+    """updateSubGroup prints what mqadmin prints (ours ends its last line), and the broker then holds the
+    same group settings for both (as mqadmin's getConsumerConfig shows them)."""
+    ns = server.namesrv_addr
+    ours_group, their_group = f"compat_cli_{uuid.uuid4().hex[:10]}", f"compat_cli_{uuid.uuid4().hex[:10]}"
+    ours = ferry_admin(ns, "updateSubGroup", "-b", server.broker_addr, "-g", ours_group, *options)
+    theirs = mqadmin5(ns, "updateSubGroup", "-b", server.broker_addr, "-g", their_group, *options)
+    assert _named(ours, ours_group) == _named(theirs, their_group) + "\n"
+    assert _named(mqadmin5(ns, "getConsumerConfig", "-g", ours_group), ours_group) == \
+        _named(mqadmin5(ns, "getConsumerConfig", "-g", their_group), their_group)
+
+
+def test_update_broker_config(server, mqadmin5):
+    """updateBrokerConfig by broker and by cluster prints what mqadmin prints; getBrokerConfig then shows
+    the value."""
+    ns, key = server.namesrv_addr, "flushConsumerOffsetInterval"
+    for target, value in ((["-b", server.broker_addr], "4100"), (["-c", server.cluster], "4200")):
+        ours = ferry_admin(ns, "updateBrokerConfig", *target, "-k", key, "-v", value)
+        theirs = mqadmin5(ns, "updateBrokerConfig", *target, "-k", key, "-v", value)
+        assert ours == theirs
+        assert _config_table(ferry_admin(ns, "getBrokerConfig", "-b", server.broker_addr))[1][key] == value

@@ -20,6 +20,7 @@ from ferrymq.wire.bodies import (
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionGroupConfig,
     TopicStatsTable,
     UnlockBatchRequestBody,
 )
@@ -327,3 +328,14 @@ class BrokerAPI:
         """GET_BROKER_CONFIG: the broker's configuration, in the order the broker wrote it."""
         cmd = self._req(RequestCode.GET_BROKER_CONFIG)
         return self.call(addr, cmd).addCallback(lambda r: parse_properties(r.body.decode()) if r.body else {})
+
+    def update_broker_config(self, addr: str, settings: dict[str, str]) -> defer.Deferred:
+        """UPDATE_BROKER_CONFIG: the broker applies and persists ``settings`` (key=value lines)."""
+        body = "".join(f"{key}={value}\n" for key, value in settings.items()).encode()
+        cmd = self._req(RequestCode.UPDATE_BROKER_CONFIG, None, body)
+        return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def create_subscription_group(self, addr: str, config: SubscriptionGroupConfig) -> defer.Deferred:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: create or replace the group's settings on one broker."""
+        cmd = self._req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())
+        return self.call(addr, cmd).addCallback(lambda _: None)

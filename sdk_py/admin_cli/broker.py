@@ -1,4 +1,4 @@
-"""Broker commands: ``getBrokerConfig``, ``brokerStatus``."""
+"""Broker commands: ``getBrokerConfig``, ``updateBrokerConfig``, ``brokerStatus``."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 
 from twisted.internet import defer
 
-from .cluster import all_addrs, masters_and_slaves
-from .command import Context, OneOf, Opt, command
+from .cluster import all_addrs, master_addrs, masters_and_slaves
+from .command import CommandError, Context, OneOf, Opt, command
 from .java_text import NO_CLUSTER
 
 #: how getBrokerConfig names a broker group without a master
@@ -45,6 +45,35 @@ def _print_config(ctx: Context, title: str, addr: str | None):
     for key, value in config.items():
         ctx.printf("%-50s=  %s\n", key, value)
     ctx.printf("\n")
+
+
+@command("updateBrokerConfig", "Update broker's config.",
+         Opt("b", "brokerAddr", "update which broker"),
+         Opt("c", "clusterName", "update which cluster"),
+         Opt("a", "updateAllBroker", "update all brokers include slave"),
+         Opt("k", "key", "config key", required=True),
+         Opt("v", "value", "config value", required=True))
+@defer.inlineCallbacks
+def update_broker_config(ctx: Context, opts: argparse.Namespace):
+    settings = {opts.key: opts.value}
+    if opts.brokerAddr:
+        yield ctx.admin.api.update_broker_config(opts.brokerAddr, settings)
+        ctx.printf("update broker config success, %s\n", opts.brokerAddr)
+        return
+    if not opts.clusterName:
+        raise CommandError("name the broker (-b brokerAddr) or the cluster (-c clusterName) to update")
+    info = yield ctx.admin.namesrv.get_cluster_info()
+    # -a takes a value in mqadmin, but only its presence counts
+    addrs = (all_addrs if opts.updateAllBroker is not None else master_addrs)(info, opts.clusterName)
+    if addrs is None:
+        ctx.printf("%s", NO_CLUSTER)
+    for addr in addrs or ():
+        try:
+            yield ctx.admin.api.update_broker_config(addr, settings)
+        except Exception as exc:  # one broker refusing must not stop the others
+            ctx.err.write(f"{addr}: {exc}\n")
+            continue
+        ctx.printf("update broker config success, %s\n", addr)
 
 
 @command("brokerStatus", "Fetch broker runtime status data.",

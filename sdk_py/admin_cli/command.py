@@ -17,7 +17,8 @@ from ..mq_admin import MQAdmin
 
 @dataclass(frozen=True)
 class Opt:
-    """One option: ``-short``/``--long``; ``arg`` False for a flag. The value lands in ``opts.<long>``."""
+    """One option: ``-short``/``--long`` (``short`` empty: long form only); ``arg`` False for a flag. The
+    value lands in ``opts.<long>``."""
 
     short: str
     long: str
@@ -91,7 +92,7 @@ class Command:
 
 
 def _add(parser: Any, option: Opt) -> None:
-    flags = (f"-{option.short}", f"--{option.long}")
+    flags = (f"-{option.short}",) * bool(option.short) + (f"--{option.long}",)
     if option.arg:
         parser.add_argument(*flags, dest=option.long, metavar="<arg>", required=option.required, help=option.help)
     else:

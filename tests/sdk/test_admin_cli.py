@@ -22,6 +22,7 @@ from ferrymq.sdk.admin_cli.cluster import (
     more_columns,
 )
 from ferrymq.sdk.admin_cli.command import COMMANDS, CommandError, command
+from ferrymq.sdk.admin_cli.consumer import subscription_group, subscription_group_text
 from ferrymq.sdk.admin_cli.java_text import fastjson_pretty, human_time2, java_double, java_map, perm_string
 from ferrymq.sdk.admin_cli.topic import parse_attributes, route_json, route_list, topic_config_text
 from ferrymq.wire.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
@@ -68,6 +69,17 @@ MQADMIN_ROUTE_LIST = (
 #: ``mqadmin updateTopic -b ... -t ProbeT -r 3 -w 3``, its second line
 MQADMIN_TOPIC_CONFIG = ("TopicConfig [topicName=ProbeT, readQueueNums=3, writeQueueNums=3, perm=RW-, "
                         "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false, attributes={}]")
+
+#: ``mqadmin updateSubGroup -b ... -g g3 -p <an exponential policy>``, its second line
+MQADMIN_SUB_GROUP_G3 = (
+    'SubscriptionGroupConfig{groupName=g3, consumeEnable=true, consumeFromMinEnable=false, consumeBroadcastEnable=f'
+    'alse, consumeMessageOrderly=false, retryQueueNums=1, retryMaxTimes=16, groupRetryPolicy=GroupRetryPolicy{type=EXPONENTIAL, exponentialRetryPolicy=ExponentialRetryPolicy{initial=5000, max=7200000, multiplier=2}, customizedRetryPolicy=null}, brokerId=0, whichBrokerWhenConsumeSlowly=1, notifyConsumerIdsChangedEnable=true, groupSysFlag=0, consumeTimeoutMinute=15, subscriptionDataSet=null, attributes={}}'
+)
+#: ``mqadmin updateSubGroup -c ... -g g2`` with every option given, its second line
+MQADMIN_SUB_GROUP_G2 = (
+    'SubscriptionGroupConfig{groupName=g2, consumeEnable=false, consumeFromMinEnable=true, consumeBroadcastEnable=t'
+    'rue, consumeMessageOrderly=true, retryQueueNums=2, retryMaxTimes=5, groupRetryPolicy=GroupRetryPolicy{type=CUSTOMIZED, exponentialRetryPolicy=null, customizedRetryPolicy=null}, brokerId=1, whichBrokerWhenConsumeSlowly=2, notifyConsumerIdsChangedEnable=false, groupSysFlag=0, consumeTimeoutMinute=15, subscriptionDataSet=null, attributes={+x=y}}'
+)
 
 PROBE_ROUTE = TopicRouteData(
     queue_datas=[QueueData("feature-broker-a", 3, 3, 6, 0)],
@@ -124,6 +136,21 @@ def test_topic_config_text_is_mqadmins():
     assert topic_config_text("ProbeT", 3, 3, 6, 0, False, {}) == MQADMIN_TOPIC_CONFIG
     assert topic_config_text("T", 8, 8, 4, 3, True, {"+a": "b", "-c": ""}).endswith(
         "perm=R--, topicFilterType=SINGLE_TAG, topicSysFlag=3, order=true, attributes={+a=b, -c=}]")
+
+
+def test_subscription_group_text_is_mqadmins():
+    """The group updateSubGroup builds from its options, echoed as mqadmin echoes it."""
+    policy = '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":5000,"max":7200000,"multiplier":2}}'
+    parse = COMMANDS["updateSubGroup"].parse
+    g3 = subscription_group(parse(["-b", "h:1", "-g", "g3", "-p", policy]))
+    assert subscription_group_text(g3) == MQADMIN_SUB_GROUP_G3
+    g2 = subscription_group(parse(["-c", "C", "-g", "g2", "-s", "false", "-m", "true", "-d", "true", "-o", "true",
+                                   "-q", "2", "-r", "5", "-i", "1", "-w", "2", "-a", "false", "--attributes", "+x=y"]))
+    assert subscription_group_text(g2) == MQADMIN_SUB_GROUP_G2
+    assert (g2.retry_queue_nums, g2.broker_id, g2.attributes) == (2, 1, {"+x": "y"})
+    customized = subscription_group(parse(["-b", "h:1", "-g", "g", "-p", '{"customizedRetryPolicy":{}}']))
+    assert "customizedRetryPolicy=CustomizedRetryPolicy{next=[1000, 5000, 10000, 30000, 60000," in \
+        subscription_group_text(customized)
 
 
 def test_fastjson_pretty_layout():
@@ -313,3 +340,28 @@ def test_failures_are_one_line(cluster):
     assert err.startswith("ferrymq admin topicRoute: ") and err.count("\n") == 1 and "17" in err
     code, out, err = run("updateTopic", "-n", cluster.namesrv_addr, "-b", cluster.broker.addr, "-t", "T", "-r", "x")
     assert (code, err) == (1, "ferrymq admin updateTopic: --readQueueNums must be an integer, not 'x'\n")
+
+
+def test_update_sub_group_against_broker(cluster):
+    ns, addr = cluster.namesrv_addr, cluster.broker.addr
+    code, out, err = run("updateSubGroup", "-n", ns, "-b", addr, "-g", "admin_cli_group", "-r", "3")
+    assert (code, err) == (0, "")
+    first, second = out.splitlines()
+    assert first == f"create subscription group to {addr} success."
+    assert second.startswith("SubscriptionGroupConfig{groupName=admin_cli_group, consumeEnable=true,")
+    group = reactor_thread.call(cluster.broker.ctx.groups.find, "admin_cli_group")
+    assert (group.retry_max_times, group.consume_broadcast_enable) == (3, False)
+    code, out, err = run("updateSubGroup", "-n", ns, "-b", addr, "-g", "g", "-p", "[1]")
+    assert (code, err) == (1, "ferrymq admin updateSubGroup: --groupRetryPolicy must be a JSON object\n")
+
+
+def test_update_broker_config_against_broker(cluster):
+    ns, addr = cluster.namesrv_addr, cluster.broker.addr
+    code, out, err = run("updateBrokerConfig", "-n", ns, "-b", addr, "-k", "flushConsumerOffsetInterval", "-v", "4321")
+    assert (code, out, err) == (0, f"update broker config success, {addr}\n", "")
+    code, out, err = run("updateBrokerConfig", "-n", ns, "-c", cluster.broker.config.brokerClusterName, "-k",
+                         "flushConsumerOffsetInterval", "-v", "4322")
+    assert (code, out) == (0, f"update broker config success, {addr}\n")
+    assert f"{'flushConsumerOffsetInterval':<50}=  4322" in run("getBrokerConfig", "-n", ns, "-b", addr)[1]
+    code, _, err = run("updateBrokerConfig", "-n", ns, "-k", "a", "-v", "b")
+    assert code == 1 and "-b brokerAddr" in err
