@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from ferrymq.sdk.blocking_clients import BlockingProducer
+from ferrymq.sdk.blocking_clients import BlockingProducer, BlockingPushConsumer
 from ferrymq.sdk.message import Message
 
 from .conftest import _ferrymq_cli
@@ -214,3 +214,25 @@ def test_update_broker_config(server, mqadmin5):
         theirs = mqadmin5(ns, "updateBrokerConfig", *target, "-k", key, "-v", value)
         assert ours == theirs
         assert _config_table(ferry_admin(ns, "getBrokerConfig", "-b", server.broker_addr))[1][key] == value
+
+
+def test_consumer_connection(server, mqadmin5, three_queue_topic):
+    """consumerConnection of a live push consumer: the same connection rows and subscriptions (compared as
+    sets: mqadmin prints Java HashSet/HashMap order) and the same consume type, model and start point."""
+    group = f"compat_cli_{uuid.uuid4().hex[:10]}"
+    consumer = BlockingPushConsumer(group, server.namesrv_addr)
+    consumer.subscribe(three_queue_topic, "TagA || TagB")
+    consumer.register_listener(lambda msgs, context: None)
+    consumer.start()
+    try:
+        for args in (["-g", group], ["-g", group, "-b", server.broker_addr]):
+            ours, theirs = both(server, mqadmin5, "consumerConnection", *args)
+            ours_parts, their_parts = ours.split("\n\n"), theirs.split("\n\n")
+            assert len(ours_parts) == len(their_parts) == 3, f"ours:\n{ours}\nmqadmin:\n{theirs}"
+            for mine, theirs_part in zip(ours_parts, their_parts):
+                mine_lines, their_lines = mine.splitlines(), theirs_part.splitlines()
+                assert mine_lines[:1] == their_lines[:1]
+                assert sorted(mine_lines[1:]) == sorted(their_lines[1:])
+            assert consumer.instance.client_id in ours
+    finally:
+        consumer.shutdown()

@@ -13,6 +13,7 @@ from twisted.internet import defer
 
 from ferrymq.wire.bodies import (
     CheckClientRequestBody,
+    ConsumerConnection,
     GetConsumerListByGroupResponseBody,
     GroupList,
     HeartbeatData,
@@ -31,6 +32,7 @@ from ferrymq.wire.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
+    GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
@@ -339,3 +341,9 @@ class BrokerAPI:
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: create or replace the group's settings on one broker."""
         cmd = self._req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())
         return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def get_consumer_connections(self, addr: str, group: str) -> defer.Deferred:
+        """GET_CONSUMER_CONNECTION_LIST: the group's live clients and subscriptions as that broker knows them
+        (fails with code 206, CONSUMER_NOT_ONLINE, when none is connected)."""
+        cmd = self._req(RequestCode.GET_CONSUMER_CONNECTION_LIST, GetConsumerConnectionListRequestHeader(group))
+        return self.call(addr, cmd).addCallback(lambda r: ConsumerConnection.decode(r.body))

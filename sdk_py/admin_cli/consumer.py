@@ -1,4 +1,4 @@
-"""Consumer-group commands: ``updateSubGroup``."""
+"""Consumer-group commands: ``updateSubGroup``, ``consumerConnection``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 from twisted.internet import defer
 
-from ferrymq.wire.bodies import SubscriptionGroupConfig
+from ferrymq.wire.bodies import ConsumerConnection, SubscriptionGroupConfig
+from ferrymq.wire.versions import version_desc
 
 from .cluster import master_addrs
 from .command import CommandError, Context, OneOf, Opt, bool_option, command, int_option
@@ -114,3 +115,39 @@ def retry_policy_text(policy: dict[str, Any]) -> str:
         customized = "CustomizedRetryPolicy{next=[" + ", ".join(map(str, delays)) + "]}"
     return (f"GroupRetryPolicy{{type={policy.get('type', 'CUSTOMIZED')}, "
             f"exponentialRetryPolicy={exponential or 'null'}, customizedRetryPolicy={customized or 'null'}}}")
+
+
+# ---------------------------------------------------------------- consumerConnection
+
+RETRY_PREFIX = "%RETRY%"
+
+
+@command("consumerConnection", "Query consumer's socket connection, client version and subscription.",
+         Opt("g", "consumerGroup", "consumer group name", required=True),
+         Opt("b", "brokerAddr", "broker address"))
+@defer.inlineCallbacks
+def consumer_connection(ctx: Context, opts: argparse.Namespace):
+    addr = opts.brokerAddr
+    if not addr:
+        # every broker holding the group's retry topic sees its consumers; mqadmin asks one
+        route = yield ctx.admin.namesrv.get_route_info(RETRY_PREFIX + opts.consumerGroup)
+        broker = route.broker_datas[0] if route.broker_datas else None
+        addr = broker and (broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None))
+    conn: ConsumerConnection = (yield ctx.admin.api.get_consumer_connections(addr, opts.consumerGroup)) \
+        if addr else ConsumerConnection()
+    if not conn.connection_set:
+        raise CommandError(f"Not found the consumer group connection of {opts.consumerGroup} (CONSUMER_NOT_ONLINE)")
+    ctx.printf("%s", consumer_connection_text(conn))
+
+
+def consumer_connection_text(conn: ConsumerConnection) -> str:
+    lines = ["%-36s %-22s %-10s %s\n" % ("#ClientId", "#ClientAddr", "#Language", "#Version")]
+    lines += ["%-36s %-22s %-10s %s\n" % (c.client_id, c.client_addr, c.language, version_desc(c.version))
+              for c in conn.connection_set]
+    lines.append("\nBelow is subscription:\n")
+    lines.append("%-20s %s\n" % ("#Topic", "#SubExpression"))
+    lines += ["%-20s %s\n" % (sub.topic, sub.sub_string) for sub in conn.subscription_table.values()]
+    lines.append("\n")
+    lines.append(f"ConsumeType: {conn.consume_type}\nMessageModel: {conn.message_model}\n"
+                 f"ConsumeFromWhere: {conn.consume_from_where}\n")
+    return "".join(lines)

@@ -9,7 +9,7 @@ import time
 import orjson
 import pytest
 
-from ferrymq.sdk import reactor_thread
+from ferrymq.sdk import BlockingPushConsumer, reactor_thread
 from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.sdk.admin_cli.cluster import (
     BASE_HEADER,
@@ -26,6 +26,7 @@ from ferrymq.sdk.admin_cli.consumer import subscription_group, subscription_grou
 from ferrymq.sdk.admin_cli.java_text import fastjson_pretty, human_time2, java_double, java_map, perm_string
 from ferrymq.sdk.admin_cli.topic import parse_attributes, route_json, route_list, topic_config_text
 from ferrymq.wire.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from ferrymq.wire.codes import CURRENT_VERSION_DESC
 
 # ---------------------------------------------------------------- what mqadmin 5.5.0 printed
 
@@ -365,3 +366,32 @@ def test_update_broker_config_against_broker(cluster):
     assert f"{'flushConsumerOffsetInterval':<50}=  4322" in run("getBrokerConfig", "-n", ns, "-b", addr)[1]
     code, _, err = run("updateBrokerConfig", "-n", ns, "-k", "a", "-v", "b")
     assert code == 1 and "-b brokerAddr" in err
+
+
+def test_consumer_connection_against_broker(cluster, topic):
+    """consumerConnection lists a live push consumer of the group and its subscriptions; a group without
+    consumers is one error line."""
+    consumer = BlockingPushConsumer("admin_cli_consumers", cluster.namesrv_addr)
+    consumer.subscribe(topic, "TagA || TagB")
+    consumer.register_listener(lambda msgs, context: None)
+    consumer.start()
+    try:
+        code, out, err = run("consumerConnection", "-n", cluster.namesrv_addr, "-g", "admin_cli_consumers")
+        assert (code, err) == (0, "")
+        lines = out.splitlines()
+        assert lines[0] == f"{'#ClientId':<36} {'#ClientAddr':<22} {'#Language':<10} #Version"
+        client_id, client_addr, language, version = lines[1].split()
+        assert client_id == consumer.instance.client_id and client_addr.startswith("127.0.0.1:")
+        assert (language, version) == ("PYTHON", CURRENT_VERSION_DESC)
+        assert lines[2:5] == ["", "Below is subscription:", f"{'#Topic':<20} #SubExpression"]
+        assert sorted(lines[5:7]) == sorted([f"{'%RETRY%admin_cli_consumers':<20} *", f"{topic:<20} TagA || TagB"])
+        assert lines[7:] == ["", "ConsumeType: CONSUME_PASSIVELY", "MessageModel: CLUSTERING",
+                             "ConsumeFromWhere: CONSUME_FROM_LAST_OFFSET"]
+        code, out, err = run("consumerConnection", "-n", cluster.namesrv_addr, "-g", "admin_cli_consumers", "-b",
+                             cluster.broker.addr)
+        assert code == 0 and lines[1] in out.splitlines()
+    finally:
+        consumer.shutdown()
+    code, out, err = run("consumerConnection", "-n", cluster.namesrv_addr, "-g", "nobody_here", "-b",
+                         cluster.broker.addr)
+    assert (code, out) == (1, "") and "CONSUMER_NOT_ONLINE" in err
