@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 import uuid
 
 import pytest
 
 from ferrymq.sdk.blocking_clients import BlockingProducer, BlockingPushConsumer
+from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.message import Message
 
 from .conftest import _ferrymq_cli
@@ -234,5 +236,39 @@ def test_consumer_connection(server, mqadmin5, three_queue_topic):
                 assert mine_lines[:1] == their_lines[:1]
                 assert sorted(mine_lines[1:]) == sorted(their_lines[1:])
             assert consumer.instance.client_id in ours
+    finally:
+        consumer.shutdown()
+
+
+def test_consumer_progress(server, mqadmin5, three_queue_topic):
+    """consumerProgress of a group that consumed the topic: the same queue rows and totals as mqadmin (the
+    rate masked); without -g, the same line for the group."""
+    group = f"compat_cli_{uuid.uuid4().hex[:10]}"
+    config = ClientConfig(server.namesrv_addr, persist_consumer_offset_interval=1.0, rebalance_interval=1.0)
+    consumer = BlockingPushConsumer(group, config=config)
+    consumer.subscribe(three_queue_topic, "*")
+    consumer.register_listener(lambda msgs, context: None)
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until the group has committed all 4 messages on the 3 queues
+            ours = ferry_admin(server.namesrv_addr, "consumerProgress", "-g", group)
+            rows = [line.split() for line in ours.splitlines() if line.startswith(three_queue_topic)]
+            if (len(rows) == 3 and sum(int(r[4]) for r in rows) == 4) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        theirs = mqadmin5(server.namesrv_addr, "consumerProgress", "-g", group)
+        ours = ferry_admin(server.namesrv_addr, "consumerProgress", "-g", group)
+        rate = re.compile(r"^Consume TPS: \d+\.\d\d$", re.M)
+        assert rate.search(ours) and rate.search(theirs)
+        assert rate.sub("", ours) == rate.sub("", theirs)
+        assert "Consume Diff Total: 0" in ours
+
+        ours, theirs = both(server, mqadmin5, "consumerProgress")
+        assert ours.splitlines()[0] == theirs.splitlines()[0]
+        mine = next(line for line in ours.splitlines() if line.startswith(group + " "))
+        their_line = next(line for line in theirs.splitlines() if line.startswith(group + " "))
+        assert _masked(mine, 5)[:5] == _masked(their_line, 5)[:5] and mine.split()[-1] == their_line.split()[-1]
+        assert len(mine) == len(their_line)
     finally:
         consumer.shutdown()

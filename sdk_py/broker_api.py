@@ -13,6 +13,7 @@ from twisted.internet import defer
 
 from ferrymq.wire.bodies import (
     CheckClientRequestBody,
+    ConsumeStats,
     ConsumerConnection,
     GetConsumerListByGroupResponseBody,
     GroupList,
@@ -32,6 +33,7 @@ from ferrymq.wire.headers import (
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
+    GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
@@ -347,3 +349,10 @@ class BrokerAPI:
         (fails with code 206, CONSUMER_NOT_ONLINE, when none is connected)."""
         cmd = self._req(RequestCode.GET_CONSUMER_CONNECTION_LIST, GetConsumerConnectionListRequestHeader(group))
         return self.call(addr, cmd).addCallback(lambda r: ConsumerConnection.decode(r.body))
+
+    def get_consume_stats(self, addr: str, group: str, topic: str | None = None) -> defer.Deferred:
+        """GET_CONSUME_STATS: the group's broker/consumer offsets per queue on that broker (of ``topic``
+        only, when given) and its consume rate there."""
+        cmd = self._req(RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic))
+        # the broker walks every queue of the group: mqadmin allows three times the usual timeout
+        return self.call(addr, cmd, timeout=self.timeout * 3).addCallback(lambda r: ConsumeStats.decode(r.body))

@@ -1,19 +1,20 @@
-"""Consumer-group commands: ``updateSubGroup``, ``consumerConnection``."""
+"""Consumer-group commands: ``updateSubGroup``, ``consumerConnection``, ``consumerProgress``."""
 
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 import orjson
 from twisted.internet import defer
 
-from ferrymq.wire.bodies import ConsumerConnection, SubscriptionGroupConfig
+from ferrymq.wire.bodies import ConsumerConnection, ConsumeStats, SubscriptionGroupConfig, TopicRouteData
 from ferrymq.wire.versions import version_desc
 
 from .cluster import master_addrs
 from .command import CommandError, Context, OneOf, Opt, bool_option, command, int_option
-from .java_text import NO_CLUSTER, java_bool, java_map
+from .java_text import NO_CLUSTER, front, java_bool, java_map
 from .topic import parse_attributes
 
 #: CustomizedRetryPolicy's default delays (ms), which Java prints when a policy names none
@@ -127,17 +128,28 @@ RETRY_PREFIX = "%RETRY%"
          Opt("b", "brokerAddr", "broker address"))
 @defer.inlineCallbacks
 def consumer_connection(ctx: Context, opts: argparse.Namespace):
-    addr = opts.brokerAddr
-    if not addr:
-        # every broker holding the group's retry topic sees its consumers; mqadmin asks one
-        route = yield ctx.admin.namesrv.get_route_info(RETRY_PREFIX + opts.consumerGroup)
-        broker = route.broker_datas[0] if route.broker_datas else None
-        addr = broker and (broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None))
-    conn: ConsumerConnection = (yield ctx.admin.api.get_consumer_connections(addr, opts.consumerGroup)) \
-        if addr else ConsumerConnection()
-    if not conn.connection_set:
-        raise CommandError(f"Not found the consumer group connection of {opts.consumerGroup} (CONSUMER_NOT_ONLINE)")
+    conn = yield connections_of(ctx, opts.consumerGroup, opts.brokerAddr)
     ctx.printf("%s", consumer_connection_text(conn))
+
+
+def _select_addr(route: TopicRouteData) -> str | None:
+    """The first broker's master, else any of its slaves (mqadmin's ``selectBrokerAddr``)."""
+    broker = route.broker_datas[0] if route.broker_datas else None
+    if broker is None:
+        return None
+    return broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None)
+
+
+@defer.inlineCallbacks
+def connections_of(ctx: Context, group: str, addr: str | None = None):
+    """The group's live connections as one broker sees them (by default a broker of its retry topic, which
+    every broker the group consumes from holds); fails when none is connected."""
+    if not addr:
+        addr = _select_addr((yield ctx.admin.namesrv.get_route_info(RETRY_PREFIX + group)))
+    conn = (yield ctx.admin.api.get_consumer_connections(addr, group)) if addr else ConsumerConnection()
+    if not conn.connection_set:
+        raise CommandError(f"Not found the consumer group connection of {group} (CONSUMER_NOT_ONLINE)")
+    return conn
 
 
 def consumer_connection_text(conn: ConsumerConnection) -> str:
@@ -151,3 +163,108 @@ def consumer_connection_text(conn: ConsumerConnection) -> str:
     lines.append(f"ConsumeType: {conn.consume_type}\nMessageModel: {conn.message_model}\n"
                  f"ConsumeFromWhere: {conn.consume_from_where}\n")
     return "".join(lines)
+
+
+# ---------------------------------------------------------------- consumerProgress
+
+PROGRESS_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s\n"
+PROGRESS_ROW = "%-64s  %-32s  %-4d  %-20d  %-20d  %-20d %-20d %s\n"
+GROUPS_HEADER = "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s\n"
+GROUPS_ROW = "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d\n"
+
+
+@command("consumerProgress", "Query consumer's progress, speed.",
+         Opt("g", "groupName", "consumer group name"),
+         Opt("t", "topicName", "topic name"),
+         Opt("s", "showClientIP", "Show Client IP per Queue"),
+         Opt("c", "cluster", "Cluster name or lmq parent topic, lmq is used to find the route."))
+@defer.inlineCallbacks
+def consumer_progress(ctx: Context, opts: argparse.Namespace):
+    if (opts.showClientIP or "").lower() == "true":
+        raise CommandError("-s (the client of each queue) is not supported yet; run without it")
+    if not opts.groupName:
+        yield _all_groups(ctx)
+        return
+    stats = yield consume_stats(ctx, opts.groupName, opts.topicName)
+    ctx.printf("%s", consume_stats_text(stats, time.localtime))
+
+
+@defer.inlineCallbacks
+def consume_stats(ctx: Context, group: str, topic: str | None = None):
+    """The group's offsets on every broker of its route (its retry topic's, else the topic's), as mqadmin's
+    ``examineConsumeStats``; fails when there are none and no consumer is online, or it broadcasts."""
+    route = None
+    candidates = [RETRY_PREFIX + group] + ([topic, f"{RETRY_PREFIX}{group}_{topic}"] if topic else [])
+    for i, name in enumerate(candidates):
+        try:
+            route = yield ctx.admin.namesrv.get_route_info(name)
+            break
+        except Exception:
+            if i == len(candidates) - 1:
+                raise
+    result = ConsumeStats()
+    for broker in route.broker_datas:
+        addr = broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None)
+        if addr:
+            stats = yield ctx.admin.api.get_consume_stats(addr, group, topic)
+            result.offset_table.update(stats.offset_table)
+            result.consume_tps += stats.consume_tps
+    if not result.offset_table:
+        try:
+            conn = yield connections_of(ctx, group)
+        except Exception:
+            raise CommandError("Not found the consumer group consume stats, because return offset table is "
+                               "empty, maybe the consumer not online") from None
+        if conn.message_model == "BROADCASTING":
+            raise CommandError("Not found the consumer group consume stats, because return offset table is "
+                               "empty, the consumer is under the broadcast mode")
+    return result
+
+
+def consume_stats_text(stats: ConsumeStats, localtime=time.localtime) -> str:
+    """consumerProgress -g: a row per queue (by topic, broker, queue id), then the totals."""
+    lines = [PROGRESS_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
+                                "#Inflight", "#LastTime")]
+    diff_total = inflight_total = 0
+    for mq in sorted(stats.offset_table, key=lambda q: (q.topic, q.broker_name or "", q.queue_id)):
+        off = stats.offset_table[mq]
+        diff, inflight = off.broker_offset - off.consumer_offset, off.pull_offset - off.consumer_offset
+        diff_total += diff
+        inflight_total += inflight
+        last = "N/A" if off.last_timestamp == 0 else time.strftime("%Y-%m-%d %H:%M:%S",
+                                                                    localtime(off.last_timestamp / 1000))
+        lines.append(PROGRESS_ROW % (front(mq.topic, 64), front(mq.broker_name, 32), mq.queue_id, off.broker_offset,
+                                     off.consumer_offset, diff, inflight, last))
+    lines.append("\nConsume TPS: %.2f\nConsume Diff Total: %d\nConsume Inflight Total: %d\n"
+                 % (stats.consume_tps, diff_total, inflight_total))
+    return "".join(lines)
+
+
+@defer.inlineCallbacks
+def _all_groups(ctx: Context):
+    """consumerProgress without -g: one line per group that has a retry topic."""
+    ctx.printf(GROUPS_HEADER, "#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total")
+    for topic in (yield ctx.admin.namesrv.get_all_topics()):
+        if not topic.startswith(RETRY_PREFIX):
+            continue
+        group = topic[len(RETRY_PREFIX):]
+        stats = conn = None
+        try:
+            stats = yield consume_stats(ctx, group)
+        except Exception:  # mqadmin shows the group with what it could learn
+            stats = None
+        try:
+            conn = yield connections_of(ctx, group)
+        except Exception:
+            conn = None
+        ctx.printf(GROUPS_ROW, *group_row(group, stats, conn))
+
+
+def group_row(group: str, stats: ConsumeStats | None, conn: ConsumerConnection | None) -> tuple:
+    count = len(conn.connection_set) if conn else 0
+    version = version_desc(min(c.version for c in conn.connection_set)) if count else "OFFLINE"
+    consume_type = ("PULL" if conn.consume_type == "CONSUME_ACTIVELY" else "PUSH") if count else ""
+    model = conn.message_model if count and conn.consume_type == "CONSUME_PASSIVELY" else ""
+    tps = int(stats.consume_tps) if stats else 0
+    diff = sum(o.broker_offset - o.consumer_offset for o in stats.offset_table.values()) if stats else 0
+    return front(group, 64), count, version, consume_type, model, tps, diff

@@ -9,7 +9,7 @@ import time
 import orjson
 import pytest
 
-from ferrymq.sdk import BlockingPushConsumer, reactor_thread
+from ferrymq.sdk import BlockingProducer, BlockingPushConsumer, Message, MessageQueue, reactor_thread
 from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.sdk.admin_cli.cluster import (
     BASE_HEADER,
@@ -22,10 +22,19 @@ from ferrymq.sdk.admin_cli.cluster import (
     more_columns,
 )
 from ferrymq.sdk.admin_cli.command import COMMANDS, CommandError, command
-from ferrymq.sdk.admin_cli.consumer import subscription_group, subscription_group_text
+from ferrymq.sdk.admin_cli.consumer import consume_stats_text, group_row, subscription_group, subscription_group_text
 from ferrymq.sdk.admin_cli.java_text import fastjson_pretty, human_time2, java_double, java_map, perm_string
 from ferrymq.sdk.admin_cli.topic import parse_attributes, route_json, route_list, topic_config_text
-from ferrymq.wire.bodies import BrokerData, ClusterInfo, QueueData, TopicRouteData
+from ferrymq.wire.bodies import (
+    BrokerData,
+    ClusterInfo,
+    Connection,
+    ConsumerConnection,
+    ConsumeStats,
+    OffsetWrapper,
+    QueueData,
+    TopicRouteData,
+)
 from ferrymq.wire.codes import CURRENT_VERSION_DESC
 
 # ---------------------------------------------------------------- what mqadmin 5.5.0 printed
@@ -395,3 +404,63 @@ def test_consumer_connection_against_broker(cluster, topic):
     code, out, err = run("consumerConnection", "-n", cluster.namesrv_addr, "-g", "nobody_here", "-b",
                          cluster.broker.addr)
     assert (code, out) == (1, "") and "CONSUMER_NOT_ONLINE" in err
+
+
+def test_consume_stats_text():
+    """consumerProgress -g: rows by topic, broker and queue id in mqadmin's widths, then the totals."""
+    stats = ConsumeStats(offset_table={
+        MessageQueue("T", "b", 1): OffsetWrapper(broker_offset=10, consumer_offset=4, pull_offset=6,
+                                                 last_timestamp=1_795_642_328_437),
+        MessageQueue("T", "b", 0): OffsetWrapper(broker_offset=3, consumer_offset=3, pull_offset=3),
+    }, consume_tps=1.5)
+    text = consume_stats_text(stats, time.gmtime)
+    assert text.splitlines() == [
+        f"{'#Topic':<64}  {'#Broker Name':<32}  #QID  {'#Broker Offset':<20}  {'#Consumer Offset':<20}  "
+        f"{'#Diff':<20} {'#Inflight':<20}#LastTime",
+        f"{'T':<64}  {'b':<32}  0     {3:<20}  {3:<20}  {0:<20} {0:<20} N/A",
+        f"{'T':<64}  {'b':<32}  1     {10:<20}  {4:<20}  {6:<20} {2:<20} 2026-11-25 21:32:08",
+        "", "Consume TPS: 1.50", "Consume Diff Total: 6", "Consume Inflight Total: 2",
+    ]
+
+
+def test_group_row():
+    conn = ConsumerConnection(connection_set=[Connection("c1", "h:1", "JAVA", 513), Connection("c2", "h:2", "GO", 409)],
+                              consume_type="CONSUME_PASSIVELY", message_model="CLUSTERING")
+    stats = ConsumeStats({MessageQueue("T", "b", 0): OffsetWrapper(9, 4, 4)}, consume_tps=2.7)
+    assert group_row("g", stats, conn) == ("g", 2, "V4_9_8", "PUSH", "CLUSTERING", 2, 5)
+    conn.consume_type = "CONSUME_ACTIVELY"
+    assert group_row("g", None, conn)[3:] == ("PULL", "", 0, 0)
+    assert group_row("g", None, None) == ("g", 0, "OFFLINE", "", "", 0, 0)
+
+
+def test_consumer_progress_against_broker(cluster, topic):
+    """A group that consumed everything: its queue row has no diff; without -g the group is listed online."""
+    producer = BlockingProducer("admin_cli_progress_producer", cluster.namesrv_addr)
+    producer.start()
+    for i in range(3):
+        producer.send(Message(topic, b"m%d" % i))
+    producer.shutdown()
+    received = []
+    consumer = BlockingPushConsumer("admin_cli_progress", cluster.namesrv_addr)
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(lambda msgs, context: received.extend(msgs))
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            code, out, err = run("consumerProgress", "-n", cluster.namesrv_addr, "-g", "admin_cli_progress")
+            # the consumer commits its offsets every few seconds; until then the table is empty
+            if code == 0 and f"{topic} " in out and "Consume Diff Total: 0" in out:
+                break
+            time.sleep(0.2)
+        assert (code, err) == (0, ""), err
+        rows = [line.split() for line in out.splitlines() if line.startswith(topic)]
+        assert [row[:5] for row in rows] == [[topic, "broker-sdk", "0", "3", "3"]], out
+        assert "Consume Diff Total: 0" in out
+        code, out, err = run("consumerProgress", "-n", cluster.namesrv_addr)
+        row = next(line for line in out.splitlines() if line.startswith("admin_cli_progress "))
+        assert row.split()[1:5] == ["1", CURRENT_VERSION_DESC, "PUSH", "CLUSTERING"]
+    finally:
+        consumer.shutdown()
+    code, _, err = run("consumerProgress", "-n", cluster.namesrv_addr, "-g", "admin_cli_progress", "-s", "true")
+    assert code == 1 and "not supported yet" in err
