@@ -8,12 +8,17 @@ import time
 
 from twisted.internet import defer, task
 
-from ferrymq.wire.bodies import ClusterInfo
+from ferrymq.wire.bodies import BrokerData, ClusterInfo
 
 from .command import CommandError, Context, Opt, command, int_option
 from .java_text import NO_CLUSTER, java_bool
 
 MASTER_ID = 0
+
+
+def select_addr(broker: BrokerData) -> str | None:
+    """The broker's master, else any of its slaves (mqadmin's ``BrokerData.selectBrokerAddr``)."""
+    return broker.broker_addrs.get(MASTER_ID) or next(iter(broker.broker_addrs.values()), None)
 
 
 def master_addrs(info: ClusterInfo, cluster: str) -> list[str] | None:

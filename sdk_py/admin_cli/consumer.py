@@ -12,7 +12,9 @@ from twisted.internet import defer
 from ferrymq.wire.bodies import ConsumerConnection, ConsumeStats, SubscriptionGroupConfig, TopicRouteData
 from ferrymq.wire.versions import version_desc
 
-from .cluster import master_addrs
+from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
+
+from .cluster import master_addrs, select_addr
 from .command import CommandError, Context, OneOf, Opt, bool_option, command, int_option
 from .java_text import NO_CLUSTER, front, java_bool, java_map
 from .topic import parse_attributes
@@ -120,9 +122,6 @@ def retry_policy_text(policy: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------- consumerConnection
 
-RETRY_PREFIX = "%RETRY%"
-
-
 @command("consumerConnection", "Query consumer's socket connection, client version and subscription.",
          Opt("g", "consumerGroup", "consumer group name", required=True),
          Opt("b", "brokerAddr", "broker address"))
@@ -132,20 +131,13 @@ def consumer_connection(ctx: Context, opts: argparse.Namespace):
     ctx.printf("%s", consumer_connection_text(conn))
 
 
-def _select_addr(route: TopicRouteData) -> str | None:
-    """The first broker's master, else any of its slaves (mqadmin's ``selectBrokerAddr``)."""
-    broker = route.broker_datas[0] if route.broker_datas else None
-    if broker is None:
-        return None
-    return broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None)
-
-
 @defer.inlineCallbacks
 def connections_of(ctx: Context, group: str, addr: str | None = None):
     """The group's live connections as one broker sees them (by default a broker of its retry topic, which
     every broker the group consumes from holds); fails when none is connected."""
     if not addr:
-        addr = _select_addr((yield ctx.admin.namesrv.get_route_info(RETRY_PREFIX + group)))
+        route: TopicRouteData = yield ctx.admin.namesrv.get_route_info(RETRY_PREFIX + group)
+        addr = select_addr(route.broker_datas[0]) if route.broker_datas else None
     conn = (yield ctx.admin.api.get_consumer_connections(addr, group)) if addr else ConsumerConnection()
     if not conn.connection_set:
         raise CommandError(f"Not found the consumer group connection of {group} (CONSUMER_NOT_ONLINE)")
@@ -204,7 +196,7 @@ def consume_stats(ctx: Context, group: str, topic: str | None = None):
                 raise
     result = ConsumeStats()
     for broker in route.broker_datas:
-        addr = broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None)
+        addr = select_addr(broker)
         if addr:
             stats = yield ctx.admin.api.get_consume_stats(addr, group, topic)
             result.offset_table.update(stats.offset_table)

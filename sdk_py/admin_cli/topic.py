@@ -9,12 +9,12 @@ from twisted.internet import defer
 
 from ferrymq.wire.bodies import ClusterInfo, TopicRouteData
 
-from .cluster import broker_name_of, master_addrs
+from ferrymq.wire.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+
+from .cluster import broker_name_of, master_addrs, select_addr
 from .command import CommandError, Context, OneOf, Opt, bool_option, command, int_option
 from .java_text import NO_CLUSTER, fastjson_pretty, front, human_time2, java_bool, java_double, java_map, perm_string
 
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
 #: the name server's KV namespace of order topics' "brokerName:queueNums;..." settings
 ORDER_TOPIC_NAMESPACE = "ORDER_TOPIC_CONFIG"
 TOPIC_FLAG_UNIT = 0x1
@@ -35,7 +35,7 @@ def topic_list(ctx: Context, opts: argparse.Namespace):
     info = yield ctx.admin.namesrv.get_cluster_info()
     ctx.printf("%-20s  %-48s  %-48s\n", "#Cluster Name", "#Topic", "#Consumer Group")
     for topic in (yield ctx.admin.namesrv.get_all_topics()):
-        if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+        if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
             continue
         cluster, groups = "", []
         try:
@@ -58,7 +58,7 @@ def cluster_of(route: TopicRouteData, info: ClusterInfo) -> str | None:
 def _consumer_groups(ctx: Context, route: TopicRouteData, topic: str):
     """QUERY_TOPIC_CONSUME_BY_WHO of the first broker with an address (as mqadmin asks one broker)."""
     for broker in route.broker_datas:
-        addr = broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None)
+        addr = select_addr(broker)
         if addr:
             return (yield ctx.admin.api.query_topic_consume_by_who(addr, topic))
     return []
@@ -113,7 +113,7 @@ def topic_status(ctx: Context, opts: argparse.Namespace):
     offsets = {}
     put_tps = 0.0
     for broker in route.broker_datas:
-        addr = broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()), None)
+        addr = select_addr(broker)
         if addr:
             stats = yield ctx.admin.api.get_topic_stats(addr, opts.topic)
             offsets.update(stats.offset_table)
