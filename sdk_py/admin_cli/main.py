@@ -21,6 +21,10 @@ NAMESRV_ENV = "NAMESRV_ADDR"
 
 EXIT_FAILED = 1
 
+#: seconds each request may take: mqadmin's DefaultMQAdminExt allows 5 s (a cold broker's first runtime
+#: info can take seconds)
+REQUEST_TIMEOUT = 5.0
+
 
 def usage() -> str:
     lines = ["The most commonly used ferrymq admin commands are:"]
@@ -65,7 +69,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 
 def run(cmd: Command, opts, namesrv: str, out: TextIO, err: TextIO) -> None:
     addrs = [a.strip() for a in namesrv.split(";") if a.strip()]
-    with BlockingMQAdmin(addrs[0]) as admin:
+    with BlockingMQAdmin(addrs[0], timeout=REQUEST_TIMEOUT) as admin:
         ctx = Context(admin.wrapped, addrs, out, err)
         # each request has its own timeout; clusterList -i runs until interrupted
         reactor_thread.call(cmd.run, ctx, opts, timeout=None)
