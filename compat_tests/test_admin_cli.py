@@ -25,10 +25,12 @@ from .harness import MqAdmin
 
 
 def ferry_admin(namesrv: str, *args: str) -> str:
-    """stdout of ``ferrymq admin`` run as a user runs it; fails the test on a non-zero exit."""
+    """stdout of ``ferrymq admin`` run as a user runs it; fails the test on a non-zero exit or on anything
+    printed to stderr (where a broker that did not answer is reported)."""
     proc = subprocess.run([str(_ferrymq_cli()), "admin", *args, "-n", namesrv], capture_output=True, text=True,
                           timeout=60)
-    assert proc.returncode == 0, f"ferrymq admin {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}"
+    assert (proc.returncode, proc.stderr) == (0, ""), \
+        f"ferrymq admin {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}"
     return proc.stdout
 
 
