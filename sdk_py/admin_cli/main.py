@@ -6,6 +6,7 @@ The command body runs in the SDK's reactor thread (:mod:`ferrymq.sdk.reactor_thr
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -50,12 +51,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         opts = cmd.parse(argv[1:])
     except SystemExit as exc:  # argparse printed the help, or the usage and what is wrong
         return int(exc.code or 0)
-    namesrv = opts.namesrvAddr or os.environ.get(NAMESRV_ENV, "").strip()
-    if not namesrv:
+    namesrv = opts.namesrvAddr or os.environ.get(NAMESRV_ENV, "")
+    addrs = [addr.strip() for addr in namesrv.split(";") if addr.strip()]
+    if not addrs:
         err.write(f"ferrymq admin {cmd.name}: no name server address: give -n host:port or set {NAMESRV_ENV}\n")
         return EXIT_FAILED
     try:
-        run(cmd, opts, namesrv, out, err)
+        run(cmd, opts, addrs, out, err)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader (`| head`) has what it wanted
@@ -67,8 +69,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     return 0
 
 
-def run(cmd: Command, opts, namesrv: str, out: TextIO, err: TextIO) -> None:
-    addrs = [a.strip() for a in namesrv.split(";") if a.strip()]
+def run(cmd: Command, opts: argparse.Namespace, addrs: list[str], out: TextIO, err: TextIO) -> None:
+    """Run the command against the first name server of ``addrs`` (deleteTopic also visits the others)."""
     with BlockingMQAdmin(addrs[0], timeout=REQUEST_TIMEOUT) as admin:
         ctx = Context(admin.wrapped, addrs, out, err)
         # each request has its own timeout; clusterList -i runs until interrupted

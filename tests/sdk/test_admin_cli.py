@@ -263,6 +263,7 @@ def test_unknown_command_and_missing_name_server(monkeypatch):
     monkeypatch.delenv("NAMESRV_ADDR", raising=False)
     code, _, err = run("clusterList")
     assert code == 1 and "give -n host:port or set NAMESRV_ADDR" in err
+    assert run("clusterList", "-n", " ; ")[0] == 1
 
 
 def test_a_command_is_declared_once():
