@@ -13,11 +13,17 @@ from twisted.internet import defer
 
 from ferrymq.wire.bodies import (
     CheckClientRequestBody,
+    ConsumeStats,
+    ConsumerConnection,
     GetConsumerListByGroupResponseBody,
+    GroupList,
     HeartbeatData,
+    KVTable,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    SubscriptionGroupConfig,
+    TopicStatsTable,
     UnlockBatchRequestBody,
 )
 from ferrymq.wire.codes import RequestCode, ResponseCode
@@ -25,14 +31,19 @@ from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
+    GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
     SearchOffsetRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
@@ -40,6 +51,7 @@ from ferrymq.wire.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from ferrymq.wire.message import MessageConst, decode_records, decompress_body
+from ferrymq.wire.properties import parse_properties
 from ferrymq.wire.requests import encode_request_header
 
 from .errors import MQResponseError
@@ -277,8 +289,12 @@ class BrokerAPI:
         *,
         order: bool = False,
         default_topic: str = "TBW102",
+        topic_sys_flag: int = 0,
+        attributes: str | None = None,
     ) -> defer.Deferred:
-        """UPDATE_AND_CREATE_TOPIC on one broker (it registers the topic with its name servers)."""
+        """UPDATE_AND_CREATE_TOPIC on one broker (it registers the topic with its name servers).
+
+        ``attributes`` is mqadmin's comma-joined form: ``+key=value`` sets, ``-key`` removes."""
         header = CreateTopicRequestHeader(
             topic=topic,
             default_topic=default_topic,
@@ -287,7 +303,56 @@ class BrokerAPI:
             perm=perm,
             topic_filter_type="SINGLE_TAG",
             order=order,
-            topic_sys_flag=0,
+            topic_sys_flag=topic_sys_flag,
+            attributes=attributes,
         )
         return self.call(addr, self._req(RequestCode.UPDATE_AND_CREATE_TOPIC, header)).addCallback(lambda _: None)
 
+    def delete_topic(self, addr: str, topic: str) -> defer.Deferred:
+        """DELETE_TOPIC_IN_BROKER: the broker drops the topic's config and queues."""
+        cmd = self._req(RequestCode.DELETE_TOPIC_IN_BROKER, DeleteTopicRequestHeader(topic))
+        return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def get_topic_stats(self, addr: str, topic: str) -> defer.Deferred:
+        """GET_TOPIC_STATS_INFO: min/max offset and last store time of each of the topic's queues there."""
+        cmd = self._req(RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic))
+        return self.call(addr, cmd).addCallback(lambda r: TopicStatsTable.decode(r.body))
+
+    def query_topic_consume_by_who(self, addr: str, topic: str) -> defer.Deferred:
+        """QUERY_TOPIC_CONSUME_BY_WHO: the consumer groups of ``topic`` that broker knows."""
+        cmd = self._req(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, QueryTopicConsumeByWhoRequestHeader(topic))
+        return self.call(addr, cmd).addCallback(lambda r: GroupList.decode(r.body).group_list if r.body else [])
+
+    def get_runtime_info(self, addr: str) -> defer.Deferred:
+        """GET_BROKER_RUNTIME_INFO: the broker's runtime statistics as a dict of strings."""
+        cmd = self._req(RequestCode.GET_BROKER_RUNTIME_INFO)
+        return self.call(addr, cmd).addCallback(lambda r: KVTable.decode(r.body).table)
+
+    def get_broker_config(self, addr: str) -> defer.Deferred:
+        """GET_BROKER_CONFIG: the broker's configuration, in the order the broker wrote it."""
+        cmd = self._req(RequestCode.GET_BROKER_CONFIG)
+        return self.call(addr, cmd).addCallback(lambda r: parse_properties(r.body.decode()) if r.body else {})
+
+    def update_broker_config(self, addr: str, settings: dict[str, str]) -> defer.Deferred:
+        """UPDATE_BROKER_CONFIG: the broker applies and persists ``settings`` (key=value lines)."""
+        body = "".join(f"{key}={value}\n" for key, value in settings.items()).encode()
+        cmd = self._req(RequestCode.UPDATE_BROKER_CONFIG, None, body)
+        return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def create_subscription_group(self, addr: str, config: SubscriptionGroupConfig) -> defer.Deferred:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: create or replace the group's settings on one broker."""
+        cmd = self._req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())
+        return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def get_consumer_connections(self, addr: str, group: str) -> defer.Deferred:
+        """GET_CONSUMER_CONNECTION_LIST: the group's live clients and subscriptions as that broker knows them
+        (fails with code 206, CONSUMER_NOT_ONLINE, when none is connected)."""
+        cmd = self._req(RequestCode.GET_CONSUMER_CONNECTION_LIST, GetConsumerConnectionListRequestHeader(group))
+        return self.call(addr, cmd).addCallback(lambda r: ConsumerConnection.decode(r.body))
+
+    def get_consume_stats(self, addr: str, group: str, topic: str | None = None) -> defer.Deferred:
+        """GET_CONSUME_STATS: the group's broker/consumer offsets per queue on that broker (of ``topic``
+        only, when given) and its consume rate there."""
+        cmd = self._req(RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic))
+        # the broker walks every queue of the group: mqadmin allows three times the usual timeout
+        return self.call(addr, cmd, timeout=self.timeout * 3).addCallback(lambda r: ConsumeStats.decode(r.body))

@@ -146,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
     )
     _add_common(p)
+
+    sub.add_parser(
+        "admin",
+        help="mqadmin's commands without a JVM: ferrymq admin clusterList -n 127.0.0.1:9876",
+        add_help=False,
+    )
     return parser
 
 
@@ -309,6 +315,11 @@ COMMANDS = {"namesrv": cmd_namesrv, "broker": cmd_broker, "standalone": cmd_stan
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["admin"]:  # a client tool: its own options, no server logging
+        from ferrymq.sdk.admin_cli import main as admin_main
+
+        return admin_main(argv[1:])
     args = build_parser().parse_args(argv)
     if not args.print_config:
         _setup_logging(args.log_level)

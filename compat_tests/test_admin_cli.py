@@ -1,0 +1,276 @@
+"""Issue 20: ``ferrymq admin`` (the Python mqadmin) against Apache RocketMQ and FerryMQ, each command's
+output compared with what mqadmin 5.5.0 prints for the same broker at the same moment.
+
+What legitimately differs is masked, per command: rates, disk ratios and hours in clusterList, the put
+rate in topicStatus, the runtime values in brokerStatus. getBrokerConfig is compared as a key/value table
+(mqadmin prints a Java Hashtable, in hash order); topicList as a set (mqadmin reads the list into a
+HashSet). Everything else is compared line for line.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from ferrymq.sdk.blocking_clients import BlockingProducer, BlockingPushConsumer
+from ferrymq.sdk.client_config import ClientConfig
+from ferrymq.sdk.message import Message
+
+from .conftest import _ferrymq_cli
+from .harness import MqAdmin
+
+
+def ferry_admin(namesrv: str, *args: str) -> str:
+    """stdout of ``ferrymq admin`` run as a user runs it; fails the test on a non-zero exit or on anything
+    printed to stderr (where a broker that did not answer is reported)."""
+    proc = subprocess.run([str(_ferrymq_cli()), "admin", *args, "-n", namesrv], capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stderr) == (0, ""), \
+        f"ferrymq admin {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}"
+    return proc.stdout
+
+
+def both(server, mqadmin5: MqAdmin, *args: str) -> tuple[str, str]:
+    """(ferrymq admin's output, mqadmin's output) of one command line."""
+    return ferry_admin(server.namesrv_addr, *args), mqadmin5(server.namesrv_addr, *args)
+
+
+def new_topic(prefix: str) -> str:
+    return f"CompatCli{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def _masked(line: str, keep: int) -> list[str]:
+    """The line's columns, numbers masked from column ``keep`` on."""
+    cols = line.split()
+    return cols[:keep] + [re.sub(r"\d+", "N", col) for col in cols[keep:]]
+
+
+def assert_same_table(ours: str, theirs: str, keep: int) -> None:
+    """Same header, same rows; the first ``keep`` columns equal, later ones equal up to their numbers, each
+    line as long as mqadmin's (so the printf widths match)."""
+    ours_lines, their_lines = ours.splitlines(), theirs.splitlines()
+    assert len(ours_lines) == len(their_lines), f"ours:\n{ours}\nmqadmin:\n{theirs}"
+    assert ours_lines[0] == their_lines[0]
+    for mine, theirs_line in zip(ours_lines[1:], their_lines[1:]):
+        assert _masked(mine, keep) == _masked(theirs_line, keep), f"\nours:    {mine}\nmqadmin: {theirs_line}"
+        assert len(mine) == len(theirs_line), f"\nours:    {mine!r}\nmqadmin: {theirs_line!r}"
+
+
+def test_cluster_list(server, mqadmin5):
+    """clusterList: cluster, broker name, id, address and version as mqadmin shows them, the other columns
+    in mqadmin's layout."""
+    ours, theirs = both(server, mqadmin5, "clusterList")
+    assert_same_table(ours, theirs, keep=5)
+    assert server.broker_addr in ours
+
+
+def test_cluster_list_more_stats(server, mqadmin5):
+    ours, theirs = both(server, mqadmin5, "clusterList", "-m", "-c", server.cluster)
+    assert_same_table(ours, theirs, keep=2)
+
+
+def test_topic_list(server, mqadmin5):
+    """topicList names the same topics; with -c, the same cluster/topic/group lines."""
+    topic = new_topic("List")
+    mqadmin5(server.namesrv_addr, "updateTopic", "-b", server.broker_addr, "-t", topic)
+    ours, theirs = both(server, mqadmin5, "topicList")
+    assert topic in ours.splitlines()
+    assert set(ours.splitlines()) == set(theirs.splitlines())
+    ours, theirs = both(server, mqadmin5, "topicList", "-c")
+    assert ours.splitlines()[0] == theirs.splitlines()[0]
+    assert set(ours.splitlines()) == set(theirs.splitlines())
+
+
+@pytest.fixture(scope="module")
+def three_queue_topic(server, mqadmin5):
+    """A topic of 3 read / 3 write queues holding 4 messages."""
+    topic = new_topic("Route")
+    mqadmin5(server.namesrv_addr, "updateTopic", "-b", server.broker_addr, "-t", topic, "-r", "3", "-w", "3")
+    producer = BlockingProducer(f"compat_cli_{uuid.uuid4().hex[:8]}", server.namesrv_addr)
+    producer.start()
+    try:
+        for i in range(4):
+            producer.send(Message(topic, f"m{i}".encode()))
+    finally:
+        producer.shutdown()
+    return topic
+
+
+def test_topic_route(server, mqadmin5, three_queue_topic):
+    """topicRoute prints the same fastjson text, and the same table with -l."""
+    assert ferry_admin(server.namesrv_addr, "topicRoute", "-t", three_queue_topic) == \
+        mqadmin5(server.namesrv_addr, "topicRoute", "-t", three_queue_topic)
+    assert ferry_admin(server.namesrv_addr, "topicRoute", "-t", three_queue_topic, "-l") == \
+        mqadmin5(server.namesrv_addr, "topicRoute", "-t", three_queue_topic, "-l")
+
+
+def test_topic_status(server, mqadmin5, three_queue_topic):
+    """topicStatus: the same queue rows (offsets and last store times) and mqadmin's put-rate line."""
+    ours, theirs = both(server, mqadmin5, "topicStatus", "-t", three_queue_topic)
+    assert ours.splitlines()[:-1] == theirs.splitlines()[:-1]
+    assert re.fullmatch(r"Topic Put TPS: \d+\.\d+(E-?\d+)?", ours.splitlines()[-1])
+    assert sum(int(line.split()[3]) for line in ours.splitlines()[1:4]) == 4
+
+
+def _named(text: str, topic: str) -> str:
+    return text.replace(topic, "<topic>")
+
+
+def test_update_topic(server, mqadmin5):
+    """updateTopic prints what mqadmin prints, on one broker and on a cluster with an order conf, and
+    creates the same route."""
+    ns = server.namesrv_addr
+    for options in (["-b", server.broker_addr, "-r", "3", "-w", "2", "-p", "4"],
+                    ["-c", server.cluster, "-o", "true", "-w", "4"]):
+        ours_topic, their_topic = new_topic("Upd"), new_topic("Upd")
+        ours = ferry_admin(ns, "updateTopic", "-t", ours_topic, *options)
+        theirs = mqadmin5(ns, "updateTopic", "-t", their_topic, *options)
+        assert _named(ours, ours_topic) == _named(theirs, their_topic)
+        assert _named(mqadmin5(ns, "topicRoute", "-t", ours_topic), ours_topic) == \
+            _named(mqadmin5(ns, "topicRoute", "-t", their_topic), their_topic)
+
+
+def test_delete_topic(server, mqadmin5):
+    """deleteTopic prints what mqadmin prints, and the topic leaves the name server."""
+    ns = server.namesrv_addr
+    ours_topic, their_topic = new_topic("Del"), new_topic("Del")
+    for topic in (ours_topic, their_topic):
+        mqadmin5(ns, "updateTopic", "-b", server.broker_addr, "-t", topic)
+    ours = ferry_admin(ns, "deleteTopic", "-c", server.cluster, "-t", ours_topic)
+    theirs = mqadmin5(ns, "deleteTopic", "-c", server.cluster, "-t", their_topic)
+    assert _named(ours, ours_topic) == _named(theirs, their_topic)
+    remaining = mqadmin5(ns, "topicList").splitlines()
+    assert ours_topic not in remaining and their_topic not in remaining
+
+
+def _config_table(text: str) -> tuple[list[str], dict[str, str]]:
+    """(title and blank lines, {key: value}) of getBrokerConfig's output; checks mqadmin's key width."""
+    other, table = [], {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=  ")
+        if sep and len(key) >= 50:
+            table[key.rstrip()] = value
+        else:
+            other.append(line)
+    return other, table
+
+
+@pytest.mark.parametrize("target", ["-b", "-c"])
+def test_get_broker_config(server, mqadmin5, target):
+    """getBrokerConfig: the same title line and the same key/value table, by broker and by cluster."""
+    ours, theirs = both(server, mqadmin5, "getBrokerConfig", target,
+                        server.broker_addr if target == "-b" else server.cluster)
+    ours_other, ours_table = _config_table(ours)
+    their_other, their_table = _config_table(theirs)
+    assert ours_other == their_other
+    assert ours_table == their_table
+    assert ours_table["brokerName"] == server.broker_name
+
+
+_STABLE_STATUS = ("brokerVersion", "brokerVersionDesc", "bootTimestamp", "brokerActive")
+
+
+@pytest.mark.parametrize("target", ["-b", "-c"])
+def test_broker_status(server, mqadmin5, target):
+    """brokerStatus: the same keys in the same order and layout; values that do not move are equal."""
+    ours, theirs = both(server, mqadmin5, "brokerStatus", target,
+                        server.broker_addr if target == "-b" else server.cluster)
+
+    def table(text: str) -> dict[str, str]:
+        rows = [line.partition(": ") for line in text.splitlines()]
+        assert all(sep for _, sep, _ in rows), text
+        return {key: value for key, _, value in rows}
+
+    ours_table, their_table = table(ours), table(theirs)
+    assert list(ours_table) == list(their_table)
+    for key in ours_table:
+        if key.split()[-1] in _STABLE_STATUS:
+            assert ours_table[key] == their_table[key], key
+
+
+@pytest.mark.parametrize("options", [
+    [],
+    ["-s", "false", "-m", "true", "-d", "true", "-o", "true", "-q", "2", "-r", "5", "-w", "2", "-a", "false"],
+    ["-p", '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":2000,"max":60000,"multiplier":3}}'],
+], ids=["defaults", "every-option", "retry-policy"])
+def test_update_sub_group(server, mqadmin5, options):
+    """updateSubGroup prints what mqadmin prints (ours ends its last line), and the broker then holds the
+    same group settings for both (as mqadmin's getConsumerConfig shows them)."""
+    ns = server.namesrv_addr
+    ours_group, their_group = f"compat_cli_{uuid.uuid4().hex[:10]}", f"compat_cli_{uuid.uuid4().hex[:10]}"
+    ours = ferry_admin(ns, "updateSubGroup", "-b", server.broker_addr, "-g", ours_group, *options)
+    theirs = mqadmin5(ns, "updateSubGroup", "-b", server.broker_addr, "-g", their_group, *options)
+    assert _named(ours, ours_group) == _named(theirs, their_group) + "\n"
+    assert _named(mqadmin5(ns, "getConsumerConfig", "-g", ours_group), ours_group) == \
+        _named(mqadmin5(ns, "getConsumerConfig", "-g", their_group), their_group)
+
+
+def test_update_broker_config(server, mqadmin5):
+    """updateBrokerConfig by broker and by cluster prints what mqadmin prints; getBrokerConfig then shows
+    the value."""
+    ns, key = server.namesrv_addr, "flushConsumerOffsetInterval"
+    for target, value in ((["-b", server.broker_addr], "4100"), (["-c", server.cluster], "4200")):
+        ours = ferry_admin(ns, "updateBrokerConfig", *target, "-k", key, "-v", value)
+        theirs = mqadmin5(ns, "updateBrokerConfig", *target, "-k", key, "-v", value)
+        assert ours == theirs
+        assert _config_table(ferry_admin(ns, "getBrokerConfig", "-b", server.broker_addr))[1][key] == value
+
+
+def test_consumer_connection(server, mqadmin5, three_queue_topic):
+    """consumerConnection of a live push consumer: the same connection rows and subscriptions (compared as
+    sets: mqadmin prints Java HashSet/HashMap order) and the same consume type, model and start point."""
+    group = f"compat_cli_{uuid.uuid4().hex[:10]}"
+    consumer = BlockingPushConsumer(group, server.namesrv_addr)
+    consumer.subscribe(three_queue_topic, "TagA || TagB")
+    consumer.register_listener(lambda msgs, context: None)
+    consumer.start()
+    try:
+        for args in (["-g", group], ["-g", group, "-b", server.broker_addr]):
+            ours, theirs = both(server, mqadmin5, "consumerConnection", *args)
+            ours_parts, their_parts = ours.split("\n\n"), theirs.split("\n\n")
+            assert len(ours_parts) == len(their_parts) == 3, f"ours:\n{ours}\nmqadmin:\n{theirs}"
+            for mine, theirs_part in zip(ours_parts, their_parts):
+                mine_lines, their_lines = mine.splitlines(), theirs_part.splitlines()
+                assert mine_lines[:1] == their_lines[:1]
+                assert sorted(mine_lines[1:]) == sorted(their_lines[1:])
+            assert consumer.instance.client_id in ours
+    finally:
+        consumer.shutdown()
+
+
+def test_consumer_progress(server, mqadmin5, three_queue_topic):
+    """consumerProgress of a group that consumed the topic: the same queue rows and totals as mqadmin (the
+    rate masked); without -g, the same line for the group."""
+    group = f"compat_cli_{uuid.uuid4().hex[:10]}"
+    config = ClientConfig(server.namesrv_addr, persist_consumer_offset_interval=1.0, rebalance_interval=1.0)
+    consumer = BlockingPushConsumer(group, config=config)
+    consumer.subscribe(three_queue_topic, "*")
+    consumer.register_listener(lambda msgs, context: None)
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until the group has committed all 4 messages on the 3 queues
+            ours = ferry_admin(server.namesrv_addr, "consumerProgress", "-g", group)
+            rows = [line.split() for line in ours.splitlines() if line.startswith(three_queue_topic)]
+            if (len(rows) == 3 and sum(int(r[4]) for r in rows) == 4) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        theirs = mqadmin5(server.namesrv_addr, "consumerProgress", "-g", group)
+        ours = ferry_admin(server.namesrv_addr, "consumerProgress", "-g", group)
+        rate = re.compile(r"^Consume TPS: \d+\.\d\d$", re.M)
+        assert rate.search(ours) and rate.search(theirs)
+        assert rate.sub("", ours) == rate.sub("", theirs)
+        assert "Consume Diff Total: 0" in ours
+
+        ours, theirs = both(server, mqadmin5, "consumerProgress")
+        assert ours.splitlines()[0] == theirs.splitlines()[0]
+        mine = next(line for line in ours.splitlines() if line.startswith(group + " "))
+        their_line = next(line for line in theirs.splitlines() if line.startswith(group + " "))
+        assert _masked(mine, 5)[:5] == _masked(their_line, 5)[:5] and mine.split()[-1] == their_line.split()[-1]
+        assert len(mine) == len(their_line)
+    finally:
+        consumer.shutdown()
