@@ -6,7 +6,7 @@ import argparse
 
 from twisted.internet import defer
 
-from .cluster import all_addrs, master_addrs, masters_and_slaves
+from .cluster import cluster_addrs, masters_and_slaves
 from .command import CommandError, Context, OneOf, Opt, command
 from .java_text import NO_CLUSTER
 
@@ -62,12 +62,8 @@ def update_broker_config(ctx: Context, opts: argparse.Namespace):
         return
     if not opts.clusterName:
         raise CommandError("name the broker (-b brokerAddr) or the cluster (-c clusterName) to update")
-    info = yield ctx.admin.namesrv.get_cluster_info()
     # -a takes a value in mqadmin, but only its presence counts
-    addrs = (all_addrs if opts.updateAllBroker is not None else master_addrs)(info, opts.clusterName)
-    if addrs is None:
-        ctx.printf("%s", NO_CLUSTER)
-    for addr in addrs or ():
+    for addr in (yield cluster_addrs(ctx, opts.clusterName, slaves=opts.updateAllBroker is not None)):
         try:
             yield ctx.admin.api.update_broker_config(addr, settings)
         except Exception as exc:  # one broker refusing must not stop the others
@@ -86,11 +82,7 @@ def broker_status(ctx: Context, opts: argparse.Namespace):
         for key in sorted(stats):
             ctx.printf("%-32s: %s\n", key, stats[key])
         return
-    info = yield ctx.admin.namesrv.get_cluster_info()
-    addrs = all_addrs(info, opts.clusterName)
-    if addrs is None:
-        ctx.printf("%s", NO_CLUSTER)
-    for addr in addrs or ():
+    for addr in (yield cluster_addrs(ctx, opts.clusterName, slaves=True)):
         try:
             stats = yield ctx.admin.api.get_runtime_info(addr)
         except Exception as exc:  # one broker down must not hide the others

@@ -41,6 +41,17 @@ def all_addrs(info: ClusterInfo, cluster: str) -> list[str] | None:
     return addrs
 
 
+@defer.inlineCallbacks
+def cluster_addrs(ctx: Context, cluster: str, *, slaves: bool = False):
+    """The cluster's master addresses (with ``slaves``, every address); for an unknown cluster none,
+    after mqadmin's error line."""
+    info = yield ctx.admin.namesrv.get_cluster_info()
+    addrs = (all_addrs if slaves else master_addrs)(info, cluster)
+    if addrs is None:
+        ctx.printf("%s", NO_CLUSTER)
+    return addrs or []
+
+
 def masters_and_slaves(info: ClusterInfo, cluster: str) -> dict[str | None, list[str]] | None:
     """Each master address of the cluster with its slaves' (key None: slaves without a master), or None
     for an unknown cluster."""

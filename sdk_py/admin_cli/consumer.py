@@ -14,9 +14,9 @@ from ferrymq.wire.versions import version_desc
 
 from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 
-from .cluster import master_addrs, select_addr
+from .cluster import cluster_addrs, select_addr
 from .command import CommandError, Context, OneOf, Opt, bool_option, command, int_option
-from .java_text import NO_CLUSTER, front, java_bool, java_map
+from .java_text import front, java_bool, java_map
 from .topic import parse_attributes
 
 #: CustomizedRetryPolicy's default delays (ms), which Java prints when a policy names none
@@ -48,11 +48,7 @@ def update_sub_group(ctx: Context, opts: argparse.Namespace):
         yield ctx.admin.api.create_subscription_group(opts.brokerAddr, config)
         ctx.printf("create subscription group to %s success.\n", opts.brokerAddr)
     else:
-        info = yield ctx.admin.namesrv.get_cluster_info()
-        masters = master_addrs(info, opts.clusterName)
-        if masters is None:
-            ctx.printf("%s", NO_CLUSTER)
-        for addr in masters or ():
+        for addr in (yield cluster_addrs(ctx, opts.clusterName)):
             try:
                 yield ctx.admin.api.create_subscription_group(addr, config)
             except Exception as exc:  # one broker refusing must not stop the others

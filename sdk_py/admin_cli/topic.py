@@ -11,7 +11,7 @@ from ferrymq.wire.bodies import ClusterInfo, TopicRouteData
 
 from ferrymq.wire.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
-from .cluster import broker_name_of, master_addrs, select_addr
+from .cluster import broker_name_of, cluster_addrs, master_addrs, select_addr
 from .command import CommandError, Context, OneOf, Opt, bool_option, command, int_option
 from .java_text import NO_CLUSTER, fastjson_pretty, front, human_time2, java_bool, java_double, java_map, perm_string
 
@@ -224,11 +224,7 @@ def _merge_order_conf(ctx: Context, topic: str, conf: str):
          Opt("c", "clusterName", "delete topic from which cluster", required=True))
 @defer.inlineCallbacks
 def delete_topic(ctx: Context, opts: argparse.Namespace):
-    info = yield ctx.admin.namesrv.get_cluster_info()
-    masters = master_addrs(info, opts.clusterName)
-    if masters is None:
-        ctx.printf("%s", NO_CLUSTER)
-    for addr in masters or ():
+    for addr in (yield cluster_addrs(ctx, opts.clusterName)):
         yield ctx.admin.api.delete_topic(addr, opts.topic)
     ctx.printf("delete topic [%s] from cluster [%s] success.\n", opts.topic, opts.clusterName)
     for namesrv in ctx.namesrv_addrs:
