@@ -399,21 +399,11 @@ class MessageStore:
             )
         now = int(time.time() * 1000)
         tx = sys_flag & 0xC
-        if tx == _TX_PREPARED or tx == _TX_ROLLBACK:
-            cq = None
-            qoff = 0
-        else:
-            queues = self.cqs.get(topic)
-            cq = queues.get(queue_id) if queues else None
-            if cq is None:
-                cq = self._queue_for_put(topic, queue_id)
-                if cq.__class__ is PutMessageResult:
-                    return cq
-            qoff = cq.max_offset
+        placed = self._place(topic, queue_id, size, now, tx != _TX_PREPARED and tx != _TX_ROLLBACK)
+        if placed.__class__ is PutMessageResult:
+            return placed
+        cq, qoff, phys = placed
         cl = self.commitlog
-        phys = self._reserve(size, now)
-        if phys.__class__ is PutMessageResult:
-            return phys
         record = bytearray(size)
         write_record(record, 0, parts, body, queue_id, flag, qoff, phys, born_timestamp, now,
                      reconsume_times, prepared_transaction_offset)
@@ -499,14 +489,11 @@ class MessageStore:
                 _P.MESSAGE_ILLEGAL,
                 remark=f"batch of {total} bytes exceeds maxMessageSize {self.config.maxMessageSize} or the segment size",
             )
-        cq = self._queue_for_put(topic, queue_id)
-        if cq.__class__ is PutMessageResult:
-            return cq
-        first = cq.max_offset
+        placed = self._place(topic, queue_id, total, now, True)
+        if placed.__class__ is PutMessageResult:
+            return placed
+        cq, first, first_phys = placed
         cl = self.commitlog
-        first_phys = self._reserve(total, now)
-        if first_phys.__class__ is PutMessageResult:
-            return first_phys
         records = bytearray(total)
         _written, units, items, ids, uniq_keys = wire_batch.write(
             records, 0, body, stamp, template, tail, first, first_phys,
@@ -530,18 +517,23 @@ class MessageStore:
         log.error("cannot write to the commit log (%s); the put is refused, nothing of it is stored", exc)
         return PutMessageResult(_P.UNKNOWN_ERROR, remark=f"cannot write to the commit log: {exc}")
 
-    def _queue_for_put(self, topic: str, queue_id: int) -> ConsumeQueue | PutMessageResult:
-        """The consume queue a put appends to, or the refusal when the topic cannot name one."""
+    def _place(self, topic: str, queue_id: int, size: int, now: int,
+               queued: bool) -> tuple[ConsumeQueue | None, int, int] | PutMessageResult:
+        """Where a put of ``size`` bytes goes: its consume queue and queue offset (None and 0 when the
+        record is not ``queued``: half and rollback records) and its commit-log offset; or the refusal."""
+        if queued:
+            queues = self.cqs.get(topic)
+            cq = queues.get(queue_id) if queues else None
+            if cq is None:
+                try:
+                    cq = self._cq_for_write(topic, queue_id)
+                except ValueError as exc:
+                    return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
+            qoff = cq.max_offset
+        else:
+            cq, qoff = None, 0
         try:
-            return self._cq_for_write(topic, queue_id)
-        except ValueError as exc:
-            return PutMessageResult(_P.MESSAGE_ILLEGAL, remark=str(exc))
-
-    def _reserve(self, size: int, now: int) -> int | PutMessageResult:
-        """The commit-log offset for ``size`` bytes, or the refusal when no segment can be made (then
-        writes are refused until there is room for one)."""
-        try:
-            return self.commitlog.reserve(size, now)
+            return cq, qoff, self.commitlog.reserve(size, now)
         except (AllocationError, OSError) as exc:
             log.error("commit log segment allocation failed (%s); refusing writes until there is room for a "
                       "segment of %d bytes", exc, self.config.mappedFileSizeCommitLog)
