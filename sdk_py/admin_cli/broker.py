@@ -6,7 +6,7 @@ import argparse
 
 from twisted.internet import defer
 
-from .cluster import cluster_addrs, masters_and_slaves
+from .cluster import cluster_addrs, masters_and_slaves, on_each
 from .command import CommandError, Context, OneOf, Opt, command
 from .java_text import NO_CLUSTER
 
@@ -63,13 +63,9 @@ def update_broker_config(ctx: Context, opts: argparse.Namespace):
     if not opts.clusterName:
         raise CommandError("name the broker (-b brokerAddr) or the cluster (-c clusterName) to update")
     # -a takes a value in mqadmin, but only its presence counts
-    for addr in (yield cluster_addrs(ctx, opts.clusterName, slaves=opts.updateAllBroker is not None)):
-        try:
-            yield ctx.admin.api.update_broker_config(addr, settings)
-        except Exception as exc:  # one broker refusing must not stop the others
-            ctx.err.write(f"{addr}: {exc}\n")
-            continue
-        ctx.printf("update broker config success, %s\n", addr)
+    addrs = yield cluster_addrs(ctx, opts.clusterName, slaves=opts.updateAllBroker is not None)
+    yield on_each(ctx, addrs, lambda addr: ctx.admin.api.update_broker_config(addr, settings),
+                  "update broker config success, %s\n")
 
 
 @command("brokerStatus", "Fetch broker runtime status data.",

@@ -52,6 +52,19 @@ def cluster_addrs(ctx: Context, cluster: str, *, slaves: bool = False):
     return addrs or []
 
 
+@defer.inlineCallbacks
+def on_each(ctx: Context, addrs, call, done: str):
+    """``call(addr)`` on each broker address, printing ``done % addr`` after each success; one broker
+    refusing does not stop the others (its error goes to stderr)."""
+    for addr in addrs:
+        try:
+            yield call(addr)
+        except Exception as exc:
+            ctx.err.write(f"{addr}: {exc}\n")
+            continue
+        ctx.printf(done, addr)
+
+
 def masters_and_slaves(info: ClusterInfo, cluster: str) -> dict[str | None, list[str]] | None:
     """Each master address of the cluster with its slaves' (key None: slaves without a master), or None
     for an unknown cluster."""

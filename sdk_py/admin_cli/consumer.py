@@ -14,7 +14,7 @@ from ferrymq.wire.versions import version_desc
 
 from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 
-from .cluster import cluster_addrs, select_addr
+from .cluster import cluster_addrs, on_each, select_addr
 from .command import CommandError, Context, OneOf, Opt, bool_option, command, int_option
 from .java_text import front, java_bool, java_map
 from .topic import parse_attributes
@@ -48,13 +48,9 @@ def update_sub_group(ctx: Context, opts: argparse.Namespace):
         yield ctx.admin.api.create_subscription_group(opts.brokerAddr, config)
         ctx.printf("create subscription group to %s success.\n", opts.brokerAddr)
     else:
-        for addr in (yield cluster_addrs(ctx, opts.clusterName)):
-            try:
-                yield ctx.admin.api.create_subscription_group(addr, config)
-            except Exception as exc:  # one broker refusing must not stop the others
-                ctx.err.write(f"{addr}: {exc}\n")
-                continue
-            ctx.printf("create subscription group to %s success.\n", addr)
+        addrs = yield cluster_addrs(ctx, opts.clusterName)
+        yield on_each(ctx, addrs, lambda addr: ctx.admin.api.create_subscription_group(addr, config),
+                      "create subscription group to %s success.\n")
     ctx.printf("%s\n", subscription_group_text(config))
 
 
