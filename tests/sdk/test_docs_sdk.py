@@ -1,5 +1,6 @@
-"""Every Python example of docs/sdk.md runs as written: each in a fresh interpreter (as a user's program
-would), against the in-process broker, with the documented address 127.0.0.1:9876 pointed at it."""
+"""Every Python example of docs/sdk.md and of the README runs as written: each in a fresh interpreter (as a
+user's program would), against the in-process broker, with the documented address 127.0.0.1:9876 pointed
+at it."""
 
 from __future__ import annotations
 
@@ -10,17 +11,19 @@ from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "sdk.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = (ROOT / "docs" / "sdk.md", ROOT / "README.md")
 DOC_ADDR = "127.0.0.1:9876"
 
 
-def examples() -> list[tuple[str, str]]:
-    """(where: the heading, and a one-word label such as ``asyncio:`` above the block; the code) of each
-    fenced python block, in document order."""
+def examples(doc: Path) -> list[tuple[str, str]]:
+    """(where: the file, its heading and a one-word label such as ``asyncio:`` above the block; the code)
+    of each fenced python block, in document order."""
     found, heading, label = [], "", ""
-    for part in re.split(r"(^```python\n.*?^```$)", DOC.read_text(), flags=re.MULTILINE | re.DOTALL):
+    for part in re.split(r"(^```python\n.*?^```$)", doc.read_text(), flags=re.MULTILINE | re.DOTALL):
         if part.startswith("```python"):
-            found.append((f"{heading} {label}".strip(), part.removeprefix("```python\n").removesuffix("```")))
+            where = f"{doc.name} {heading} {label}".strip()
+            found.append((where, part.removeprefix("```python\n").removesuffix("```")))
             continue
         for line in part.splitlines():
             if line.startswith("#"):
@@ -30,14 +33,21 @@ def examples() -> list[tuple[str, str]]:
     return found
 
 
-EXAMPLES = examples()
+EXAMPLES = [example for doc in DOCS for example in examples(doc)]
 
 
 def test_the_doc_has_an_example_of_each_style():
-    code = "\n".join(text for _, text in EXAMPLES)
-    assert len(EXAMPLES) >= 6 and all(DOC_ADDR in text for _, text in EXAMPLES)
+    found = examples(DOCS[0])
+    code = "\n".join(text for _, text in found)
+    assert len(found) >= 6 and all(DOC_ADDR in text for _, text in found)
     for style in ("ferrymq.sdk.aio import", "BlockingProducer", "task.react"):
         assert style in code
+
+
+def test_the_readme_shows_send_push_pull_and_transactions():
+    code = "\n".join(text for _, text in examples(DOCS[1]))
+    for call in (".send(", "register_listener(", ".pull(", "send_message_in_transaction("):
+        assert call in code
 
 
 @pytest.mark.parametrize("code", [code for _, code in EXAMPLES],
