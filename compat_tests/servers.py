@@ -60,7 +60,6 @@ class FerryStandalone:
         conf = write_conf(home / "standalone.conf", {
             "namesrvListenPort": self.ns_port,
             "listenPort": self.port,
-            "haListenPort": self.port + 1,
             "brokerIP1": LOOPBACK,
             "brokerClusterName": cluster,
             "brokerName": name,
