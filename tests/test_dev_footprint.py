@@ -10,6 +10,7 @@ from ferrymq.sdk import BlockingProducer, BlockingPullConsumer, Message, PullSta
 from ferrymq.server.broker.service import store_config_for
 from ferrymq.server.config import BrokerConfig
 from ferrymq.server.store.config import MessageStoreConfig
+
 from tests.broker.test_broker_e2e import _free_pair
 from tests.broker.test_cli_broker import BROKER_UP, NAMESRV_UP, ROOT, start, stop
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from ferrymq.server.config_keys import from_properties, key, one_of, positive
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE
 
+from .consume_queue import UNIT_SIZE
+
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
 #: Apache's FlushDiskType and BrokerRole enums
@@ -53,6 +55,13 @@ def check_hours(text: str) -> str | None:
     return "not valid, expected hours of the day 00-23 separated by ';', e.g. '04' or '01;04'"
 
 
+def check_consume_queue_size(value: int) -> str | None:
+    """``mappedFileSizeConsumeQueue``: whole 20-byte units (a queue file holds no part of one)."""
+    if value > 0 and value % UNIT_SIZE == 0:
+        return None
+    return f"not valid, expected a positive multiple of {UNIT_SIZE} (bytes of one consume queue entry), e.g. 6000000"
+
+
 def _default_root() -> str:
     return os.path.join(os.path.expanduser("~"), "store")
 
@@ -65,7 +74,7 @@ class MessageStoreConfig:
     storePathCommitLog: str = key("", "Commit log directory (default <storePathRootDir>/commitlog).")
     mappedFileSizeCommitLog: int = key(1024 * 1024 * 1024, "Commit log segment size in bytes.", check=positive)
     mappedFileSizeConsumeQueue: int = key(
-        300000 * 20, "Consume queue file size in bytes (20-byte units).", check=positive
+        300000 * 20, "Consume queue file size in bytes (20-byte units).", check=check_consume_queue_size
     )
     flushDiskType: str = key(ASYNC_FLUSH, "ASYNC_FLUSH or SYNC_FLUSH.", check=one_of(*FLUSH_DISK_TYPES))
     flushIntervalCommitLog: int = key(500, "ASYNC_FLUSH: ms between commit log flushes.")
