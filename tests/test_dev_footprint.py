@@ -4,6 +4,7 @@ production sizes."""
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 from ferrymq.sdk import BlockingProducer, BlockingPullConsumer, Message, PullStatus
@@ -12,12 +13,23 @@ from ferrymq.server.config import BrokerConfig
 from ferrymq.server.store.config import MessageStoreConfig
 
 from tests.broker.test_broker_e2e import _free_pair
-from tests.broker.test_cli_broker import BROKER_UP, NAMESRV_UP, ROOT, start, stop
+from tests.broker.test_cli_broker import (
+    BROKER_UP,
+    FERRYMQ,
+    NAMESRV_UP,
+    ROOT,
+    start,
+    stop,
+)
 
 DEV_CONF = ROOT / "conf" / "standalone.conf"
 LIMIT = 100 * 1000 * 1000  # bytes: what `du -sh` and `ls -l` show stays under 100 MB
 #: keys the test sets itself: where the store lives and which ports it listens on
-PLACED = ("storePathRootDir", "listenPort", "namesrvAddr", "namesrvListenPort", "kvConfigPath")
+PLACED = ("storePathRootDir", "listenPort", "namesrvAddr", "namesrvListenPort", "bindAddress", "kvConfigPath",
+          "configStorePath")
+#: the keys conf/standalone.conf sets for a development store
+DEV_KEYS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum",
+            "warmMapedFileEnable")
 
 
 def disk_use(root: Path) -> tuple[int, int]:
@@ -31,12 +43,15 @@ def disk_use(root: Path) -> tuple[int, int]:
     return blocks, apparent
 
 
-def dev_conf(tmp_path: Path, port: int) -> Path:
-    """conf/standalone.conf with only the store directory and the ports moved to this test's."""
-    lines = [line for line in DEV_CONF.read_text().splitlines() if line.partition("=")[0].strip() not in PLACED]
+def dev_conf(tmp_path: Path, port: int, *, production: bool = False) -> Path:
+    """conf/standalone.conf with only the store directory and the ports moved to this test's;
+    ``production``: without its development store keys, as docs/operations.md says."""
+    drop = PLACED + DEV_KEYS if production else PLACED
+    lines = [line for line in DEV_CONF.read_text().splitlines() if line.partition("=")[0].strip() not in drop]
     lines += [f"storePathRootDir={tmp_path / 'data'}", f"listenPort={port}", "namesrvListenPort=0",
-              f"kvConfigPath={tmp_path / 'kvConfig.json'}"]
-    conf = tmp_path / "standalone.conf"
+              "bindAddress=127.0.0.1", f"kvConfigPath={tmp_path / 'kvConfig.json'}",
+              f"configStorePath={tmp_path / 'namesrv.properties'}"]
+    conf = tmp_path / ("production.conf" if production else "standalone.conf")
     conf.write_text("\n".join(lines) + "\n")
     return conf
 
@@ -68,3 +83,24 @@ def test_without_the_dev_keys_the_store_has_apache_production_sizes():
         assert store.mappedFileSizeConsumeQueue == 300000 * 20
         assert (store.maxHashSlotNum, store.maxIndexNum) == (5000000, 5000000 * 4)
         assert store.warmMapedFileEnable is True
+
+
+def test_a_development_store_started_with_production_sizes_is_refused_in_one_line(tmp_path):
+    """A store keeps the sizes it was created with: ./data made by `make run` and then started with the
+    production sizes names the key to set instead of failing with a traceback."""
+    port = _free_pair()
+    proc, (ns_port, _broker_port), _ = start(["standalone", "-c", str(dev_conf(tmp_path, port))],
+                                             NAMESRV_UP, BROKER_UP)
+    try:
+        with BlockingProducer("footprint_producer", f"127.0.0.1:{ns_port}") as producer:
+            producer.send(Message("FootprintTopic", b"one message"))
+    finally:
+        stop(proc)
+    result = subprocess.run([*FERRYMQ, "standalone", "-c", str(dev_conf(tmp_path, port, production=True))],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("ferrymq standalone: segment ") and str(tmp_path / "data" / "commitlog") in last
+    assert f"is {32 << 20} bytes but the configured segment size is {1 << 30}" in last
+    assert "mappedFileSize*" in last and "storePathRootDir" in last

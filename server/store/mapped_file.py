@@ -84,6 +84,10 @@ class AllocationError(OSError):
     """A segment file could not be created (usually: the disk is full)."""
 
 
+class SegmentSizeError(ValueError):
+    """A segment on disk is not the configured size: the store was created with other ``mappedFileSize*``."""
+
+
 #: zeros are written (and written out) in steps of this size: the writer waits at most one step when it
 #: needs the file, and the dirty pages stay bounded
 FILL_STEP = 8 << 20
@@ -232,9 +236,9 @@ class MappedFile:
             _create_file(path, size)
         actual = os.path.getsize(path)
         if actual != size:
-            raise ValueError(
-                f"segment {path} is {actual} bytes but the configured segment size is {size}; "
-                f"set the matching mappedFileSize* option or move the file away"
+            raise SegmentSizeError(
+                f"segment {path} is {actual} bytes but the configured segment size is {size}: a store keeps "
+                f"the sizes it was created with; set the matching mappedFileSize* key, or use a new storePathRootDir"
             )
         self.path = path
         self.start = start
