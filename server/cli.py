@@ -59,12 +59,13 @@ def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     size) and the store-only keys (flush intervals, index sizes...) from it too.
     """
     from ferrymq.server.broker.service import start_broker
+    from ferrymq.server.store.mapped_file import SegmentSizeError
     from ferrymq.server.store.message_store import StoreLockedError
 
     try:
         with _listening("listenPort", props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()):
             return start_broker(broker_cfg, props)
-    except StoreLockedError as exc:
+    except (StoreLockedError, SegmentSizeError) as exc:
         raise cfg.ConfigError(str(exc)) from None
 
 

@@ -36,7 +36,13 @@ from ferrymq.server.config_keys import (
     to_properties,
     unknown_keys,
 )
-from ferrymq.server.store.config import BROKER_ROLES, FLUSH_DISK_TYPES, check_delay_levels, check_hours
+from ferrymq.server.store.config import (
+    BROKER_ROLES,
+    FLUSH_DISK_TYPES,
+    check_consume_queue_size,
+    check_delay_levels,
+    check_hours,
+)
 from ferrymq.wire.frame import DEFAULT_MAX_FRAME_SIZE
 from ferrymq.wire.properties import PropertiesError, parse_properties
 
@@ -197,7 +203,7 @@ class BrokerConfig:
     )
     mappedFileSizeConsumeQueue: int = key(
         300000 * 20, "Consume queue file size in bytes, 20-byte units (Apache 4.x: mapedFileSizeConsumeQueue).",
-        check=positive,
+        check=check_consume_queue_size,
     )
     flushDiskType: str = key(
         "ASYNC_FLUSH", "SYNC_FLUSH: a send is answered once on disk; ASYNC_FLUSH: flushed every "

@@ -58,6 +58,7 @@ BAD_VALUES = [
     ("flushIntervalCommitLog=fast", "expected an integer"),
     ("messageIndexEnable=yes", "expected true or false"),
     ("mappedFileSizeCommitLog=0", "expected a number > 0"),
+    ("mappedFileSizeConsumeQueue=300001", "expected a positive multiple of 20"),
     ("serverChannelMaxIdleTimeSeconds=2m", "expected an integer"),
     ("clusterTest=true", "cluster-test mode is not implemented in FerryMQ"),
     ("namesrvAddr=localhost", "expected 'host:port' addresses separated by ';'"),

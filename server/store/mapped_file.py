@@ -8,8 +8,7 @@ Once the writer is a sixteenth into a segment, the next one (made ahead of time)
 in the background (:meth:`Allocator.fill`): on ext4 a record stored into a fallocated, never-written
 ("unwritten") block makes the next fdatasync convert the block's extent too, which made SYNC_FLUSH fsyncs
 ~2x slower; the zeros also leave the pages cached, so faulting them in costs no zeroing. The price is
-writing those segments twice; a broker that writes little writes no zeros. Apache does the same only with
-``warmMapedFileEnable``.
+writing those segments twice; a broker that writes little writes no zeros.
 
 The zeros are written in 256 KiB pieces, and that sets the size of the page-cache folios the writer's
 records land in: kernels whose page cache uses large folios (ext4 since Linux 6.x) write a dirty folio
@@ -23,6 +22,10 @@ is prepared a bounded distance ahead of the writer instead (:meth:`MappedFile.po
 pages are dirtied as they are (zeros) and written out, a step at a time, so the records after them land
 on written blocks. Zeros cannot be written there: the writer is in that file, and a write of zeros
 racing it could land on a record.
+
+Both are what ``warmMapedFileEnable`` (Apache's key for writing a new segment's pages ahead of use) turns
+on; FerryMQ's default is true. With it false the store writes nothing ahead of the writer and a segment
+costs its preallocated blocks only (a development store: SYNC_FLUSH fsyncs convert extents as they go).
 
 Threads: one writer (the reactor) appends; the flush thread fsyncs and releases pages; the allocator
 makes and fills the next segment; the cleaner deletes old segments. The list of segments is replaced,
@@ -79,6 +82,10 @@ def segment_name(offset: int) -> str:
 
 class AllocationError(OSError):
     """A segment file could not be created (usually: the disk is full)."""
+
+
+class SegmentSizeError(ValueError):
+    """A segment on disk is not the configured size: the store was created with other ``mappedFileSize*``."""
 
 
 #: zeros are written (and written out) in steps of this size: the writer waits at most one step when it
@@ -185,8 +192,8 @@ def _dirty_in_place(fd: int, start: int, end: int) -> bool:
     return True
 
 
-def _create_file(path: str, size: int, warm: bool = False) -> None:
-    """Create a segment, preallocated; ``warm``: every page made resident."""
+def _create_file(path: str, size: int) -> None:
+    """Create a segment, preallocated."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{threading.get_ident()}.alloc"  # per thread: two creators never share a temp file
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -195,15 +202,6 @@ def _create_file(path: str, size: int, warm: bool = False) -> None:
             os.posix_fallocate(fd, 0, size)
         except OSError as exc:
             raise AllocationError(exc.errno, f"cannot preallocate {size} bytes for {path}: {exc.strerror}") from None
-        if warm and _madvise is not None:
-            # Apache's warmMapedFileEnable: make every page resident (written zeros) before first use
-            mm = mmap.mmap(fd, size)
-            try:
-                anchor = ctypes.c_char.from_buffer(mm)
-                _madvise(ctypes.addressof(anchor), size, MADV_POPULATE_WRITE)
-                del anchor
-            finally:
-                mm.close()
     except BaseException:
         os.close(fd)
         try:
@@ -238,9 +236,9 @@ class MappedFile:
             _create_file(path, size)
         actual = os.path.getsize(path)
         if actual != size:
-            raise ValueError(
-                f"segment {path} is {actual} bytes but the configured segment size is {size}; "
-                f"set the matching mappedFileSize* option or move the file away"
+            raise SegmentSizeError(
+                f"segment {path} is {actual} bytes but the configured segment size is {size}: a store keeps "
+                f"the sizes it was created with; set the matching mappedFileSize* key, or use a new storePathRootDir"
             )
         self.path = path
         self.start = start
@@ -422,14 +420,13 @@ class Allocator:
     """Creates the next segment file ahead of time in a background thread (Apache AllocateMappedFileService),
     and writes it full of zeros when asked (see the module docstring)."""
 
-    def __init__(self, warm: bool = False, fill: bool = True):
+    def __init__(self, fill: bool = True):
         """``fill``: honour :meth:`fill` requests."""
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-alloc")
         self._pending: dict[str, Future] = {}
         self._filling: dict[str, tuple[Future, threading.Event]] = {}
         self._taken: set[str] = set()  # never fill these: the writer has them
         self._lock = threading.Lock()
-        self.warm = warm
         self.fill_enabled = fill
 
     def request(self, path: str, size: int) -> None:
@@ -438,7 +435,7 @@ class Allocator:
             # would fail (or, worse, put a fresh file in place of the one the writer has mapped)
             if path in self._pending or path in self._taken or os.path.exists(path):
                 return
-            self._pending[path] = self._pool.submit(_create_file, path, size, self.warm)
+            self._pending[path] = self._pool.submit(_create_file, path, size)
 
     def fill(self, path: str, size: int) -> None:
         """Write ``path`` (requested, not yet taken) full of zeros in the background; once per file."""
@@ -472,7 +469,7 @@ class Allocator:
                 log.info("commit-log segment %s was needed with %d of its %d MiB written as zeros: the writer "
                          "outpaces the allocator", path, filled >> 20, size >> 20)
         if not os.path.exists(path):
-            _create_file(path, size, self.warm)
+            _create_file(path, size)
         return filled
 
     def discard(self, path: str) -> None:

@@ -134,7 +134,7 @@ class MessageStore:
                 f"{cfg.lock_path} is locked: another broker uses storePathRootDir {cfg.storePathRootDir}"
             ) from None
         try:
-            self._start_locked(Allocator(cfg.warmMapedFileEnable))
+            self._start_locked(Allocator())
         except BaseException:
             # a store that failed to start (unreadable segment, bad config) must not keep the lock
             self._stop_threads()
@@ -176,10 +176,11 @@ class MessageStore:
         p.add(cfg.cleanResourceInterval, self.cleaner.run)
         p.start()
         self._periodic = p
-        pf = PeriodicService("store-prefault")
-        pf.add(10, self._prefault_task)
-        pf.start()
-        self._prefault = pf
+        if cfg.warmMapedFileEnable:
+            pf = PeriodicService("store-prefault")
+            pf.add(10, self._prefault_task)
+            pf.start()
+            self._prefault = pf
         self.running = True
 
     def shutdown(self) -> None:
@@ -899,6 +900,7 @@ class MessageStore:
     PREFAULT_AHEAD = 32 << 20
 
     def _prefault_task(self) -> None:
+        """Write pages ahead of the commit-log writer (``warmMapedFileEnable``, see :mod:`.mapped_file`)."""
         mf = self.commitlog.tail
         if mf is not None:
             mf.populate(mf.wrote + self.PREFAULT_AHEAD)

@@ -157,6 +157,25 @@ def test_a_segment_nobody_filled_is_still_populated_ahead_of_the_writer(make_sto
     assert first.populated == min(first.size, s.PREFAULT_AHEAD)
 
 
+def test_with_warm_mapped_files_off_nothing_is_written_ahead_of_the_writer(make_store):
+    """warmMapedFileEnable=false (a development store): the next segment is still made ahead (preallocated
+    blocks), but neither it nor the rest of the segment being written gets zeros."""
+    import time
+
+    s = make_store(mappedFileSizeCommitLog=8 * MiB, warmMapedFileEnable=False)
+    while s.commitlog.tail is None or s.commitlog.tail.wrote < MiB:  # past the sixteenth that starts a fill
+        s.put_message("T", 0, b"z" * 4000, {})
+    first = s.commitlog.tail
+    nxt = os.path.join(os.path.dirname(first.path), f"{8 * MiB:020d}")
+    deadline = time.monotonic() + 10
+    while not os.path.exists(nxt) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.5)  # fifty rounds of the pre-fault thread, had it been started
+    assert os.path.getsize(nxt) == 8 * MiB
+    assert covers(unwritten_ranges(nxt), 0, 8 * MiB) and covers(unwritten_ranges(first.path), 2 * MiB, 8 * MiB)
+    assert first.populated == 0 and s._allocator._filling == {}
+
+
 def _fresh_segment(path: str, size: int) -> MappedFile:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     os.posix_fallocate(fd, 0, size)
