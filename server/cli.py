@@ -103,7 +103,8 @@ def _add_common(p: argparse.ArgumentParser, command: str) -> None:
     )
     p.add_argument(
         "--stall-traceback", metavar="FILE",
-        help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (always logged as a warning), "
+        help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (logged as a warning "
+        "unless the machine kept it waiting for a CPU), "
         "also write every thread's stack to FILE while it is stuck",
     )
 
