@@ -11,9 +11,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-from twisted.internet import defer
-
-from ferrymq.sdk import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, BlockingPushConsumer
+from ferrymq.sdk import (
+    BlockingMQAdmin,
+    BlockingProducer,
+    BlockingPullConsumer,
+    BlockingPushConsumer,
+)
 from ferrymq.sdk.blocking import BlockingAdmin
 from ferrymq.sdk.blocking_clients import BlockingView
 from ferrymq.sdk.errors import MQResponseError
@@ -34,6 +37,7 @@ from ferrymq.wire.headers import (
     PullMessageRequestHeader,
     SendMessageRequestHeader,
 )
+from twisted.internet import defer
 
 GROUP = "blocking_facades_group"
 SCRATCH_TOPIC = "blocking_facades_scratch"  # what the delete calls delete
