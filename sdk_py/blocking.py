@@ -7,40 +7,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import reactor_thread
 from .admin import DEFAULT_TIMEOUT, NamesrvAdmin
+from .blocking_clients import _Blocking
 from ferrymq.remoting import RemotingClient
 
 
-class BlockingAdmin:
+class BlockingAdmin(_Blocking):
     """Every public method of :class:`NamesrvAdmin`, blocking: same arguments, plain return values."""
 
     def __init__(self, namesrv_addr: str, timeout: float = DEFAULT_TIMEOUT):
-        reactor_thread.ensure_running()
+        # The call's own timeout fires first; the margin only guards against a stuck reactor.
+        super().__init__(lambda: NamesrvAdmin(namesrv_addr, RemotingClient(), timeout), call_timeout=timeout + 10)
         self.timeout = timeout
-        self._admin: NamesrvAdmin = reactor_thread.call(
-            lambda: NamesrvAdmin(namesrv_addr, RemotingClient(), timeout)
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        target = getattr(self._admin, name)
-        if not callable(target):
-            return target
-
-        def blocking(*args: Any, **kwargs: Any) -> Any:
-            # The call's own timeout fires first; the margin only guards against a stuck reactor.
-            return reactor_thread.call(target, *args, timeout=self.timeout + 10, **kwargs)
-
-        blocking.__name__ = name
-        blocking.__doc__ = target.__doc__
-        return blocking
 
     def close(self) -> None:
-        reactor_thread.call(self._admin.client.close)
+        reactor_thread.call(self.wrapped.client.close)
 
     def __enter__(self) -> "BlockingAdmin":
         return self

@@ -18,6 +18,9 @@ Not for use from inside the reactor thread (use the Deferred API there).
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
+import enum
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -33,32 +36,59 @@ from .producer import Producer
 #: Longest a facade call waits for the reactor beyond the call's own timeouts.
 CALL_TIMEOUT = 60.0
 
+#: Attribute values a view hands back as they are: data, not objects whose methods run in the reactor.
+_PLAIN_TYPES = (str, bytes, bool, int, float, complex, list, tuple, dict, set, frozenset, enum.Enum, type(None))
 
-class _Blocking:
-    """Every public method of the wrapped object, blocking: same arguments, plain return values."""
 
-    def __init__(self, factory: Callable[[], Any]):
-        reactor_thread.ensure_running()
-        self._target = reactor_thread.call(factory)
+def _is_plain(value: Any) -> bool:
+    return isinstance(value, _PLAIN_TYPES) or (dataclasses.is_dataclass(value) and not isinstance(value, type))
+
+
+class BlockingView:
+    """An object of the reactor thread seen from another: each public method blocks (same arguments, plain
+    return values, a failed Deferred raised), and each part (``admin.namesrv``, ``producer.instance``) is a
+    view too, so no Deferred escapes whatever attribute path a script takes. Data attributes are returned as
+    they are."""
+
+    def __init__(self, target: Any, call_timeout: float = CALL_TIMEOUT):
+        self._target = target
+        self._call_timeout = call_timeout
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
-        target = getattr(self._target, name)
-        if not callable(target):
-            return target
-
-        def blocking(*args: Any, **kwargs: Any) -> Any:
-            return reactor_thread.call(target, *args, timeout=CALL_TIMEOUT, **kwargs)
-
-        blocking.__name__ = name
-        blocking.__doc__ = target.__doc__
-        return blocking
+        value = getattr(self._target, name)
+        if callable(value):
+            return self._blocking(value)
+        if _is_plain(value):
+            return value
+        return BlockingView(value, self._call_timeout)
 
     @property
     def wrapped(self) -> Any:
         """The Twisted-native object (touch it only from the reactor thread)."""
         return self._target
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | {n for n in dir(self._target) if not n.startswith("_")})
+
+    def _blocking(self, target: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(target)  # its name, docstring and signature
+        def blocking(*args: Any, **kwargs: Any) -> Any:
+            return reactor_thread.call(target, *args, timeout=self._call_timeout, **kwargs)
+
+        return blocking
+
+    def __repr__(self) -> str:
+        return f"<blocking {self._target!r}>"
+
+
+class _Blocking(BlockingView):
+    """A facade: the wrapped object is made in the reactor thread, then seen through a :class:`BlockingView`."""
+
+    def __init__(self, factory: Callable[[], Any], call_timeout: float = CALL_TIMEOUT):
+        reactor_thread.ensure_running()
+        super().__init__(reactor_thread.call(factory), call_timeout)
 
     def _future(self, fn: Callable[[], Any]) -> concurrent.futures.Future:
         from twisted.internet import defer, reactor

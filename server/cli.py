@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from logging.handlers import RotatingFileHandler
 
 from twisted.internet.error import CannotListenError
 
@@ -19,6 +21,12 @@ log = logging.getLogger("ferrymq")
 
 EXIT_NOT_BUILT = 3
 EXIT_CONFIG = 2
+
+#: ``--log-dir``'s file per command: Apache's names; standalone's broker.log holds its name server's lines too
+LOG_FILES = {"namesrv": "namesrv.log", "broker": "broker.log", "standalone": "broker.log"}
+#: Apache's logback rolls broker.log at 128 MB and keeps 10 rolled files
+DEFAULT_LOG_MAX_SIZE = 128 << 20
+DEFAULT_LOG_BACKUPS = 10
 
 _FILE_HELP = (
     "Config files use Apache RocketMQ's format and key names: one 'key=value' per line, '#' starts a comment."
@@ -72,7 +80,7 @@ def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
 # ---------------------------------------------------------------- argument parsing
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
+def _add_common(p: argparse.ArgumentParser, command: str) -> None:
     p.add_argument("-c", "--config", metavar="FILE", help="config file (Apache key=value format)")
     p.add_argument(
         "-p", "--print-config", action="store_true", help="print the effective configuration and exit"
@@ -81,10 +89,49 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity (default INFO)"
     )
     p.add_argument(
+        "--log-dir", metavar="DIR",
+        help=f"write the log to DIR/{LOG_FILES[command]} (created if missing), rolled over at "
+        "--log-max-size, instead of to stderr",
+    )
+    p.add_argument(
+        "--log-max-size", metavar="SIZE", type=_size, default=DEFAULT_LOG_MAX_SIZE,
+        help="with --log-dir: the log is rolled over when it would grow beyond SIZE bytes (suffix K, M or G; "
+        f"default {DEFAULT_LOG_MAX_SIZE // (1 << 20)}M, as Apache rolls broker.log)",
+    )
+    p.add_argument(
+        "--log-backups", metavar="N", type=_backups, default=DEFAULT_LOG_BACKUPS,
+        help=f"with --log-dir: rolled-over files kept, FILE.1 the newest (default {DEFAULT_LOG_BACKUPS})",
+    )
+    p.add_argument(
         "--stall-traceback", metavar="FILE",
-        help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (always logged as a warning), "
+        help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (logged as a warning "
+        "unless the machine kept it waiting for a CPU), "
         "also write every thread's stack to FILE while it is stuck",
     )
+
+
+def _size(text: str) -> int:
+    """``1048576``, ``512K``, ``128M``, ``1G`` as bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper().removesuffix("B")
+    try:
+        value = int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (bytes, or a number with K, M or G)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("a log size must be above 0")
+    return value
+
+
+def _backups(text: str) -> int:
+    """At least 1: with none kept the file would never be rolled over, only grow."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("at least 1 rolled-over file is kept")
+    return value
 
 
 def _store_only_keys() -> set[str]:
@@ -115,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{_FILE_HELP}\n\nName server keys:\n{cfg.describe(cfg.NamesrvConfig)}\n\n"
         f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, listenPort=cfg.NAMESRV_PORT)}",
     )
-    _add_common(p)
+    _add_common(p, "namesrv")
 
     p = sub.add_parser(
         "broker",
@@ -127,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n{_PLANNED_HELP}",
     )
-    _add_common(p)
+    _add_common(p, "broker")
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
 
     p = sub.add_parser(
@@ -146,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
         f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
     )
-    _add_common(p)
+    _add_common(p, "standalone")
 
     sub.add_parser(
         "admin",
@@ -159,12 +206,19 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- running
 
 
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def _log_handler(args: argparse.Namespace) -> logging.Handler:
+    """stderr, or with ``--log-dir`` the command's file there, rolled over by size (FILE.1 the newest)."""
+    if args.log_dir is None:
+        return logging.StreamHandler(sys.stderr)
+    os.makedirs(args.log_dir, exist_ok=True)
+    return RotatingFileHandler(os.path.join(args.log_dir, LOG_FILES[args.command]), maxBytes=args.log_max_size,
+                               backupCount=args.log_backups, encoding="utf-8")
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    handler = _log_handler(args)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler])
     from twisted.logger import STDLibLogObserver, globalLogBeginner
 
     globalLogBeginner.beginLoggingTo([STDLibLogObserver(name="twisted")], redirectStandardIO=False)
@@ -323,7 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return admin_main(argv[1:])
     args = build_parser().parse_args(argv)
     if not args.print_config:
-        _setup_logging(args.log_level)
+        try:
+            _setup_logging(args)
+        except OSError as exc:
+            print(f"ferrymq {args.command}: cannot write the log in {args.log_dir}: {exc}", file=sys.stderr)
+            return 1
     try:
         return COMMANDS[args.command](args)
     except cfg.ConfigError as exc:

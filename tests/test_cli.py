@@ -127,6 +127,65 @@ def test_started_from_config_serves_routes_and_stops_on_sigterm(tmp_path, comman
             proc.wait()
 
 
+@pytest.mark.parametrize(("command", "log_file"), [("namesrv", "namesrv.log"), ("standalone", "broker.log")])
+def test_log_dir_gets_the_log_rolled_over_at_its_size(tmp_path, command, log_file):
+    """With --log-dir the log goes to Apache's file name there, not to stderr, and rolls over at
+    --log-max-size, keeping --log-backups files (FILE.1 the newest)."""
+    conf = tmp_path / "s.conf"
+    conf.write_text(f"listenPort=0\nnamesrvListenPort=0\nbindAddress=127.0.0.1\nkvConfigPath={tmp_path / 'kv.json'}\n"
+                    f"storePathRootDir={tmp_path / 'store'}\nmappedFileSizeCommitLog=1048576\n")
+    logs = tmp_path / "logs" / "nested"  # created if missing
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([*FERRYMQ, command, "-c", str(conf), "--log-dir", str(logs), "--log-max-size", "1K",
+                             "--log-backups", "50"], cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 15
+        while "listening on" not in _read_logs(logs, log_file) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.05)
+        port = re.search(r"name server listening on 127\.0\.0\.1:(\d+)", _read_logs(logs, log_file)).group(1)
+        from ferrymq.sdk.blocking import BlockingAdmin
+
+        with BlockingAdmin(f"127.0.0.1:{port}") as admin:  # answered: the reactor runs, SIGTERM stops it cleanly
+            admin.get_all_topics()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr.read() == ""
+    text = _read_logs(logs, log_file)
+    assert text.rstrip().endswith("INFO ferrymq: stopped")
+    rolled = sorted(logs.glob(f"{log_file}.*"))
+    assert rolled, "the log did not roll over at 1K"
+    assert all(path.stat().st_size <= 1024 for path in rolled)
+
+
+def _read_logs(logs: Path, log_file: str) -> str:
+    """The log and its rolled-over files, oldest first (FILE.N is the oldest, FILE the newest)."""
+    paths = sorted(logs.glob(f"{log_file}.*"), key=lambda p: -int(p.suffix[1:])) + [logs / log_file]
+    return "".join(p.read_text() for p in paths if p.exists())
+
+
+def test_log_size_option_is_checked(capsys):
+    assert cli.build_parser().parse_args(["broker", "--log-max-size", "128M"]).log_max_size == 128 << 20
+    assert cli.build_parser().parse_args(["broker", "--log-max-size", "4096"]).log_max_size == 4096
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["broker", "--log-max-size", "lots"])
+    assert "is not a size" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["broker", "--log-backups", "0"])
+    assert "at least 1" in capsys.readouterr().err
+
+
+def test_log_dir_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("")
+    assert cli.main(["namesrv", "--log-dir", str(a_file)]) == 1
+    assert f"ferrymq namesrv: cannot write the log in {a_file}" in capsys.readouterr().err
+
+
 def test_port_in_use_is_reported(tmp_path):
     import socket
 

@@ -17,7 +17,7 @@ class PlayingBroker(BlockingAdmin):
 
     def __init__(self, namesrv_addr: str, timeout: float = 3.0):
         super().__init__(namesrv_addr, timeout)
-        self._peer = NamesrvPeer(namesrv_addr, self._admin.client, timeout)
+        self._peer = NamesrvPeer(namesrv_addr, self.wrapped.client, timeout)
 
     def __getattr__(self, name: str):
         if name.startswith("_") or not hasattr(NamesrvPeer, name):

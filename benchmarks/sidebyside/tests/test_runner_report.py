@@ -78,7 +78,7 @@ def test_fresh_phase_rows_and_a_fresh_only_table():
 
 
 def test_plot_writes_a_png(tmp_path):
-    pytest.importorskip("matplotlib", reason="matplotlib (optional benchmark dependency) is not installed")
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (it comes with the test extra: pip install -e '.[test]')")
     path = plot(_results(_outcomes()), tmp_path / "bench.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
