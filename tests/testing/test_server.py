@@ -11,6 +11,9 @@ import time
 import pytest
 
 from ferrymq.testing import admin, server as server_module
+from ferrymq.wire.bodies import SubscriptionGroupWrapper
+from ferrymq.wire.codes import RequestCode
+from ferrymq.wire.command import request
 from ferrymq.testing.server import LOOPBACK, FerryMQServer, ServerStartError
 
 
@@ -31,6 +34,17 @@ def test_restart_keeps_the_addresses_and_the_store(tmp_path):
         assert routed(server, "Kept")
     assert not server.running
     assert server.log.count("name server listening on") == 3
+
+
+def test_helpers_create_the_topic_and_the_group_on_the_broker(tmp_path):
+    with FerryMQServer(tmp_path, {"brokerName": "helper-broker"}) as server:
+        server.create_topic("Made", queues=3, order=True)
+        server.create_group("made_cg", retry_max_times=3, consume_broadcast_enable=False)
+        (queues,) = admin.route(server.namesrv_addr, "Made").queue_datas
+        assert (queues.broker_name, queues.read_queue_nums, queues.write_queue_nums) == ("helper-broker", 3, 3)
+        answer = admin.call(server.broker_addr, request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        group = SubscriptionGroupWrapper.decode(answer.body).subscription_group_table["made_cg"]
+        assert (group.retry_max_times, group.consume_broadcast_enable) == (3, False)
 
 
 def test_a_taken_broker_port_is_replaced_by_another(tmp_path, monkeypatch):
