@@ -21,6 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from ferrymq.wire.bodies import SubscriptionGroupConfig
+
+from . import admin
+
 LOOPBACK = "127.0.0.1"
 
 #: the log lines that give the ports the two servers bound (the name server's is 0, chosen by the kernel)
@@ -96,8 +100,6 @@ class FerryMQServer:
 
     def create_topic(self, topic: str, queues: int = 4, *, order: bool = False, timeout: float = 10.0) -> str:
         """Create ``topic`` with ``queues`` read and write queues and wait until the name server routes it."""
-        from . import admin
-
         admin.create_topic(self.broker_addr, topic, queues, order=order)
         deadline = time.monotonic() + timeout
         while True:
@@ -112,10 +114,6 @@ class FerryMQServer:
     def create_group(self, group: str, **settings: object) -> str:
         """Create the subscription group ``group``; ``settings`` are SubscriptionGroupConfig's fields
         (``retry_max_times=3``, ``consume_message_orderly=True``, ``consume_broadcast_enable=False``...)."""
-        from ferrymq.wire.bodies import SubscriptionGroupConfig
-
-        from . import admin
-
         admin.create_group(self.broker_addr, SubscriptionGroupConfig(group_name=group, **settings))
         return group
 
@@ -218,8 +216,6 @@ class FerryMQServer:
             raise
 
     def _wait_ready(self, offset: int, broker_port: int) -> bool:
-        from . import admin
-
         deadline = time.monotonic() + self.start_timeout
         namesrv_port = broker_up = None
         while time.monotonic() < deadline:
@@ -233,15 +229,18 @@ class FerryMQServer:
             if namesrv_port is None and (found := NAMESRV_UP.search(text)):
                 namesrv_port = int(found.group(1))
             broker_up = broker_up or BROKER_UP.search(text)
-            if namesrv_port and broker_up and self._registered(admin, namesrv_port, broker_port):
+            if namesrv_port and broker_up and self._registered(namesrv_port, broker_port):
                 self.namesrv_port = namesrv_port
                 return True
             time.sleep(0.005)
         raise ServerStartError(f"ferrymq standalone not ready after {self.start_timeout} s; log {self.log_path}:\n"
                                f"{self.log_since(offset)[-3000:]}")
 
-    def _registered(self, admin, namesrv_port: int, broker_port: int) -> bool:
-        info = admin.cluster_info(f"{LOOPBACK}:{namesrv_port}")
+    def _registered(self, namesrv_port: int, broker_port: int) -> bool:
+        try:
+            info = admin.cluster_info(f"{LOOPBACK}:{namesrv_port}")
+        except OSError:  # exiting: the next look at the process says why
+            return False
         data = info.broker_addr_table.get(self.broker_name)
         return data is not None and f"{LOOPBACK}:{broker_port}" in data.broker_addrs.values()
 
