@@ -1,8 +1,8 @@
 """Build hook: the package layout and the compiled parts; everything else is in pyproject.toml.
 
-The folders ``wire/``, ``remoting/``, ``server/``, ``sdk_py/``, ``gateways/`` and ``pipeline/`` install as
-``ferrymq.wire``, ``ferrymq.remoting``, ``ferrymq.server``, ``ferrymq.sdk``, ... : one namespace, nothing
-else at top level. The compiled parts (C extensions beside their Python specification, and hot-path
+The folders ``wire/``, ``remoting/``, ``server/``, ``sdk_py/``, ``gateways/``, ``pipeline/`` and ``testing/``
+install as ``ferrymq.wire``, ``ferrymq.remoting``, ``ferrymq.server``, ``ferrymq.sdk``, ... (the list is
+``FOLDERS`` in ``wire/native.py``): one namespace, nothing else at top level. The compiled parts (C extensions beside their Python specification, and hot-path
 modules compiled by Cython) are listed in ``wire/native.py``. All of them are optional: without a C
 compiler, zlib's header or Cython the install still succeeds and the Python code runs as it is.
 ``FERRYMQ_NO_CYTHON=1`` builds the C parts only (the hot-path modules then run from their source,

@@ -24,10 +24,7 @@ from ferrymq.sdk.client_instance import MQClientError
 from ferrymq.sdk.consumer import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from ferrymq.sdk.message import Message, PullStatus, SendStatus
 from ferrymq.sdk.producer import LocalTransactionState, select_by_hash
-
-from .conftest import _ferrymq_cli
-from .processes import LOOPBACK
-from .servers import FerryStandalone
+from ferrymq.testing import FerryMQServer
 
 #: how long a scenario waits for its messages before failing
 WAIT = 45.0
@@ -45,12 +42,8 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def ferrymq_standalone(tmp_path_factory):
-    server = FerryStandalone(tmp_path_factory.mktemp("ferrymq-standalone"), _ferrymq_cli())
-    try:
-        server.start()
+    with FerryMQServer(tmp_path_factory.mktemp("ferrymq-standalone")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["apache", "ferrymq"])
@@ -60,7 +53,7 @@ def cluster(request) -> Cluster:
         broker = request.getfixturevalue("apache_broker")
         return Cluster("apache", request.getfixturevalue("apache_namesrv").addr, broker.addr)
     server = request.getfixturevalue("ferrymq_standalone")
-    return Cluster("ferrymq", server.namesrv_addr, f"{LOOPBACK}:{server.port}")
+    return Cluster("ferrymq", server.namesrv_addr, server.broker_addr)
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -29,10 +29,20 @@ def test_the_wheel_installs_nothing_at_top_level_but_ferrymq(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/", 1)[0] for name in names}
     assert tops == {"ferrymq", next(t for t in tops if t.endswith(".dist-info"))}
-    for package in ("wire", "remoting", "server", "sdk", "gateways", "pipeline"):
+    for package in ("wire", "remoting", "server", "sdk", "gateways", "pipeline", "testing"):
         assert f"ferrymq/{package}/__init__.py" in names
     assert "ferrymq/server/broker/service.py" in names
     assert "ferrymq/sdk/producer.py" in names
+    assert "ferrymq/testing/pytest_plugin.py" in names
+
+
+def test_the_wheel_registers_the_pytest_plugin(wheel):
+    """pytest loads ``ferrymq.testing.pytest_plugin`` wherever FerryMQ is installed (entry point pytest11)."""
+    archive = zipfile.ZipFile(wheel)
+    (entry_points,) = [name for name in archive.namelist() if name.endswith(".dist-info/entry_points.txt")]
+    text = archive.read(entry_points).decode()
+    section = text.split("[pytest11]", 1)[1].split("[", 1)[0]
+    assert section.split() == ["ferrymq", "=", "ferrymq.testing.pytest_plugin"]
 
 
 def test_a_clean_venv_imports_the_sdk_and_the_broker(wheel, tmp_path):
@@ -40,7 +50,7 @@ def test_a_clean_venv_imports_the_sdk_and_the_broker(wheel, tmp_path):
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = str(env_dir / "bin" / "python")
     subprocess.run([python, "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
-    probe = ("import ferrymq.sdk, ferrymq.server.broker, sys; "
+    probe = ("import ferrymq.sdk, ferrymq.server.broker, ferrymq.testing.server, sys; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('wire', 'server', 'sdk_py', 'remoting')))")
     result = subprocess.run([python, "-c", probe], check=True, capture_output=True, text=True, cwd=tmp_path)
     assert result.stdout.strip() == "[]"
@@ -67,10 +77,12 @@ def _imports(folder: str) -> set[str]:
 
 
 @pytest.mark.parametrize("folder, forbidden", [
-    ("wire", ("ferrymq.remoting", "ferrymq.server", "ferrymq.sdk")),
-    ("remoting", ("ferrymq.server", "ferrymq.sdk")),
-    ("sdk_py", ("ferrymq.server",)),
-    ("server", ("ferrymq.sdk",)),
+    ("wire", ("ferrymq.remoting", "ferrymq.server", "ferrymq.sdk", "ferrymq.testing")),
+    ("remoting", ("ferrymq.server", "ferrymq.sdk", "ferrymq.testing")),
+    ("sdk_py", ("ferrymq.server", "ferrymq.testing")),
+    ("server", ("ferrymq.sdk", "ferrymq.testing")),
+    # the server runs in a child process: the test process talks to it through ferrymq.wire alone
+    ("testing", ("ferrymq.remoting", "ferrymq.server", "ferrymq.sdk")),
 ])
 def test_layers_import_only_downwards(folder, forbidden):
     wrong = sorted(name for name in _imports(folder) if name.startswith(forbidden))

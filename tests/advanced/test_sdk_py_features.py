@@ -12,7 +12,8 @@ from ferrymq.sdk.blocking_clients import BlockingProducer, BlockingPushConsumer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.message import Message
 from ferrymq.sdk.producer import LocalTransactionState
-from tests.advanced.broker_session import Standalone, wait_for
+from ferrymq.testing import FerryMQServer
+from tests.advanced.broker_session import wait_for
 
 CONFIG = {
     "enablePropertyFilter": "true",
@@ -25,13 +26,12 @@ CONFIG = {
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = Standalone(tmp_path_factory.mktemp("sdk"), CONFIG).start()
-    yield b
-    b.stop()
+    with FerryMQServer(tmp_path_factory.mktemp("sdk"), CONFIG) as server:
+        yield server
 
 
 def config(broker) -> ClientConfig:
-    return ClientConfig(broker.namesrv, poll_name_server_interval=1.0, heartbeat_broker_interval=1.0,
+    return ClientConfig(broker.namesrv_addr, poll_name_server_interval=1.0, heartbeat_broker_interval=1.0,
                         rebalance_interval=0.5, persist_consumer_offset_interval=0.5)
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from ferrymq.sdk import reactor_thread
 from ferrymq.sdk.blocking import BlockingAdmin
+from ferrymq.testing.server import BROKER_UP, NAMESRV_UP
 from ferrymq.remoting import RemotingClient
 from tests.broker.test_broker_e2e import _free_pair
 from ferrymq.wire.codes import RequestCode
@@ -26,8 +27,6 @@ from ferrymq.wire.message import decode_records
 
 ROOT = Path(__file__).resolve().parents[2]
 FERRYMQ = [sys.executable, "-m", "ferrymq.server.cli"]
-BROKER_UP = re.compile(r"broker \S+ \(cluster \S+\) listening on [\d.]+:(\d+)")
-NAMESRV_UP = re.compile(r"name server listening on [\d.]+:(\d+)")
 
 
 def start(args: list[str], *patterns: re.Pattern) -> tuple[subprocess.Popen, list[int], list[str]]:

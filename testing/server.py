@@ -1,0 +1,275 @@
+"""A real FerryMQ server for tests: ``ferrymq standalone`` (a name server and one broker registered with it)
+in a child process, on free loopback ports, over a store in a directory of the caller's.
+
+A child process rather than the test's own: the test process gets no Twisted reactor imposed on it, the
+server's log is a file of its own (shown when a test fails), and a restart or a crash (:meth:`kill`) is
+the real thing. The server is ready when its name server lists the broker, the state a client needs to
+find a route; that takes well under a second.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from ferrymq.wire.bodies import SubscriptionGroupConfig
+
+from . import admin
+
+LOOPBACK = "127.0.0.1"
+
+#: the log lines that give the ports the two servers bound (the name server's is 0, chosen by the kernel)
+NAMESRV_UP = re.compile(r"name server listening on [\d.]+:(\d+)")
+BROKER_UP = re.compile(r"broker \S+ \(cluster \S+\) listening on [\d.]+:(\d+)")
+#: the broker's listenPort was taken between choosing it and binding it: choose another
+BROKER_PORT_TAKEN = re.compile(r"\blistenPort \d+ is in use")
+
+#: Broker settings under the caller's: loopback only, a temp store of small files (an 8 MiB commit-log
+#: segment still holds the largest message, 4 MiB), FerryMQ's defaults (Apache's) otherwise.
+TEST_DEFAULTS: dict[str, str] = {
+    "bindAddress": LOOPBACK,
+    "brokerIP1": LOOPBACK,
+    "brokerClusterName": "DefaultCluster",
+    "brokerName": "broker-a",
+    "mappedFileSizeCommitLog": str(8 << 20),
+    "mappedFileSizeConsumeQueue": str(20 * 30_000),
+    "maxHashSlotNum": "10000",
+    "maxIndexNum": "40000",
+}
+
+#: how many broker ports to try when the chosen one is taken before the broker binds it
+PORT_ATTEMPTS = 5
+
+
+class ServerStartError(RuntimeError):
+    """The server exited or did not become ready; the message ends with its log."""
+
+
+def conf_value(value: object) -> str:
+    """A Python value as a config file spells it (``True`` -> ``true``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+class FerryMQServer:
+    """``ferrymq standalone`` in a child process: ``namesrv_addr`` for clients, ``broker_addr`` for admin calls.
+
+    ``conf`` holds Apache config keys (``flushDiskType``, ``enablePropertyFilter``, ``messageDelayLevel``...)
+    laid over :data:`TEST_DEFAULTS`. Ports are chosen at the first :meth:`start` and kept by :meth:`restart`,
+    so clients reconnect to the same addresses. Usable as a context manager.
+    """
+
+    def __init__(self, home: Path | str, conf: Mapping[str, object] | None = None, *, start_timeout: float = 30.0):
+        self.home = Path(home)
+        self.conf = {**TEST_DEFAULTS, **{key: conf_value(value) for key, value in (conf or {}).items()}}
+        self.start_timeout = start_timeout
+        self.log_path = self.home / "ferrymq.log"
+        self.namesrv_port = int(self.conf.pop("namesrvListenPort", 0))
+        self.broker_port = int(self.conf.pop("listenPort", 0))
+        self._proc: subprocess.Popen | None = None
+
+    # ------------------------------------------------------------------ what clients use
+
+    @property
+    def namesrv_addr(self) -> str:
+        return f"{LOOPBACK}:{self.namesrv_port}"
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{LOOPBACK}:{self.broker_port}"
+
+    @property
+    def broker_name(self) -> str:
+        return self.conf["brokerName"]
+
+    @property
+    def cluster(self) -> str:
+        return self.conf["brokerClusterName"]
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def create_topic(self, topic: str, queues: int = 4, *, order: bool = False, timeout: float = 10.0) -> str:
+        """Create ``topic`` with ``queues`` read and write queues and wait until the name server routes it."""
+        admin.create_topic(self.broker_addr, topic, queues, order=order)
+        deadline = time.monotonic() + timeout
+        while True:
+            found = admin.route(self.namesrv_addr, topic)
+            if found and any(q.broker_name == self.broker_name and q.read_queue_nums == queues
+                             for q in found.queue_datas):
+                return topic
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic}: no route with {queues} queues after {timeout} s")
+            time.sleep(0.01)
+
+    def create_group(self, group: str, **settings: object) -> str:
+        """Create the subscription group ``group``; ``settings`` are SubscriptionGroupConfig's fields
+        (``retry_max_times=3``, ``consume_message_orderly=True``, ``consume_broadcast_enable=False``...)."""
+        admin.create_group(self.broker_addr, SubscriptionGroupConfig(group_name=group, **settings))
+        return group
+
+    # ------------------------------------------------------------------ its log
+
+    def log_size(self) -> int:
+        try:
+            return self.log_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, offset: int = 0) -> str:
+        """The log from byte ``offset`` on (every start and stop appends to the same file)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    @property
+    def log(self) -> str:
+        return self.log_since(0)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> FerryMQServer:
+        """Start and return once the name server lists the broker; raise :class:`ServerStartError` else."""
+        if self.running:
+            raise RuntimeError(f"the server at {self.namesrv_addr} is already running")
+        fixed = self.broker_port != 0
+        for _ in range(1 if fixed else PORT_ATTEMPTS):
+            port = self.broker_port or _free_pair()
+            if self._start_on(port):
+                self.broker_port = port
+                return self
+        what = f"listenPort {self.broker_port} is in use" if fixed else f"no free broker port in {PORT_ATTEMPTS} tries"
+        raise ServerStartError(f"{what}; log {self.log_path}:\n{self.log_since(0)[-3000:]}")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM: the broker unregisters, flushes and releases the store; SIGKILL after ``timeout``."""
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._proc = None
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: nothing is flushed that was not already. :meth:`start` recovers the store."""
+        if self._proc is None:
+            return
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._proc = None
+
+    def restart(self) -> FerryMQServer:
+        """Stop and start again on the same ports and store."""
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> FerryMQServer:  # noqa: PYI034 - start() returns self
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"<FerryMQServer namesrv {self.namesrv_addr} broker {self.broker_addr} {state}>"
+
+    # ------------------------------------------------------------------ starting
+
+    def _start_on(self, broker_port: int) -> bool:
+        """Start with the broker on ``broker_port``: True once ready, False if that port was taken."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        conf = self.home / "standalone.conf"
+        keys = {**self.conf, "namesrvListenPort": str(self.namesrv_port), "listenPort": str(broker_port)}
+        keys.setdefault("storePathRootDir", str(self.home / "store"))
+        keys.setdefault("kvConfigPath", str(self.home / "namesrv" / "kvConfig.json"))
+        keys.setdefault("configStorePath", str(self.home / "namesrv" / "namesrv.properties"))
+        conf.write_text("".join(f"{key}={value}\n" for key, value in keys.items()))
+        offset = self.log_size()
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "ferrymq.testing.child", str(os.getpid()), "standalone", "-c", str(conf)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                start_new_session=True,  # a Ctrl-C meant for pytest does not reach it; teardown stops it
+            )
+        try:
+            return self._wait_ready(offset, broker_port)
+        except BaseException:
+            self.kill()
+            raise
+
+    def _wait_ready(self, offset: int, broker_port: int) -> bool:
+        deadline = time.monotonic() + self.start_timeout
+        namesrv_port = broker_up = None
+        while time.monotonic() < deadline:
+            text = self.log_since(offset)
+            if self._proc.poll() is not None:
+                if BROKER_PORT_TAKEN.search(text):
+                    self._proc = None
+                    return False
+                raise ServerStartError(f"ferrymq standalone exited with status {self._proc.returncode}; "
+                                       f"log {self.log_path}:\n{text[-3000:]}")
+            if namesrv_port is None and (found := NAMESRV_UP.search(text)):
+                namesrv_port = int(found.group(1))
+            broker_up = broker_up or BROKER_UP.search(text)
+            if namesrv_port and broker_up and self._registered(namesrv_port, broker_port):
+                self.namesrv_port = namesrv_port
+                return True
+            time.sleep(0.005)
+        raise ServerStartError(f"ferrymq standalone not ready after {self.start_timeout} s; log {self.log_path}:\n"
+                               f"{self.log_since(offset)[-3000:]}")
+
+    def _registered(self, namesrv_port: int, broker_port: int) -> bool:
+        try:
+            info = admin.cluster_info(f"{LOOPBACK}:{namesrv_port}")
+        except OSError:  # exiting: the next look at the process says why
+            return False
+        data = info.broker_addr_table.get(self.broker_name)
+        return data is not None and f"{LOOPBACK}:{broker_port}" in data.broker_addrs.values()
+
+
+def _free_pair() -> int:
+    """A loopback port P with P-2 free too (the broker's VIP channel), from below the kernel's ephemeral
+    range when there is room, so that no client's outgoing connection takes it before the broker binds it."""
+    low, high = _listen_range()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        if _bindable(port) and _bindable(port - 2):
+            return port
+    raise ServerStartError("no free pair of loopback ports found in 200 tries")
+
+
+def _listen_range() -> tuple[int, int]:
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 20000, 60000
+    return (10000, ephemeral_low - 1) if ephemeral_low - 10000 >= 5000 else (20000, 60000)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
