@@ -50,11 +50,17 @@ class NameServerRegistration:
         calls = []
         for peer in self.peers:
             d = peer.register_broker(cluster, addr, name, broker_id, ha_addr, wrapper, compressed=self.compressed)
-            d.addCallback(lambda _r: setattr(self, "registrations", self.registrations + 1))
+            d.addCallback(self._registered, peer.addr)
             d.addErrback(lambda f, a=peer.addr: log.warning("register broker to name server %s failed: %s", a,
                                                               f.getErrorMessage()))
             calls.append(d)
         return defer.DeferredList(calls, consumeErrors=True)
+
+    def _registered(self, _reply: object, namesrv: str) -> None:
+        self.registrations += 1
+        if self.registrations == 1:  # the line an operator waits for: clients can find the broker now
+            log.info("broker %s (%s) is registered with name server %s: ready, clients use namesrvAddr=%s",
+                     self.identity[2], self.identity[1], namesrv, ";".join(p.addr for p in self.peers))
 
     def register_soon(self) -> None:
         """Register on the next reactor turn, coalescing a burst of topic changes into one round."""

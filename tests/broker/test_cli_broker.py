@@ -114,6 +114,8 @@ def test_standalone_serves_and_stops_on_sigterm(tmp_path):
         rest = stop(proc)
     assert "broker cli-broker stopped" in rest and "name server stopped" in rest
     assert (tmp_path / "store" / "config" / "topics.json").exists()
+    ready = f"is registered with name server 127.0.0.1:{ns_port}: ready, clients use namesrvAddr=127.0.0.1:{ns_port}"
+    assert ready in "".join(proc.log), "the log never says where clients connect"
 
 
 @pytest.fixture
