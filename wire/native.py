@@ -62,7 +62,7 @@ CYTHON_SOURCES: tuple[str, ...] = (
 #: ``ferrymq.<name>`` -> the folder of the repository it is built from
 FOLDERS: dict[str, str] = {
     "wire": "wire", "remoting": "remoting", "server": "server", "sdk": "sdk_py", "gateways": "gateways",
-    "pipeline": "pipeline",
+    "pipeline": "pipeline", "testing": "testing",
 }
 _PACKAGE_OF_FOLDER = {folder: f"ferrymq.{name}" for name, folder in FOLDERS.items()}
 

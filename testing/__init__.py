@@ -1,0 +1,1 @@
+"""Test support for applications using FerryMQ: a broker in a container for their tests."""
