@@ -8,6 +8,8 @@ on this machine at all.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 import uuid
 
@@ -16,8 +18,10 @@ import pytest
 from ferrymq.sdk import BlockingProducer, BlockingPullConsumer, Message, PullStatus
 from ferrymq.sdk.blocking import BlockingAdmin
 
-from . import docker_engine
+from . import docker_engine, toolchain
 from .docker_engine import DockerUnavailable, Engine
+from .harness import ScenarioResult
+from .processes import free_port
 
 testcontainers = pytest.importorskip("testcontainers", reason="testcontainers is in the `test` extra")
 from testcontainers.core.config import testcontainers_config  # noqa: E402
@@ -137,3 +141,22 @@ def test_messages_outlive_the_container_in_its_volume(engine, image):
             assert _pull_all(second.namesrv_addr, topic, 1) == [b"kept"]
     finally:
         engine.docker("volume", "rm", "-f", volume, check=False)
+
+
+def test_testcontainers_java_runs_the_image_with_the_documented_settings(image, compat_home):
+    """ContainerCheck (java/testcontainers) starts the image as a GenericContainer configured as
+    docs/testing.md shows, then sends and pulls a message with the official client."""
+    missing = toolchain.missing_tools("java", "javac", "mvn")
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed: testcontainers-java cannot be built or run")
+    program = toolchain.testcontainers_java()
+    topic = f"ContainerTcJava{uuid.uuid4().hex[:8]}"
+    argv = program.command("ferrymq.compat.ContainerCheck",
+                           [image, str(free_port()), str(free_port(also_free=(-2,))), topic],
+                           home=compat_home / "testcontainers-java")
+    # DOCKER_HOST is the engine's (the `engine` fixture); the reaper would be an image to pull
+    env = dict(os.environ, TESTCONTAINERS_RYUK_DISABLED="true", TESTCONTAINERS_HOST_OVERRIDE="127.0.0.1")
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    roundtrip = ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr).check().one("roundtrip")
+    assert roundtrip["status"] == "SEND_OK"
+    assert roundtrip["body"] == "from testcontainers-java"
