@@ -12,7 +12,7 @@
 #
 # The base image is any Debian-like one with Python >= 3.11 (python3 -m venv and useradd available).
 # With a C compiler in it the C parts and the Cython hot path are compiled; without one (the -slim
-# images) the same code runs as Python. FERRYMQ_NO_CYTHON=1 skips the Cython step.
+# images) the same code runs as Python. --build-arg FERRYMQ_NO_CYTHON=1 skips the Cython step.
 ARG BASE=python:3.11-slim
 FROM ${BASE}
 
@@ -27,7 +27,9 @@ print(*p['project']['dependencies'], *p['build-system']['requires'], sep='\n')" 
  && rm -rf /tmp/ferrymq-deps
 
 COPY . /tmp/ferrymq-src
-RUN FERRYMQ_NO_CYTHON="$FERRYMQ_NO_CYTHON" /opt/ferrymq/bin/pip install --no-cache-dir --disable-pip-version-check \
+# Without a C compiler Cython's output could not be compiled: skip generating it.
+RUN if ! command -v cc >/dev/null; then FERRYMQ_NO_CYTHON=1; fi \
+ && FERRYMQ_NO_CYTHON="$FERRYMQ_NO_CYTHON" /opt/ferrymq/bin/pip install --no-cache-dir --disable-pip-version-check \
         --no-deps --no-build-isolation /tmp/ferrymq-src \
  && install -D -m 0644 /tmp/ferrymq-src/docker/defaults.conf /opt/ferrymq/etc/defaults.conf \
  && install -D -m 0755 /tmp/ferrymq-src/docker/entrypoint.sh /opt/ferrymq/bin/ferrymq-container \

@@ -128,6 +128,12 @@ def test_a_mounted_broker_conf_is_read_and_the_environment_overrides_it(image, t
     assert info.broker_addr_table["from-env"].broker_addrs == {0: container.broker_addr}
 
 
+def test_a_container_that_exits_at_start_fails_with_its_log(image):
+    container = ferrymq(image, conf={**SMALL_STORE, "brokerId": "1"}, ready_timeout=30)
+    with pytest.raises(RuntimeError, match="(?s)exited before it was ready.*brokerId"), container:
+        pass
+
+
 def test_messages_outlive_the_container_in_its_volume(engine, image):
     volume = f"ferrymq-test-{uuid.uuid4().hex[:8]}"
     topic = "ContainerVolume"
