@@ -45,10 +45,10 @@ def ensure_installed() -> None:
         raise DockerUnavailable(f"{', '.join(missing)} not installed, and installing docker.io and debootstrap "
                                 "needs root and apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "docker.io", "debootstrap"]
-    if subprocess.run(install, env=env, capture_output=True).returncode != 0:
+    install = ["apt-get", "install", "-y", "-q", "docker.io", "debootstrap"]
+    if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
         subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=False)
-        proc = subprocess.run(install, env=env, capture_output=True, text=True)
+        proc = subprocess.run(install, env=env, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise DockerUnavailable(f"apt-get could not install docker.io and debootstrap:\n{proc.stderr[-2000:]}")
 
@@ -96,7 +96,8 @@ class Engine:
 
     def docker(self, *args: str, check: bool = True, timeout: float = 900, stdin=subprocess.DEVNULL
                ) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["docker", *args], env=self.env, capture_output=True, timeout=timeout, stdin=stdin)
+        proc = subprocess.run(["docker", *args], env=self.env, capture_output=True, timeout=timeout, stdin=stdin,
+                              check=False)
         if check and proc.returncode != 0:
             raise RuntimeError(f"docker {' '.join(args)} failed (exit {proc.returncode}):\n"
                                f"{proc.stdout.decode(errors='replace')[-3000:]}\n"
@@ -132,7 +133,7 @@ def rootfs_tarball() -> Path:
     with tempfile.TemporaryDirectory(prefix="fmq-rootfs-") as tmp:
         root = Path(tmp) / "root"
         proc = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
-                               str(root)], capture_output=True, text=True, timeout=1200)
+                               str(root)], capture_output=True, text=True, timeout=1200, check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"debootstrap failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
                                f"{proc.stderr[-3000:]}")

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 from testcontainers.core.container import DockerContainer
 
+from ferrymq.remoting.errors import RemotingError
 from ferrymq.sdk.blocking import BlockingAdmin
 
 #: where the image reads a mounted config file (docker/entrypoint.sh)
@@ -114,7 +115,7 @@ class FerryMQContainer(DockerContainer):
 
     def _wait_until_registered(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
-        last_error: Exception | None = None
+        last_error: RemotingError | None = None
         with BlockingAdmin(self.namesrv_addr, timeout=3.0) as admin:
             while time.monotonic() < deadline:
                 self.reload()
@@ -122,7 +123,7 @@ class FerryMQContainer(DockerContainer):
                     raise RuntimeError(f"the FerryMQ container {self.status} before it was ready:\n{self._logs()}")
                 try:
                     info = admin.get_cluster_info()
-                except Exception as exc:  # not listening yet, or the broker has not registered
+                except RemotingError as exc:  # the name server is not listening yet
                     last_error = exc
                 else:
                     if any(self.broker_addr in data.broker_addrs.values() for data in info.broker_addr_table.values()):
