@@ -81,6 +81,9 @@ def test_the_image_runs_as_a_non_root_user_keeps_its_data_in_the_volume_and_repo
     assert config["User"] == "10001:10001"
     assert "/var/lib/ferrymq" in config["Volumes"]
     with ferrymq(image) as container:
+        assert len(container.get_wrapped_container().top()["Processes"]) == 1
+        pid1 = container.exec(["cat", "/proc/1/cmdline"]).output.split(b"\0")
+        assert pid1[1:3] == [b"/opt/ferrymq/bin/ferrymq", b"standalone"]  # the entry point exec'd it
         assert container.exec(["id", "-u"]).output.decode().strip() == "10001"
         store = container.exec(["ls", "/var/lib/ferrymq/store"]).output.decode().split()
         assert "commitlog" in store
@@ -138,7 +141,10 @@ def test_messages_outlive_the_container_in_its_volume(engine, image):
         first = ferrymq(image).with_volume_mapping(volume, "/var/lib/ferrymq", "rw")
         with first, BlockingProducer("volume_producer", first.namesrv_addr) as producer:
             producer.send(Message(topic, b"kept"))
-            first.get_wrapped_container().stop(timeout=30)  # SIGTERM: the broker flushes and shuts down
+            stopped = first.get_wrapped_container()
+            stopped.stop(timeout=30)  # SIGTERM: the broker flushes and shuts down
+            stopped.reload()
+            assert stopped.attrs["State"]["ExitCode"] == 0
         second = ferrymq(image).with_volume_mapping(volume, "/var/lib/ferrymq", "rw")
         with second:
             assert _pull_all(second.namesrv_addr, topic, 1) == [b"kept"]
