@@ -18,6 +18,9 @@ FROM ${BASE}
 
 ARG FERRYMQ_NO_CYTHON=
 
+RUN useradd --system --uid 10001 --user-group --home-dir /var/lib/ferrymq --shell /usr/sbin/nologin ferrymq \
+ && install -d -o ferrymq -g ferrymq /var/lib/ferrymq
+
 # The dependencies, read from pyproject.toml: this layer is rebuilt only when that file changes.
 COPY pyproject.toml /tmp/ferrymq-deps/
 RUN python3 -m venv /opt/ferrymq \
@@ -33,9 +36,7 @@ RUN if ! command -v cc >/dev/null; then FERRYMQ_NO_CYTHON=1; fi \
         --no-deps --no-build-isolation /tmp/ferrymq-src \
  && install -D -m 0644 /tmp/ferrymq-src/docker/defaults.conf /opt/ferrymq/etc/defaults.conf \
  && install -D -m 0755 /tmp/ferrymq-src/docker/entrypoint.sh /opt/ferrymq/bin/ferrymq-container \
- && rm -rf /tmp/ferrymq-src \
- && useradd --system --uid 10001 --user-group --home-dir /var/lib/ferrymq --shell /usr/sbin/nologin ferrymq \
- && install -d -o ferrymq -g ferrymq /var/lib/ferrymq /etc/ferrymq
+ && rm -rf /tmp/ferrymq-src
 
 ENV PATH=/opt/ferrymq/bin:$PATH
 USER 10001:10001
