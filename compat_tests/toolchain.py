@@ -4,7 +4,8 @@ Everything comes from the public registries on first use, so a fresh clone needs
 
 * Maven resolves ``rocketmq-client`` + ``rocketmq-tools`` (``java/pom.xml``) and Apache's name server and
   broker (``java/server/pom.xml``) into ``~/.m2``; the resulting classpaths are cached as text files.
-* ``javac`` compiles the scenario program (``java/src``) once per client version.
+* ``javac`` compiles the scenario program (``java/src``) once per client version, and the
+  testcontainers-java check (``java/testcontainers``, its own pom) once.
 * ``go build`` compiles the Go harness (``go/``) once.
 
 Build outputs live in ``compat_tests/.cache/`` (gitignored), keyed by a hash of their inputs so that an
@@ -142,17 +143,32 @@ def java_clients(version: str = ROCKETMQ_5) -> JavaClients:
     """Resolve (first time: download) the official Java client and tools and compile the scenarios."""
     with _build_lock():
         deps = _maven_classpath(JAVA_DIR / "pom.xml", f"clients-{version}", {"rocketmq.version": version})
-        src = JAVA_DIR / "src" / "main" / "java"
-        classes = CACHE / f"scenarios-{version}-{_digest(src, deps)}"
-        if not classes.exists():
-            tmp = classes.with_name(classes.name + ".tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            sources = [str(p) for p in sorted(src.rglob("*.java"))]
-            _run([require("javac"), "-nowarn", "-encoding", "UTF-8", "-d", str(tmp), "-cp", deps, *sources],
-                 f"compiling the Java scenarios against rocketmq-client {version}")
-            tmp.rename(classes)
+        classes = _compiled(JAVA_DIR / "src" / "main" / "java", deps, f"scenarios-{version}",
+                            f"the Java scenarios against rocketmq-client {version}")
     return JavaClients(version=version, classpath=f"{deps}{os.pathsep}{classes}")
+
+
+def testcontainers_java() -> JavaClients:
+    """testcontainers-java with the 5.x client, and ContainerCheck (``java/testcontainers``) compiled."""
+    project = JAVA_DIR / "testcontainers"
+    with _build_lock():
+        deps = _maven_classpath(project / "pom.xml", f"testcontainers-{ROCKETMQ_5}", {"rocketmq.version": ROCKETMQ_5})
+        classes = _compiled(project / "src" / "main" / "java", deps, "containercheck", "ContainerCheck")
+    return JavaClients(version=ROCKETMQ_5, classpath=f"{deps}{os.pathsep}{classes}")
+
+
+def _compiled(src: Path, deps: str, name: str, what: str) -> Path:
+    """The classes of every ``.java`` file under ``src``, compiled once per content of sources and classpath."""
+    classes = CACHE / f"{name}-{_digest(src, deps)}"
+    if not classes.exists():
+        tmp = classes.with_name(classes.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        sources = [str(p) for p in sorted(src.rglob("*.java"))]
+        _run([require("javac"), "-nowarn", "-encoding", "UTF-8", "-d", str(tmp), "-cp", deps, *sources],
+             f"compiling {what}")
+        tmp.rename(classes)
+    return classes
 
 
 def apache_server_classpath(version: str = ROCKETMQ_5) -> str:

@@ -4,6 +4,8 @@
   loopback ports, over a temp store; ready in well under a second.
 - ``ferrymq.testing.pytest_plugin``: the pytest plugin (registered as ``ferrymq``, loaded by pytest when
   FerryMQ is installed) with the ``ferrymq`` and ``ferrymq_factory`` fixtures; see docs/testing.md.
+- ``ferrymq.testing.containers.FerryMQContainer``: the FerryMQ image under testcontainers-python, for
+  suites that want the broker in a container.
 
 Nothing here is imported until used: pytest loads the plugin in every session of an environment where
 FerryMQ is installed, and a session that uses no server should not pay for it.

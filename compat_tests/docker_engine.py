@@ -1,0 +1,171 @@
+"""A private, loopback-only Docker engine and FerryMQ's image built on it without any registry.
+
+The engine runs with no bridge, no iptables rules and its state under a temp dir, so it touches nothing
+of the host's networking: containers use the host's network (``--network host``). The image is the
+repository's own ``Dockerfile`` built ``FROM`` a Debian root file system made by ``debootstrap`` (cached
+as a tarball in ``compat_tests/.cache/container/``), so nothing is pulled from a container registry;
+Python packages come from PyPI during the build, as for a user.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .toolchain import CACHE
+
+ROOT = Path(__file__).resolve().parent.parent
+ROOTFS_CACHE = CACHE / "container"
+#: Debian release and packages of the base root file system (its Python, 3.11, is FerryMQ's minimum)
+SUITE = "bookworm"
+PACKAGES = ("python3", "python3-venv")
+#: the root file system as imported, the base the test builds FROM, and FerryMQ's image
+ROOTFS_IMAGE = "ferrymq-test-rootfs"
+BASE_IMAGE = "ferrymq-test-base"
+IMAGE = "ferrymq-test"
+#: the host's CA bundle, when it names one: pip in the build trusts what pip on the host trusts
+CA_BUNDLE_VARIABLES = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+
+
+class DockerUnavailable(RuntimeError):
+    """Docker cannot run on this machine; the message says why."""
+
+
+def ensure_installed() -> None:
+    """Install docker.io and debootstrap with apt-get when either is missing (root only)."""
+    missing = [tool for tool in ("dockerd", "docker", "debootstrap") if shutil.which(tool) is None]
+    if not missing:
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise DockerUnavailable(f"{', '.join(missing)} not installed, and installing docker.io and debootstrap "
+                                "needs root and apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-q", "docker.io", "debootstrap"]
+    if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=False)
+        proc = subprocess.run(install, env=env, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise DockerUnavailable(f"apt-get could not install docker.io and debootstrap:\n{proc.stderr[-2000:]}")
+
+
+@dataclass
+class Engine:
+    """A running ``dockerd``; ``env`` points the docker CLI and the Python SDK at it."""
+
+    proc: subprocess.Popen
+    home: Path
+
+    @property
+    def host(self) -> str:
+        return f"unix://{self.home / 'docker.sock'}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(os.environ, DOCKER_HOST=self.host, DOCKER_BUILDKIT="0")
+
+    @classmethod
+    def start(cls, timeout: float = 60) -> Engine:
+        # a short path: the engine and containerd put unix sockets under it (108-byte limit)
+        home = Path(tempfile.mkdtemp(prefix="fmq-docker-"))
+        log = open(home / "dockerd.log", "wb")  # noqa: SIM115 - the engine writes it while it runs
+        proc = subprocess.Popen(
+            ["dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false", "--ip-masq=false",
+             f"--data-root={home / 'data'}", f"--exec-root={home / 'exec'}", f"--pidfile={home / 'dockerd.pid'}",
+             f"--host=unix://{home / 'docker.sock'}"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        engine = cls(proc, home)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                reason = engine.log_tail()
+                engine.stop()
+                raise DockerUnavailable(f"dockerd exited at start (status {proc.returncode}):\n{reason}")
+            if engine.docker("version", check=False).returncode == 0:
+                return engine
+            time.sleep(0.2)
+        engine.stop()
+        raise RuntimeError(f"dockerd did not answer within {timeout:.0f}s:\n{engine.log_tail()}")
+
+    def log_tail(self) -> str:
+        return (self.home / "dockerd.log").read_text(errors="replace")[-3000:]
+
+    def docker(self, *args: str, check: bool = True, timeout: float = 900, stdin=subprocess.DEVNULL
+               ) -> subprocess.CompletedProcess:
+        proc = subprocess.run(["docker", *args], env=self.env, capture_output=True, timeout=timeout, stdin=stdin,
+                              check=False)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"docker {' '.join(args)} failed (exit {proc.returncode}):\n"
+                               f"{proc.stdout.decode(errors='replace')[-3000:]}\n"
+                               f"{proc.stderr.decode(errors='replace')[-3000:]}")
+        return proc
+
+    def stop(self) -> None:
+        """Stop the engine (its containers with it) and remove its state."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        # the engine leaves its network namespace mounted under exec-root
+        for mount_point in reversed(self._mounts()):
+            subprocess.run(["umount", mount_point], capture_output=True, check=False)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def _mounts(self) -> list[str]:
+        with open("/proc/mounts") as mounts:
+            points = [line.split()[1] for line in mounts]
+        return [p for p in points if p == str(self.home) or p.startswith(f"{self.home}/")]
+
+
+def rootfs_tarball() -> Path:
+    """The Debian root file system as a tarball, made by debootstrap on first use (~1 min) and cached."""
+    out = ROOTFS_CACHE / f"debian-{SUITE}-minbase-{'-'.join(PACKAGES)}.tar"
+    if out.exists():
+        return out
+    ROOTFS_CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fmq-rootfs-") as tmp:
+        root = Path(tmp) / "root"
+        proc = subprocess.run(["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}", SUITE,
+                               str(root)], capture_output=True, text=True, timeout=1200, check=False)
+        if proc.returncode != 0:
+            raise RuntimeError(f"debootstrap failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
+                               f"{proc.stderr[-3000:]}")
+        partial = out.with_suffix(".tmp")
+        subprocess.run(["tar", "-C", str(root), "-cf", str(partial), "."], check=True, capture_output=True)
+        partial.rename(out)
+    return out
+
+
+def build_base(engine: Engine) -> None:
+    """Import the root file system and add the host's CA bundle for pip (PIP_CERT) when there is one."""
+    with open(rootfs_tarball(), "rb") as tar:
+        engine.docker("import", "-", ROOTFS_IMAGE, stdin=tar)
+    bundle = next((Path(os.environ[v]) for v in CA_BUNDLE_VARIABLES
+                   if os.environ.get(v) and Path(os.environ[v]).is_file()), None)
+    lines = [f"FROM {ROOTFS_IMAGE}"]
+    with tempfile.TemporaryDirectory(prefix="fmq-base-") as context:
+        if bundle is not None:
+            shutil.copy(bundle, Path(context) / "ca-bundle.crt")
+            lines += ["COPY ca-bundle.crt /etc/ssl/certs/host-ca-bundle.crt",
+                      "ENV PIP_CERT=/etc/ssl/certs/host-ca-bundle.crt"]
+        if os.environ.get("PIP_INDEX_URL"):
+            lines.append(f"ENV PIP_INDEX_URL={os.environ['PIP_INDEX_URL']}")
+        (Path(context) / "Dockerfile").write_text("\n".join(lines) + "\n")
+        engine.docker("build", "-q", "-t", BASE_IMAGE, context)
+
+
+def build_image(engine: Engine) -> None:
+    """The repository's Dockerfile, as a user builds it, on the test's base image.
+
+    The build's network is the host's: pip inside it fetches the dependencies from PyPI.
+    FERRYMQ_NO_CYTHON=1: the base has no C compiler, so the hot path runs from its source either way.
+    """
+    engine.docker("build", "--network", "host", "--build-arg", f"BASE={BASE_IMAGE}",
+                  "--build-arg", "FERRYMQ_NO_CYTHON=1", "-t", IMAGE, str(ROOT))
