@@ -52,8 +52,8 @@ def _checked(answer: RemotingCommand, what: str) -> RemotingCommand:
     return answer
 
 
-def cluster_info(namesrv_addr: str) -> ClusterInfo:
-    answer = call(namesrv_addr, request(RequestCode.GET_BROKER_CLUSTER_INFO))
+def cluster_info(namesrv_addr: str, timeout: float = 5.0) -> ClusterInfo:
+    answer = call(namesrv_addr, request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout)
     return ClusterInfo.decode(_checked(answer, "cluster info").body)
 
 

@@ -17,39 +17,19 @@ point from which a client's route lookup succeeds.
 from __future__ import annotations
 
 import os
-import random
 import socket
 import time
 from collections.abc import Mapping
 
 from testcontainers.core.container import DockerContainer
 
-from ferrymq.remoting.errors import RemotingError
-from ferrymq.sdk.blocking import BlockingAdmin
+from . import admin
+from .ports import free_port
 
 #: where the image reads a mounted config file (docker/entrypoint.sh)
 CONF_IN_CONTAINER = "/etc/ferrymq/broker.conf"
 #: prefix of the environment variables the image turns into config keys (docker/entrypoint.sh)
 ENV_PREFIX = "FERRYMQ_"
-
-
-def free_port(*, also_free: tuple[int, ...] = ()) -> int:
-    """A port P below the kernel's ephemeral range, free on all interfaces, with P+d free for each d."""
-    rng = random.Random()
-    for _ in range(500):
-        port = rng.randrange(12000, 32000)
-        if all(_bindable(port + d) for d in (0, *also_free)):
-            return port
-    raise RuntimeError("no free port block found after 500 tries")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True
 
 
 class FerryMQContainer(DockerContainer):
@@ -72,8 +52,9 @@ class FerryMQContainer(DockerContainer):
         **kwargs,
     ) -> None:
         super().__init__(image, **kwargs)
-        self.namesrv_port = namesrv_port or free_port()
-        self.broker_port = broker_port or free_port(also_free=(-2,))
+        # host networking or ports published on the same numbers: free on every interface of this host
+        self.namesrv_port = namesrv_port or free_port("0.0.0.0")
+        self.broker_port = broker_port or free_port("0.0.0.0", also_free=(-2,))
         self.advertised_ip = advertised_ip
         self.ready_timeout = ready_timeout
         if isinstance(conf, Mapping):
@@ -115,20 +96,19 @@ class FerryMQContainer(DockerContainer):
 
     def _wait_until_registered(self) -> None:
         deadline = time.monotonic() + self.ready_timeout
-        last_error: RemotingError | None = None
-        with BlockingAdmin(self.namesrv_addr, timeout=3.0) as admin:
-            while time.monotonic() < deadline:
-                self.reload()
-                if self.status not in ("created", "running"):
-                    raise RuntimeError(f"the FerryMQ container {self.status} before it was ready:\n{self._logs()}")
-                try:
-                    info = admin.get_cluster_info()
-                except RemotingError as exc:  # the name server is not listening yet
-                    last_error = exc
-                else:
-                    if any(self.broker_addr in data.broker_addrs.values() for data in info.broker_addr_table.values()):
-                        return
-                time.sleep(0.2)
+        last_error: OSError | None = None
+        while time.monotonic() < deadline:
+            self.reload()
+            if self.status not in ("created", "running"):
+                raise RuntimeError(f"the FerryMQ container {self.status} before it was ready:\n{self._logs()}")
+            try:
+                info = admin.cluster_info(self.namesrv_addr, timeout=3.0)
+            except OSError as exc:  # the name server is not listening yet
+                last_error = exc
+            else:
+                if any(self.broker_addr in data.broker_addrs.values() for data in info.broker_addr_table.values()):
+                    return
+            time.sleep(0.2)
         raise TimeoutError(f"the broker did not register at {self.broker_addr} with the name server at "
                            f"{self.namesrv_addr} within {self.ready_timeout:.0f}s (last error: {last_error!r}):\n"
                            f"{self._logs()}")

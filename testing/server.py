@@ -10,10 +10,8 @@ find a route; that takes well under a second.
 from __future__ import annotations
 
 import os
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,8 +22,7 @@ from types import TracebackType
 from ferrymq.wire.bodies import SubscriptionGroupConfig
 
 from . import admin
-
-LOOPBACK = "127.0.0.1"
+from .ports import LOOPBACK, free_port
 
 #: the log lines that give the ports the two servers bound (the name server's is 0, chosen by the kernel)
 NAMESRV_UP = re.compile(r"name server listening on [\d.]+:(\d+)")
@@ -246,30 +243,8 @@ class FerryMQServer:
 
 
 def _free_pair() -> int:
-    """A loopback port P with P-2 free too (the broker's VIP channel), from below the kernel's ephemeral
-    range when there is room, so that no client's outgoing connection takes it before the broker binds it."""
-    low, high = _listen_range()
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(low, high)
-        if _bindable(port) and _bindable(port - 2):
-            return port
-    raise ServerStartError("no free pair of loopback ports found in 200 tries")
-
-
-def _listen_range() -> tuple[int, int]:
+    """A loopback port P with P-2 free too (the broker's VIP channel)."""
     try:
-        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 20000, 60000
-    return (10000, ephemeral_low - 1) if ephemeral_low - 10000 >= 5000 else (20000, 60000)
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((LOOPBACK, port))
-        except OSError:
-            return False
-    return True
+        return free_port(also_free=(-2,))
+    except RuntimeError as exc:
+        raise ServerStartError(str(exc)) from None

@@ -33,7 +33,7 @@ def test_the_wheel_installs_nothing_at_top_level_but_ferrymq(wheel):
         assert f"ferrymq/{package}/__init__.py" in names
     assert "ferrymq/server/broker/service.py" in names
     assert "ferrymq/sdk/producer.py" in names
-    assert "ferrymq/testing/pytest_plugin.py" in names
+    assert "ferrymq/testing/pytest_plugin.py" in names and "ferrymq/testing/containers.py" in names
 
 
 def test_the_wheel_registers_the_pytest_plugin(wheel):

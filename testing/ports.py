@@ -1,0 +1,39 @@
+"""Free ports for a server the test is about to start: below the kernel's ephemeral range when there is
+room, so that no client's outgoing connection takes one before the server binds it."""
+
+from __future__ import annotations
+
+import random
+import socket
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port(host: str = LOOPBACK, *, also_free: tuple[int, ...] = ()) -> int:
+    """A port P bindable on ``host`` with P+d bindable too for each d (the broker's VIP channel is P-2)."""
+    low, high = _listen_range()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        if all(bindable(port + d, host) for d in (0, *also_free)):
+            return port
+    raise RuntimeError(f"no free port (with {also_free} beside it) on {host} found in 200 tries")
+
+
+def _listen_range() -> tuple[int, int]:
+    try:
+        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 20000, 60000
+    return (10000, ephemeral_low - 1) if ephemeral_low - 10000 >= 5000 else (20000, 60000)
+
+
+def bindable(port: int, host: str = LOOPBACK) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
