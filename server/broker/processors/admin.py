@@ -53,6 +53,7 @@ from ferrymq.remoting.dispatch import handles
 from ferrymq.server.config import ConfigError, from_properties, to_properties
 
 from ..context import BrokerContext
+from ..group_attributes import AttributeRefused, alter_attributes
 from .common import ok, refuse
 
 log = logging.getLogger("ferrymq.broker.admin")
@@ -267,6 +268,11 @@ class AdminProcessor:
         config = SubscriptionGroupConfig.decode(cmd.body)
         if (remark := names.validate_group(config.group_name)) is not None:
             raise refuse(ResponseCode.INVALID_PARAMETER, remark)
+        old = self.ctx.groups.get(config.group_name)
+        try:
+            config.attributes = alter_attributes(old is None, old.attributes if old else {}, config.attributes or {})
+        except AttributeRefused as exc:
+            raise refuse(ResponseCode.SYSTEM_ERROR, exc.remark) from None
         self.ctx.groups.update(config)
         return ok(cmd)
 
