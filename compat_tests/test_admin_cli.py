@@ -406,6 +406,12 @@ def test_query_msg_by_id_consumer_groups(server, mqadmin5, keyed_messages):
             time.sleep(0.5)
         theirs = mqadmin5(ns, "queryMsgById", "-t", topic, "-i", sent[0].msg_id)
         assert ours == theirs and track + "CONSUMED, exceptionDesc=null]\n" in ours
+        # -g and -d: the consumer's listener takes the message again, through the broker
+        spent = re.compile(r"spentTimeMills=\d+")
+        ours, theirs = both(server, mqadmin5, "queryMsgById", "-t", topic, "-i", sent[1].offset_msg_id, "-g", group,
+                            "-d", consumer.instance.client_id)
+        assert spent.sub("", ours) == spent.sub("", theirs)
+        assert ours.startswith("ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS")
     finally:
         consumer.shutdown()
     ours, theirs = both(server, mqadmin5, "queryMsgById", "-t", topic, "-i", sent[0].msg_id)

@@ -13,6 +13,7 @@ from twisted.internet import defer
 
 from ferrymq.wire.bodies import (
     CheckClientRequestBody,
+    ConsumeMessageDirectlyResult,
     ConsumeStats,
     ConsumerConnection,
     ConsumerRunningInfo,
@@ -31,6 +32,7 @@ from ferrymq.wire.bodies import (
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
@@ -370,6 +372,14 @@ class BrokerAPI:
         header = GetConsumerRunningInfoRequestHeader(group, client_id)
         cmd = self._req(RequestCode.GET_CONSUMER_RUNNING_INFO, header)
         return self.call(addr, cmd).addCallback(lambda r: ConsumerRunningInfo.decode(r.body))
+
+    def consume_message_directly(self, addr: str, group: str, client_id: str, topic: str,
+                                 offset_msg_id: str) -> defer.Deferred:
+        """CONSUME_MESSAGE_DIRECTLY: the broker hands the message stored at ``offset_msg_id`` to one consumer's
+        listener and relays how it went (a ConsumeMessageDirectlyResult)."""
+        header = ConsumeMessageDirectlyResultRequestHeader(group, client_id, offset_msg_id, topic=topic)
+        cmd = self._req(RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
+        return self.call(addr, cmd).addCallback(lambda r: ConsumeMessageDirectlyResult.decode(r.body))
 
     def reset_offset(self, addr: str, topic: str, group: str, timestamp_ms: int, force: bool = True,
                      queue_id: int = -1, offset: int | None = None) -> defer.Deferred:

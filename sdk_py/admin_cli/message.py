@@ -10,17 +10,18 @@ from dataclasses import dataclass
 from twisted.internet import defer
 
 from ferrymq.remoting.errors import ResponseCodeError
-from ferrymq.wire.bodies import TopicRouteData
+from ferrymq.wire.bodies import ConsumeMessageDirectlyResult, TopicRouteData
 from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.headers import QueryMessageRequestHeader
 from ferrymq.wire.message import MessageExt
 from ferrymq.wire.msgid import parse_offset_msg_id
+from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 from ferrymq.wire.topics import TIMER_TOPIC
 
 from .cluster import MASTER_ID, select_addr
 from .command import CommandError, Context, Opt, command, int_option
 from .consumer import connections_of, consume_stats
-from .java_text import human_time2, java_hashmap
+from .java_text import human_time2, java_bool, java_hashmap
 from .topic import consumer_groups
 
 #: where mqadmin writes each message's body (the path it prints)
@@ -153,21 +154,53 @@ def key_table(msgs: list[MessageExt], topic: str, key_type: str, key: str) -> st
          Opt("c", "cluster", "Cluster name or lmq parent topic, lmq is used to find the route."))
 @defer.inlineCallbacks
 def query_msg_by_id(ctx: Context, opts: argparse.Namespace):
-    if (opts.consumerGroup and opts.clientId) or opts.sendMessage is not None:
-        raise CommandError("-g/-d (push to a consumer) and -s (resend) are not supported yet; run without them")
+    msg_ids = [i.strip() for i in opts.msgId.split(",") if i.strip()]
+    if opts.consumerGroup and opts.clientId:
+        for msg_id in msg_ids:
+            try:
+                yield push_to_consumer(ctx, opts, msg_id)
+            except Exception as exc:  # mqadmin reports it and goes on with the next id
+                ctx.err.write(f"{msg_id}: {exc}\n")
+        return
+    if opts.sendMessage is not None:
+        raise CommandError("-s (resend) is not supported yet; run without it")
     charset = opts.bodyFormat
     if charset is not None:
         try:
             "".encode(charset)
         except LookupError:
             raise CommandError(f"unknown body format (charset) {charset!r}") from None
-    for msg_id in (i.strip() for i in opts.msgId.split(",")):
-        if not msg_id:
-            continue
+    for msg_id in msg_ids:
         msg = yield message_by_id(ctx, opts.topic, msg_id, opts.cluster)
         path = save_body(msg)
         tracks = yield message_tracks(ctx, msg)
         ctx.printf("%s", message_text(msg, path, charset, tracks))
+
+
+@defer.inlineCallbacks
+def push_to_consumer(ctx: Context, opts: argparse.Namespace, msg_id: str):
+    """-g and -d: have that push consumer's listener take the message now, and print how it went."""
+    group, client_id = opts.consumerGroup, opts.clientId
+    route: TopicRouteData = yield ctx.admin.namesrv.get_route_info(RETRY_PREFIX + group)
+    addr = next(filter(None, map(select_addr, route.broker_datas)), None)
+    if addr is None:
+        raise CommandError(f"no broker serves the consumer group {group}")
+    info = yield ctx.admin.api.get_consumer_running_info(addr, group, client_id)
+    if info.properties.get("PROP_CONSUME_TYPE") != "CONSUME_PASSIVELY":
+        ctx.printf("this %s client is not push consumer ,not support direct push \n", client_id)
+        return
+    msg = yield message_by_id(ctx, opts.topic, msg_id, opts.cluster)
+    target = msg_id if msg.uniq_key is None else msg.offset_msg_id
+    result = yield ctx.admin.api.consume_message_directly("%s:%d" % msg.store_host, group, client_id, opts.topic,
+                                                          target)
+    ctx.printf("%s", direct_result_text(result))
+
+
+def direct_result_text(result: ConsumeMessageDirectlyResult) -> str:
+    """``ConsumeMessageDirectlyResult.toString()``."""
+    return (f"ConsumeMessageDirectlyResult [order={java_bool(result.order)}, autoCommit={java_bool(result.auto_commit)}, "
+            f"consumeResult={_java_str(result.consume_result)}, remark={_java_str(result.remark)}, "
+            f"spentTimeMills={result.spent_time_mills}]")
 
 
 def save_body(msg: MessageExt, directory: str = BODY_DIR) -> str:

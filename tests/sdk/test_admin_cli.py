@@ -653,9 +653,10 @@ def test_query_msg_by_id_against_broker(cluster, keyed_topic, tmp_path):
     code, out, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", "C0000202430259086650FFFFFFFF0000")
     assert (code, out) == (1, "") and "no message" in err
 
+    received = []
     consumer = BlockingPushConsumer("admin_cli_tracks", cluster.namesrv_addr)
     consumer.subscribe(topic, "*")
-    consumer.register_listener(lambda msgs, context: None)
+    consumer.register_listener(lambda msgs, context: received.extend(m.body for m in msgs))
     consumer.start()
     try:
         deadline = time.monotonic() + 20
@@ -665,6 +666,14 @@ def test_query_msg_by_id_against_broker(cluster, keyed_topic, tmp_path):
                 break
             time.sleep(0.3)
         assert out.endswith("\n\nMessageTrack [consumerGroup=admin_cli_tracks, trackType=CONSUMED, exceptionDesc=null]\n")
+        # -g and -d: the consumer's listener takes the message again, now
+        received.clear()
+        code, out, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[2].msg_id, "-g", "admin_cli_tracks",
+                             "-d", consumer.instance.client_id)
+        assert (code, err) == (0, "")
+        assert out.startswith("ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS, "
+                              "remark=null, spentTimeMills=") and out.endswith("]")
+        assert received == [b"body2"]
     finally:
         consumer.shutdown()
     out = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[0].msg_id)[1]
