@@ -422,6 +422,27 @@ def test_query_msg_by_id_consumer_groups(server, mqadmin5, keyed_messages):
     assert (code, ours.returncode, ours.stdout) == (208, 1, "") and remark in ours.stderr
 
 
+def test_query_msg_by_id_resend(server, mqadmin5):
+    """queryMsgById -s true sends the message again as stored (its unique key kept) and prints what mqadmin
+    prints, up to where the copy went."""
+    topic = new_topic("Resend")
+    ns = server.namesrv_addr
+    mqadmin5(ns, "updateTopic", "-b", server.broker_addr, "-t", topic, "-r", "1", "-w", "1")
+    producer = BlockingProducer(f"compat_cli_{uuid.uuid4().hex[:8]}", ns)
+    producer.start()
+    try:
+        sent = producer.send(Message(topic, b"again", tags="TagA", keys=["r1"]))
+    finally:
+        producer.shutdown()
+    stored = re.compile(r"offsetMsgId=[0-9A-F]+|queueOffset=\d+")
+    ours, theirs = both(server, mqadmin5, "queryMsgById", "-t", topic, "-i", sent.msg_id, "-s", "true")
+    assert stored.sub("", ours) == stored.sub("", theirs)
+    assert ours.startswith(f"prepare resend msg. originalMsgId={sent.msg_id}SendResult [sendStatus=SEND_OK, "
+                           f"msgId={sent.msg_id}, ")
+    rows = ferry_admin(ns, "queryMsgByKey", "-t", topic, "-k", "r1").splitlines()[1:]
+    assert [row.split()[:3] for row in rows] == [[sent.msg_id, "0", str(offset)] for offset in range(3)]
+
+
 def test_stored_message_names_region_and_trace_switch(server, keyed_messages, request):
     """Apache's broker adds its region and trace switch to every message it stores (queryMsgById shows
     them among the properties)."""

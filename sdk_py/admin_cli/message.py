@@ -18,12 +18,16 @@ from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 from ferrymq.wire.topics import TIMER_TOPIC
 
+from ..message import Message, SendResult
+from ..producer import Producer
 from .cluster import MASTER_ID, select_addr
 from .command import CommandError, Context, Opt, command, int_option
 from .consumer import connections_of, consume_stats
 from .java_text import human_time2, java_bool, java_hashmap
 from .topic import consumer_groups
 
+#: the producer group queryMsgById -s resends from
+RESEND_GROUP = "ReSendMsgById"
 #: where mqadmin writes each message's body (the path it prints)
 BODY_DIR = "/tmp/rocketmq/msgbodys"
 #: MessageDecoder reads properties into ``new HashMap<>(128)``: the size their printed order depends on
@@ -163,7 +167,9 @@ def query_msg_by_id(ctx: Context, opts: argparse.Namespace):
                 ctx.err.write(f"{msg_id}: {exc}\n")
         return
     if opts.sendMessage is not None:
-        raise CommandError("-s (resend) is not supported yet; run without it")
+        if opts.sendMessage.lower() == "true":
+            yield resend(ctx, opts, msg_ids)
+        return
     charset = opts.bodyFormat
     if charset is not None:
         try:
@@ -194,6 +200,36 @@ def push_to_consumer(ctx: Context, opts: argparse.Namespace, msg_id: str):
     result = yield ctx.admin.api.consume_message_directly("%s:%d" % msg.store_host, group, client_id, opts.topic,
                                                           target)
     ctx.printf("%s", direct_result_text(result))
+
+
+@defer.inlineCallbacks
+def resend(ctx: Context, opts: argparse.Namespace, msg_ids: list[str]):
+    """-s true: send each message again as stored (its properties, unique key included), from mqadmin's
+    producer group, and print where it went."""
+    producer = Producer(RESEND_GROUP, ";".join(ctx.namesrv_addrs))
+    yield producer.start()
+    try:
+        for msg_id in msg_ids:
+            try:
+                msg = yield message_by_id(ctx, opts.topic, msg_id, opts.cluster)
+                ctx.printf("prepare resend msg. originalMsgId=%s", msg_id)
+                result = yield producer.send(Message(msg.topic, msg.body, flag=msg.flag,
+                                                     properties=dict(msg.properties)))
+            except Exception as exc:  # mqadmin reports it and goes on with the next id
+                ctx.err.write(f"{msg_id}: {exc}\n")
+                continue
+            ctx.printf("%s", send_result_text(result))
+    finally:
+        yield producer.shutdown()
+
+
+def send_result_text(result: SendResult) -> str:
+    """``SendResult.toString()``."""
+    mq = result.message_queue
+    return (f"SendResult [sendStatus={result.status.value}, msgId={_java_str(result.msg_id)}, "
+            f"offsetMsgId={result.offset_msg_id}, messageQueue=MessageQueue [topic={mq.topic}, "
+            f"brokerName={mq.broker_name}, queueId={mq.queue_id}], queueOffset={result.queue_offset}, "
+            f"recallHandle=null]")
 
 
 def direct_result_text(result: ConsumeMessageDirectlyResult) -> str:

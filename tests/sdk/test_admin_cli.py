@@ -681,6 +681,21 @@ def test_query_msg_by_id_against_broker(cluster, keyed_topic, tmp_path):
                         "DESC:the consumer group[admin_cli_tracks] not online]\n")
 
 
+def test_query_msg_by_id_resend_against_broker(cluster, keyed_topic):
+    """-s true sends the message again as stored (same unique key and keys) and prints mqadmin's lines."""
+    topic, sent = keyed_topic
+    ns = cluster.namesrv_addr
+    assert run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[0].msg_id, "-s", "false") == (0, "", "")
+    code, out, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[0].msg_id, "-s", "true")
+    assert (code, err) == (0, "")
+    prefix = (f"prepare resend msg. originalMsgId={sent[0].msg_id}SendResult [sendStatus=SEND_OK, "
+              f"msgId={sent[0].msg_id}, offsetMsgId=")
+    assert out.startswith(prefix) and out.endswith(", recallHandle=null]")
+    assert f"messageQueue=MessageQueue [topic={topic}, brokerName=broker-sdk, queueId=0], queueOffset=3" in out
+    rows = run("queryMsgByKey", "-n", ns, "-t", topic, "-k", "key0")[1].splitlines()[1:]
+    assert [row.split()[:3] for row in rows] == [[sent[0].msg_id, "0", "0"], [sent[0].msg_id, "0", "3"]]
+
+
 def test_reset_offset_by_time_against_broker(cluster, keyed_topic):
     """The broker's reset (every queue to the time's offset), then mqadmin's own reset when the broker resets
     through consumers and none is online; -b/-q for one queue."""
