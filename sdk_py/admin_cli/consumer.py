@@ -194,6 +194,10 @@ def queue_clients(ctx: Context, group: str):
     return clients
 
 
+class Broadcasting(CommandError):
+    """The group keeps no offsets on the brokers: it consumes in broadcast mode."""
+
+
 @defer.inlineCallbacks
 def consume_stats(ctx: Context, group: str, topic: str | None = None):
     """The group's offsets on every broker of its route (its retry topic's, else the topic's), as mqadmin's
@@ -221,7 +225,7 @@ def consume_stats(ctx: Context, group: str, topic: str | None = None):
             raise CommandError("Not found the consumer group consume stats, because return offset table is "
                                "empty, maybe the consumer not online") from None
         if conn.message_model == "BROADCASTING":
-            raise CommandError("Not found the consumer group consume stats, because return offset table is "
+            raise Broadcasting("Not found the consumer group consume stats, because return offset table is "
                                "empty, the consumer is under the broadcast mode")
     return result
 

@@ -13,7 +13,7 @@ from ferrymq.remoting.errors import ResponseCodeError
 from ferrymq.wire.bodies import ConsumeMessageDirectlyResult, TopicRouteData
 from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.headers import QueryMessageRequestHeader
-from ferrymq.wire.message import MessageExt
+from ferrymq.wire.message import MessageConst, MessageExt
 from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX as RETRY_PREFIX
 from ferrymq.wire.topics import TIMER_TOPIC
@@ -22,7 +22,7 @@ from ..message import Message, SendResult
 from ..producer import Producer
 from .cluster import MASTER_ID, select_addr
 from .command import CommandError, Context, Opt, command, int_option
-from .consumer import connections_of, consume_stats
+from .consumer import Broadcasting, connections_of, consume_stats
 from .java_text import human_time2, java_bool, java_hashmap
 from .topic import consumer_groups
 
@@ -38,7 +38,7 @@ HOUR_MS = 3_600_000
 #: a unique-key lookup searches the last three days, for at most 32 messages (MQAdminImpl)
 UNIQUE_KEY_SPAN_MS = 3 * 24 * HOUR_MS
 UNIQUE_KEY_MAX = 32
-#: DefaultMQAdminExt's request timeout (ms); a key query may take three times that
+#: DefaultMQAdminExt's request timeout (s); a key query may take three times that
 ADMIN_TIMEOUT_S = 5.0
 
 KEY_TYPE_KEYS = "K"
@@ -88,7 +88,7 @@ def _matches(msg: MessageExt, topic: str, key: str, key_type: str | None, unique
         return False
     if key_type == KEY_TYPE_TAGS:
         return msg.tags == key
-    return key in msg.properties.get("KEYS", "").split(" ")
+    return key in msg.keys
 
 
 @defer.inlineCallbacks
@@ -98,7 +98,7 @@ def message_by_id(ctx: Context, topic: str, msg_id: str, cluster: str | None = N
     try:
         (host, port), offset = parse_offset_msg_id(msg_id)
         return (yield ctx.admin.api.view_message(f"{host}:{port}", offset, topic))
-    except Exception:
+    except Exception:  # a unique key also parses as an offset id, of a host that holds no such message
         pass
     now = int(time.time() * 1000)
     found = yield query_messages(ctx, topic, msg_id, cluster=cluster, max_num=UNIQUE_KEY_MAX,
@@ -252,7 +252,7 @@ def message_text(msg: MessageExt, body_path: str, charset: str | None, tracks: l
     """The detail block mqadmin prints for one message, then its consumer groups' progress on it."""
     rows = [
         ("OffsetID:", msg.offset_msg_id), ("Topic:", msg.topic), ("Tags:", f"[{_java_str(msg.tags)}]"),
-        ("Keys:", f"[{_java_str(msg.properties.get('KEYS'))}]"), ("Queue ID:", msg.queue_id),
+        ("Keys:", f"[{_java_str(msg.properties.get(MessageConst.KEYS))}]"), ("Queue ID:", msg.queue_id),
         ("Queue Offset:", msg.queue_offset), ("CommitLog Offset:", msg.commitlog_offset),
         ("Reconsume Times:", msg.reconsume_times), ("Born Timestamp:", human_time2(msg.born_timestamp)),
         ("Store Timestamp:", human_time2(msg.store_timestamp)), ("Born Host:", "%s:%d" % msg.born_host),
@@ -301,15 +301,10 @@ def message_tracks(ctx: Context, msg: MessageExt):
 def _track(ctx: Context, msg: MessageExt, group: str):
     try:
         conn = yield connections_of(ctx, group)
-    except ResponseCodeError as exc:
+    except ResponseCodeError as exc:  # the broker's refusal: offline, or something else
         kind = "NOT_ONLINE" if exc.code == ResponseCode.CONSUMER_NOT_ONLINE else "UNKNOWN"
         return MessageTrack(group, kind, f"CODE:{exc.code} DESC:{exc.remark}")
-    except CommandError as exc:
-        if "CONSUMER_NOT_ONLINE" in str(exc):  # connections_of found nobody connected
-            return MessageTrack(group, "NOT_ONLINE", f"CODE:{ResponseCode.CONSUMER_NOT_ONLINE} DESC:the consumer "
-                                                     f"group[{group}] not online")
-        return MessageTrack(group, "UNKNOWN", str(exc))
-    except Exception as exc:
+    except Exception as exc:  # no route, no connection listed: mqadmin cannot tell either
         return MessageTrack(group, "UNKNOWN", str(exc))
     if conn.consume_type == "CONSUME_ACTIVELY":
         return MessageTrack(group, "PULL")
@@ -317,10 +312,12 @@ def _track(ctx: Context, msg: MessageExt, group: str):
         return MessageTrack(group, "UNKNOWN")
     try:
         consumed = yield _consumed(ctx, msg, group)
-    except Exception as exc:
-        if "broadcast" in str(exc):
-            return MessageTrack(group, "CONSUME_BROADCASTING")
+    except Broadcasting:
+        return MessageTrack(group, "CONSUME_BROADCASTING")
+    except CommandError as exc:  # no offsets on any broker yet
         return MessageTrack(group, "NOT_ONLINE", f"CODE:{ResponseCode.CONSUMER_NOT_ONLINE} DESC:{exc}")
+    except Exception as exc:
+        return MessageTrack(group, "UNKNOWN", str(exc))
     if not consumed:
         return MessageTrack(group, "NOT_CONSUME_YET")
     sub = next((s for t, s in conn.subscription_table.items() if t == msg.topic), None)
