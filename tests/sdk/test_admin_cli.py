@@ -35,7 +35,7 @@ from ferrymq.sdk.admin_cli.java_text import (
     mq_hash,
     perm_string,
 )
-from ferrymq.sdk.admin_cli.message import key_table, message_text
+from ferrymq.sdk.admin_cli.message import MessageTrack, direct_result_text, key_table, message_text, send_result_text
 from ferrymq.sdk.admin_cli.offset import Rollback, parse_timestamp, reset_table, rollback_text
 from ferrymq.sdk.admin_cli.topic import parse_attributes, route_json, route_list, topic_config_text
 from ferrymq.wire.bodies import (
@@ -555,6 +555,21 @@ def test_message_text_is_mqadmins(utc):
     assert "Message Body:" not in text and text.endswith("Message Body Path:   " + path + "\n\n\n" + tracks[0] + "\n")
     assert message_text(_message(properties={}), path, None, []).splitlines()[2:4] == \
         ["Tags:                [null]", "Keys:                [null]"]
+
+
+def test_small_message_texts():
+    """MessageTrack, ConsumeMessageDirectlyResult and SendResult as Java's toString writes them."""
+    from ferrymq.sdk.message import SendResult, SendStatus
+    from ferrymq.wire.bodies import ConsumeMessageDirectlyResult
+
+    assert str(MessageTrack("g", "NOT_ONLINE", "CODE:206 DESC:x")) == \
+        "MessageTrack [consumerGroup=g, trackType=NOT_ONLINE, exceptionDesc=CODE:206 DESC:x]"
+    assert str(MessageTrack("g", "PULL")) == "MessageTrack [consumerGroup=g, trackType=PULL, exceptionDesc=null]"
+    assert direct_result_text(ConsumeMessageDirectlyResult(consume_result="CR_SUCCESS", spent_time_mills=3)) == \
+        "ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS, remark=null, spentTimeMills=3]"
+    result = SendResult(SendStatus.SEND_OK, "U1", "7F00", MessageQueue("T", "b", 2), 7)
+    assert send_result_text(result) == ("SendResult [sendStatus=SEND_OK, msgId=U1, offsetMsgId=7F00, messageQueue="
+                                        "MessageQueue [topic=T, brokerName=b, queueId=2], queueOffset=7, recallHandle=null]")
 
 
 def test_key_table_is_mqadmins():
