@@ -118,12 +118,14 @@ def reset_on_brokers(ctx: Context, topic: str, group: str, timestamp: int, force
     capacity = 0
     for broker in route.broker_datas:
         addr = select_addr(broker)
-        if addr:
-            table = yield ctx.admin.api.reset_offset(addr, topic, group, timestamp, force)
-            # the broker's table as fastjson reads it into a HashMap, put into the admin's own map
-            order = hashmap_order(table, mq_hash, capacity_after_puts(len(table)))
-            merged.extend((mq, table[mq]) for mq in order)
-            capacity = capacity_after_puts(len(merged), capacity) if capacity else capacity_of_put_all(len(table))
+        if not addr:
+            continue
+        table = yield ctx.admin.api.reset_offset(addr, topic, group, timestamp, force)
+        if not table:
+            continue
+        # the broker's table as fastjson reads it into a HashMap, then put into the admin's own map
+        merged.extend((mq, table[mq]) for mq in hashmap_order(table, mq_hash, capacity_after_puts(len(table))))
+        capacity = capacity_after_puts(len(merged), capacity) if capacity else capacity_of_put_all(len(table))
     offsets = dict(merged)
     return [(mq, offsets[mq]) for mq in hashmap_order(offsets, mq_hash, capacity or 1)]
 
