@@ -13,8 +13,10 @@ from twisted.internet import defer
 
 from ferrymq.wire.bodies import (
     CheckClientRequestBody,
+    ConsumeMessageDirectlyResult,
     ConsumeStats,
     ConsumerConnection,
+    ConsumerRunningInfo,
     GetConsumerListByGroupResponseBody,
     GroupList,
     HeartbeatData,
@@ -22,6 +24,7 @@ from ferrymq.wire.bodies import (
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    ResetOffsetBody,
     SubscriptionGroupConfig,
     TopicStatsTable,
     UnlockBatchRequestBody,
@@ -29,6 +32,7 @@ from ferrymq.wire.bodies import (
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
@@ -36,6 +40,7 @@ from ferrymq.wire.headers import (
     GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
@@ -43,16 +48,21 @@ from ferrymq.wire.headers import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
     QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
 )
-from ferrymq.wire.message import MessageConst, decode_records, decompress_body
+from ferrymq.wire.message import MessageConst, MessageExt, decode_records, decompress_body
 from ferrymq.wire.properties import parse_properties
 from ferrymq.wire.requests import encode_request_header
+from ferrymq.wire.topics import UNIQUE_MSG_QUERY_FLAG
 
 from .errors import MQResponseError
 from .message import PullResult, PullStatus, SendResult, SendStatus
@@ -356,3 +366,59 @@ class BrokerAPI:
         cmd = self._req(RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic))
         # the broker walks every queue of the group: mqadmin allows three times the usual timeout
         return self.call(addr, cmd, timeout=self.timeout * 3).addCallback(lambda r: ConsumeStats.decode(r.body))
+
+    def get_consumer_running_info(self, addr: str, group: str, client_id: str) -> defer.Deferred:
+        """GET_CONSUMER_RUNNING_INFO: the broker asks the consumer itself (its queues, subscriptions, rates)."""
+        header = GetConsumerRunningInfoRequestHeader(group, client_id)
+        cmd = self._req(RequestCode.GET_CONSUMER_RUNNING_INFO, header)
+        return self.call(addr, cmd).addCallback(lambda r: ConsumerRunningInfo.decode(r.body))
+
+    def consume_message_directly(self, addr: str, group: str, client_id: str, topic: str,
+                                 offset_msg_id: str) -> defer.Deferred:
+        """CONSUME_MESSAGE_DIRECTLY: the broker hands the message stored at ``offset_msg_id`` to one consumer's
+        listener and relays how it went (a ConsumeMessageDirectlyResult)."""
+        header = ConsumeMessageDirectlyResultRequestHeader(group, client_id, offset_msg_id, topic=topic)
+        cmd = self._req(RequestCode.CONSUME_MESSAGE_DIRECTLY, header)
+        return self.call(addr, cmd).addCallback(lambda r: ConsumeMessageDirectlyResult.decode(r.body))
+
+    def reset_offset(self, addr: str, topic: str, group: str, timestamp_ms: int, force: bool = True,
+                     queue_id: int = -1, offset: int | None = None) -> defer.Deferred:
+        """INVOKE_BROKER_TO_RESET_OFFSET: move the group's offsets on that broker to the first message stored
+        at or after ``timestamp_ms`` (-1: the end); fires with the new offset of each queue. Fails with
+        code 206 (CONSUMER_NOT_ONLINE) when the broker resets through consumers and none is online."""
+        header = ResetOffsetRequestHeader(topic, group, timestamp_ms, force, queue_id, offset)
+        cmd = self._req(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
+        return self.call(addr, cmd).addCallback(
+            lambda r: ResetOffsetBody.decode(r.body).offset_table if r.body else {})
+
+    # ------------------------------------------------------------------ messages by id and key
+
+    def view_message(self, addr: str, commitlog_offset: int, topic: str | None = None) -> defer.Deferred:
+        """VIEW_MESSAGE_BY_ID: the message stored at that commit-log offset (what an offset message id
+        names), its body inflated."""
+        cmd = self._req(RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(commitlog_offset, topic))
+        return self.call(addr, cmd).addCallback(lambda r: _inflated(decode_records(r.body))[0])
+
+    def query_message(self, addr: str, header: QueryMessageRequestHeader, *, unique_key: bool = False,
+                      timeout: float | None = None) -> defer.Deferred:
+        """QUERY_MESSAGE: messages the broker's index holds under ``header.key`` (a unique key with
+        ``unique_key``); fires with ``(index last update time, messages)``, no messages on QUERY_NOT_FOUND.
+        The index may hold other keys of the same hash: callers filter."""
+        cmd = self._req(RequestCode.QUERY_MESSAGE, header)
+        if unique_key:
+            cmd.ext_fields[UNIQUE_MSG_QUERY_FLAG] = "true"
+
+        def result(resp: RemotingCommand) -> tuple[int, list[MessageExt]]:
+            if resp.code != ResponseCode.SUCCESS:
+                return 0, []
+            h = QueryMessageResponseHeader.from_ext(resp.ext_fields or {})
+            return h.index_last_update_timestamp, _inflated(decode_records(resp.body) if resp.body else [])
+
+        return self.call(addr, cmd, ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND,
+                         timeout=timeout).addCallback(result)
+
+
+def _inflated(msgs: list[MessageExt]) -> list[MessageExt]:
+    for m in msgs:
+        m.body = decompress_body(m.body, m.sys_flag)
+    return msgs

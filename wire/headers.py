@@ -756,13 +756,16 @@ class ViewMessageRequestHeader:
 @header
 @dataclass(slots=True)
 class QueryMessageRequestHeader:
-    """QUERY_MESSAGE; ext ``_UNIQUE_KEY_QUERY=true`` (not a field here) asks for a unique-key lookup."""
+    """QUERY_MESSAGE; ext ``_UNIQUE_KEY_QUERY=true`` (not a field here) asks for a unique-key lookup.
+    ``index_type`` (5.5: ``K`` keys, ``T`` tags) and ``last_key`` (paging) are sent by newer clients."""
 
     topic: str
     key: str
     max_num: int
     begin_timestamp: int
     end_timestamp: int
+    index_type: str | None = None
+    last_key: str | None = None
 
 
 @header

@@ -153,6 +153,9 @@ def consumer_connection_text(conn: ConsumerConnection) -> str:
 
 PROGRESS_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s\n"
 PROGRESS_ROW = "%-64s  %-32s  %-4d  %-20d  %-20d  %-20d %-20d %s\n"
+#: with -s true: a #Client IP column after the consumer offset
+PROGRESS_IP_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s\n"
+PROGRESS_IP_ROW = "%-64s  %-32s  %-4d  %-20d  %-20d  %-20s %-20d %-20d %s\n"
 GROUPS_HEADER = "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s\n"
 GROUPS_ROW = "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d\n"
 
@@ -164,13 +167,35 @@ GROUPS_ROW = "%-64s  %-6d  %-24s %-5s  %-14s  %-7d  %d\n"
          Opt("c", "cluster", "Cluster name or lmq parent topic, lmq is used to find the route."))
 @defer.inlineCallbacks
 def consumer_progress(ctx: Context, opts: argparse.Namespace):
-    if (opts.showClientIP or "").lower() == "true":
-        raise CommandError("-s (the client of each queue) is not supported yet; run without it")
     if not opts.groupName:
         yield _all_groups(ctx)
         return
     stats = yield consume_stats(ctx, opts.groupName, opts.topicName)
-    ctx.printf("%s", consume_stats_text(stats, time.localtime))
+    clients = None
+    if (opts.showClientIP or "").lower() == "true":
+        clients = yield queue_clients(ctx, opts.groupName)
+    ctx.printf("%s", consume_stats_text(stats, time.localtime, clients))
+
+
+@defer.inlineCallbacks
+def queue_clients(ctx: Context, group: str):
+    """The IP of the client each queue is assigned to, as each online consumer reports its queues (what
+    mqadmin can learn; a consumer that does not answer leaves its queues without one)."""
+    clients: dict = {}
+    try:
+        conn = yield connections_of(ctx, group)
+        route: TopicRouteData = yield ctx.admin.namesrv.get_route_info(RETRY_PREFIX + group)
+        addr = next(filter(None, map(select_addr, route.broker_datas)), None)
+        for c in conn.connection_set if addr else ():
+            info = yield ctx.admin.api.get_consumer_running_info(addr, group, c.client_id)
+            clients.update(dict.fromkeys(info.mq_table, c.client_id.split("@")[0]))
+    except Exception as exc:  # mqadmin prints the table without the clients then
+        ctx.err.write(f"the clients of {group}'s queues: {exc}\n")
+    return clients
+
+
+class Broadcasting(CommandError):
+    """The group keeps no offsets on the brokers: it consumes in broadcast mode."""
 
 
 @defer.inlineCallbacks
@@ -200,15 +225,20 @@ def consume_stats(ctx: Context, group: str, topic: str | None = None):
             raise CommandError("Not found the consumer group consume stats, because return offset table is "
                                "empty, maybe the consumer not online") from None
         if conn.message_model == "BROADCASTING":
-            raise CommandError("Not found the consumer group consume stats, because return offset table is "
+            raise Broadcasting("Not found the consumer group consume stats, because return offset table is "
                                "empty, the consumer is under the broadcast mode")
     return result
 
 
-def consume_stats_text(stats: ConsumeStats, localtime=time.localtime) -> str:
-    """consumerProgress -g: a row per queue (by topic, broker, queue id), then the totals."""
-    lines = [PROGRESS_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
-                                "#Inflight", "#LastTime")]
+def consume_stats_text(stats: ConsumeStats, localtime=time.localtime, clients: dict | None = None) -> str:
+    """consumerProgress -g: a row per queue (by topic, broker, queue id), then the totals; with ``clients``
+    (-s true), each queue's client IP ("N/A" when unknown)."""
+    if clients is None:
+        lines = [PROGRESS_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
+                                    "#Inflight", "#LastTime")]
+    else:
+        lines = [PROGRESS_IP_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset",
+                                       "#Client IP", "#Diff", "#Inflight", "#LastTime")]
     diff_total = inflight_total = 0
     for mq in sorted(stats.offset_table, key=lambda q: (q.topic, q.broker_name or "", q.queue_id)):
         off = stats.offset_table[mq]
@@ -217,8 +247,13 @@ def consume_stats_text(stats: ConsumeStats, localtime=time.localtime) -> str:
         inflight_total += inflight
         last = "N/A" if off.last_timestamp == 0 else time.strftime("%Y-%m-%d %H:%M:%S",
                                                                     localtime(off.last_timestamp / 1000))
-        lines.append(PROGRESS_ROW % (front(mq.topic, 64), front(mq.broker_name, 32), mq.queue_id, off.broker_offset,
-                                     off.consumer_offset, diff, inflight, last))
+        if clients is None:
+            lines.append(PROGRESS_ROW % (front(mq.topic, 64), front(mq.broker_name, 32), mq.queue_id,
+                                         off.broker_offset, off.consumer_offset, diff, inflight, last))
+        else:
+            lines.append(PROGRESS_IP_ROW % (front(mq.topic, 64), front(mq.broker_name, 32), mq.queue_id,
+                                            off.broker_offset, off.consumer_offset, clients.get(mq) or "N/A", diff,
+                                            inflight, last))
     lines.append("\nConsume TPS: %.2f\nConsume Diff Total: %d\nConsume Inflight Total: %d\n"
                  % (stats.consume_tps, diff_total, inflight_total))
     return "".join(lines)

@@ -1,14 +1,20 @@
 """Text the way mqadmin's Java prints it: fastjson's pretty JSON, ``Double.toString``, ``Map.toString``,
-``UtilAll`` time stamps and permission strings. Kept apart so each rule is tested once."""
+``UtilAll`` time stamps, permission strings, and the order a ``java.util.HashMap`` walks its keys in.
+Kept apart so each rule is tested once."""
 
 from __future__ import annotations
 
 import json
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
+
+from ferrymq.wire.bodies import MessageQueue
+from ferrymq.wire.message import java_string_hash
+
+K = TypeVar("K")
 
 PERM_READ = 4
 PERM_WRITE = 2
@@ -82,3 +88,54 @@ def human_time2(millis: int) -> str:
 def front(text: str | None, size: int) -> str:
     """``UtilAll.frontStringAtLeast``: at most ``size`` characters; Java prints a missing one as null."""
     return "null" if text is None else text[:size]
+
+
+# ---------------------------------------------------------------- java.util.HashMap iteration order
+
+#: HashMap's default capacity and load factor
+HASHMAP_CAPACITY = 16
+HASHMAP_LOAD = 0.75
+
+
+def mq_hash(mq: MessageQueue) -> int:
+    """``MessageQueue.hashCode``: broker name, queue id and topic, 31-folded as Java ints."""
+    h = 31 + java_string_hash(mq.broker_name or "")
+    h = _int32(31 * h + mq.queue_id)
+    return _int32(31 * h + java_string_hash(mq.topic or ""))
+
+
+def capacity_after_puts(size: int, capacity: int = HASHMAP_CAPACITY) -> int:
+    """The table size of a HashMap of ``capacity`` after ``size`` puts (it doubles past 3/4 full)."""
+    while size > capacity * HASHMAP_LOAD:
+        capacity *= 2
+    return capacity
+
+
+def capacity_of_put_all(size: int) -> int:
+    """The table size ``new HashMap<>()`` takes on its first ``putAll`` of ``size`` entries."""
+    wanted = int(size / HASHMAP_LOAD + 1.0)
+    capacity = 1
+    while capacity < wanted:
+        capacity *= 2
+    return capacity
+
+
+def hashmap_order(keys: Iterable[K], hash_of: Callable[[K], int], capacity: int) -> list[K]:
+    """The keys in the order a HashMap of ``capacity`` iterates them, inserted in the given order: by
+    bucket (the hash with its high half folded in), insertion order within a bucket."""
+    def bucket(key: K) -> int:
+        h = hash_of(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=bucket)  # sorted() is stable: a bucket keeps insertion order
+
+
+def java_hashmap(mapping: Mapping[str, Any], capacity: int) -> str:
+    """``HashMap<String, ?>.toString`` of a map filled in ``mapping``'s order."""
+    order = hashmap_order(mapping, java_string_hash, capacity_after_puts(len(mapping), capacity))
+    return java_map({key: mapping[key] for key in order})
+
+
+def _int32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - 0x100000000 if x & 0x80000000 else x

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from .. import reactor_thread
 from ..blocking_clients import BlockingMQAdmin
-from . import broker, cluster, consumer, topic  # noqa: F401 - each module declares its commands
+from . import broker, cluster, consumer, message, offset, topic  # noqa: F401 - each module declares its commands
 from .command import COMMANDS, Command, CommandError, Context
 
 #: where mqadmin (and every RocketMQ client) reads the name server list when -n is not given

@@ -41,7 +41,7 @@ def topic_list(ctx: Context, opts: argparse.Namespace):
         try:
             route = yield ctx.admin.namesrv.get_route_info(topic)
             cluster = cluster_of(route, info)
-            groups = yield _consumer_groups(ctx, route, topic)
+            groups = yield consumer_groups(ctx, route, topic)
         except Exception:  # mqadmin lists the topic without cluster or groups then
             pass
         for group in groups or [""]:
@@ -55,7 +55,7 @@ def cluster_of(route: TopicRouteData, info: ClusterInfo) -> str | None:
 
 
 @defer.inlineCallbacks
-def _consumer_groups(ctx: Context, route: TopicRouteData, topic: str):
+def consumer_groups(ctx: Context, route: TopicRouteData, topic: str):
     """QUERY_TOPIC_CONSUME_BY_WHO of the first broker with an address (as mqadmin asks one broker)."""
     for broker in route.broker_datas:
         addr = select_addr(broker)

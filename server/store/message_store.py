@@ -821,7 +821,8 @@ class MessageStore:
 
     def query_message(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryMessageResult:
         """Records of ``topic`` whose KEYS contain ``key`` or whose UNIQ_KEY is ``key``, stored in
-        [begin, end] ms, newest first, at most ``max_num`` (capped by defaultQueryMaxNum)."""
+        [begin, end] ms: the newest ``max_num`` (capped by defaultQueryMaxNum), in commit-log order as
+        Apache answers them."""
         max_num = min(max_num, self.config.defaultQueryMaxNum) if max_num > 0 else self.config.defaultQueryMaxNum
         # ask the index for more than max_num: hash collisions and duplicates are filtered below
         offsets, last_ts, last_phy = self.index.query(topic, key, max_num * 4 + 16, begin, end)
@@ -847,6 +848,10 @@ class MessageStore:
             result.commitlog_offsets.append(phys)
             if len(result.messages) >= max_num:
                 break
+        if result.commitlog_offsets:
+            found = sorted(zip(result.commitlog_offsets, result.messages), key=lambda pair: pair[0])
+            result.commitlog_offsets = [phys for phys, _ in found]
+            result.messages = [view for _, view in found]
         return result
 
     # ------------------------------------------------------------------------------------------

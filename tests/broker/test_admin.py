@@ -94,6 +94,31 @@ def test_subscription_groups(bk):
     assert bk.ctx.groups.get("sg") is None and bk.ctx.offsets.query("sg", "T", 0) == -1
 
 
+def test_subscription_group_attributes_are_apaches(bk):
+    """Known keys are stored without their sign and edited later; an unknown key, or a removal on creation,
+    is refused with Apache's code and remark."""
+    def update(group, attributes):
+        body = SubscriptionGroupConfig(group_name=group, attributes=attributes).encode()
+        return bk.call(C.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body)
+
+    def stored(group):
+        return SubscriptionGroupConfig.decode(bk.call(C.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group}).body).attributes
+
+    assert update("ga", {"+priority.factor": "5"}).code == 0
+    assert stored("ga") == {"priority.factor": "5"}
+    assert update("ga", {"+lite.sub.model": "Exclusive", "-priority.factor": ""}).code == 0
+    assert stored("ga") == {"lite.sub.model": "Exclusive"}
+    refused = update("gb", {"+x": "y"})
+    assert (refused.code, refused.remark) == (ResponseCode.SYSTEM_ERROR, (
+        "java.lang.RuntimeException: unsupported key: x, "
+        "org.apache.rocketmq.common.attribute.AttributeUtil.validateAlter(AttributeUtil.java:117)"))
+    assert bk.ctx.groups.get("gb") is None
+    refused = update("gc", {"-x": ""})
+    assert refused.code == ResponseCode.SYSTEM_ERROR
+    assert refused.remark.startswith("java.lang.RuntimeException: only add attribute is supported while creating")
+    assert "nonexistent key: lite.bind.topic" in update("ga", {"-lite.bind.topic": ""}).remark
+
+
 def test_runtime_info_has_the_numbers_mqadmin_parses(bk):
     bk.send("RT")
     table = KVTable.decode(bk.call(C.GET_BROKER_RUNTIME_INFO).body).table

@@ -23,7 +23,20 @@ from ferrymq.sdk.admin_cli.cluster import (
 )
 from ferrymq.sdk.admin_cli.command import COMMANDS, CommandError, command
 from ferrymq.sdk.admin_cli.consumer import consume_stats_text, group_row, subscription_group, subscription_group_text
-from ferrymq.sdk.admin_cli.java_text import fastjson_pretty, human_time2, java_double, java_map, perm_string
+from ferrymq.sdk.admin_cli.java_text import (
+    capacity_after_puts,
+    capacity_of_put_all,
+    fastjson_pretty,
+    hashmap_order,
+    human_time2,
+    java_double,
+    java_hashmap,
+    java_map,
+    mq_hash,
+    perm_string,
+)
+from ferrymq.sdk.admin_cli.message import MessageTrack, direct_result_text, key_table, message_text, send_result_text
+from ferrymq.sdk.admin_cli.offset import Rollback, parse_timestamp, reset_table, rollback_text
 from ferrymq.sdk.admin_cli.topic import parse_attributes, route_json, route_list, topic_config_text
 from ferrymq.wire.bodies import (
     BrokerData,
@@ -33,9 +46,11 @@ from ferrymq.wire.bodies import (
     ConsumeStats,
     OffsetWrapper,
     QueueData,
+    SubscriptionGroupConfig,
     TopicRouteData,
 )
 from ferrymq.wire.codes import CURRENT_VERSION_DESC
+from ferrymq.wire.message import MessageExt
 
 # ---------------------------------------------------------------- what mqadmin 5.5.0 printed
 
@@ -254,7 +269,7 @@ def test_usage_lists_every_command():
     code, out, _ = run()
     assert code == 0
     for name in ("clusterList", "topicList", "topicRoute", "topicStatus", "updateTopic", "deleteTopic",
-                 "getBrokerConfig", "brokerStatus"):
+                 "getBrokerConfig", "brokerStatus", "queryMsgById", "queryMsgByKey", "resetOffsetByTime"):
         assert f"   {name:<35} {COMMANDS[name].description}\n" in out
 
 
@@ -461,7 +476,275 @@ def test_consumer_progress_against_broker(cluster, topic):
         code, out, err = run("consumerProgress", "-n", cluster.namesrv_addr)
         row = next(line for line in out.splitlines() if line.startswith("admin_cli_progress "))
         assert row.split()[1:5] == ["1", CURRENT_VERSION_DESC, "PUSH", "CLUSTERING"]
+        # -s true: the IP of the client holding each queue, as the consumer itself reports its queues
+        code, out, err = run("consumerProgress", "-n", cluster.namesrv_addr, "-g", "admin_cli_progress", "-s", "true")
+        assert (code, err) == (0, "")
+        assert "#Client IP" in out.splitlines()[0]
+        rows = [line.split() for line in out.splitlines() if line.startswith(topic)]
+        assert [row[5] for row in rows] == [consumer.instance.client_id.split("@")[0]]
     finally:
         consumer.shutdown()
-    code, _, err = run("consumerProgress", "-n", cluster.namesrv_addr, "-g", "admin_cli_progress", "-s", "true")
-    assert code == 1 and "not supported yet" in err
+
+
+# ---------------------------------------------------------------- what mqadmin 5.5.0 printed: messages and offsets
+
+#: ``mqadmin queryMsgByKey -t Probe_b29626a8 -k k1``, its header and first row
+MQADMIN_KEY_TABLE = (
+    "#Message ID                                        #QID                                  #Offset #IndexKey" + " " * 191
+    + "\nC000020243025908665080A483950000                      0                                        0 "
+    "1795647600000@Probe_b29626a8@K@k1@C000020243025908665080A483950000@0" + " " * 132 + "\n"
+)
+#: ``mqadmin queryMsgById -t Probe_b29626a8 -i 7F000001000028B400000000000000F7 -f UTF-8`` (TZ=UTC)
+MQADMIN_MESSAGE = (
+    "OffsetID:            7F000001000028B400000000000000F7\nTopic:               Probe_b29626a8\n"
+    "Tags:                [TagA]\nKeys:                [k1 key1]\nQueue ID:            1\nQueue Offset:        0\n"
+    "CommitLog Offset:    247\nReconsume Times:     0\nBorn Timestamp:      2026-11-25 23:31:05,274\n"
+    "Store Timestamp:     2026-11-25 23:31:05,278\nBorn Host:           127.0.0.1:58738\n"
+    "Store Host:          127.0.0.1:10420\nSystem Flag:         0\n"
+    "Properties:          {MSG_REGION=DefaultRegion, UNIQ_KEY=C000020243025908665080A483BA0001, CLUSTER=FeatureCluster,"
+    " TAGS=TagA, KEYS=k1 key1, WAIT=true, TRACE_ON=true}\n"
+    "Message Body Path:   /tmp/rocketmq/msgbodys/C000020243025908665080A483BA0001\nMessage Body:        body1\n"
+    "\n\nWARN: No Consumer"
+)
+#: ``mqadmin resetOffsetByTime -g probe_c_c54c1a -t Probe_b29626a8 -s now -f false`` (the broker's reset)
+MQADMIN_RESET = (
+    "#brokerName                               #queueId                                  #offset                                 \n"
+    "feature-broker-a                          1                                         1                                       \n"
+    "feature-broker-a                          0                                         2                                       \n"
+)
+#: the same with the broker resetting through consumers and none online (mqadmin sets the offsets itself)
+MQADMIN_ROLLBACK = (
+    "reset consumer offset by specified consumerGroup[probe_c_5b6f33], topic[Probe_09a978a6], force[false], "
+    "timestamp(string)[now], timestamp(long)[1795649614834]\n"
+    "#brokerName           #queueId              #brokerOffset         #consumerOffset       #timestampOffset      #resetOffset        \n"
+    "feature-broker-a      1                     2                     0                     2                     0                   \n"
+    "feature-broker-a      0                     1                     0                     1                     0                   \n"
+)
+#: ``mqadmin consumerProgress -g probe_c_c54c1a -s true``, header and first row
+MQADMIN_PROGRESS_WITH_IP = (
+    "#Topic                                                            #Broker Name                      #QID  #Broker Offset        #Consumer Offset      #Client IP           #Diff                #Inflight           #LastTime\n"
+    "Probe_b29626a8                                                    feature-broker-a                  0     2                     2                     192.0.2.2            0                    0                    2026-11-25 23:31:05\n"
+)
+
+
+def _message(**kw) -> MessageExt:
+    props = {"MSG_REGION": "DefaultRegion", "UNIQ_KEY": "C000020243025908665080A483BA0001", "TRACE_ON": "true",
+             "CLUSTER": "FeatureCluster", "WAIT": "true", "TAGS": "TagA", "KEYS": "k1 key1"}
+    fields = {"topic": "Probe_b29626a8", "body": b"body1", "properties": props, "queue_id": 1, "queue_offset": 0,
+              "commitlog_offset": 247, "born_timestamp": 1_795_649_465_274, "born_host": ("127.0.0.1", 58738),
+              "store_timestamp": 1_795_649_465_278, "store_host": ("127.0.0.1", 10420)}
+    return MessageExt(**{**fields, **kw})
+
+
+@pytest.fixture
+def utc(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_message_text_is_mqadmins(utc):
+    """The detail block: offset id, fields, properties in Java HashMap order (whatever order they came in)."""
+    msg = _message()
+    path = "/tmp/rocketmq/msgbodys/C000020243025908665080A483BA0001"
+    assert message_text(msg, path, "UTF-8", []) == MQADMIN_MESSAGE
+    tracks = ["MessageTrack [consumerGroup=g, trackType=CONSUMED, exceptionDesc=null]"]
+    text = message_text(msg, path, None, tracks)
+    assert "Message Body:" not in text and text.endswith("Message Body Path:   " + path + "\n\n\n" + tracks[0] + "\n")
+    assert message_text(_message(properties={}), path, None, []).splitlines()[2:4] == \
+        ["Tags:                [null]", "Keys:                [null]"]
+
+
+def test_small_message_texts():
+    """MessageTrack, ConsumeMessageDirectlyResult and SendResult as Java's toString writes them."""
+    from ferrymq.sdk.message import SendResult, SendStatus
+    from ferrymq.wire.bodies import ConsumeMessageDirectlyResult
+
+    assert str(MessageTrack("g", "NOT_ONLINE", "CODE:206 DESC:x")) == \
+        "MessageTrack [consumerGroup=g, trackType=NOT_ONLINE, exceptionDesc=CODE:206 DESC:x]"
+    assert str(MessageTrack("g", "PULL")) == "MessageTrack [consumerGroup=g, trackType=PULL, exceptionDesc=null]"
+    assert direct_result_text(ConsumeMessageDirectlyResult(consume_result="CR_SUCCESS", spent_time_mills=3)) == \
+        "ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS, remark=null, spentTimeMills=3]"
+    result = SendResult(SendStatus.SEND_OK, "U1", "7F00", MessageQueue("T", "b", 2), 7)
+    assert send_result_text(result) == ("SendResult [sendStatus=SEND_OK, msgId=U1, offsetMsgId=7F00, messageQueue="
+                                        "MessageQueue [topic=T, brokerName=b, queueId=2], queueOffset=7, recallHandle=null]")
+
+
+def test_key_table_is_mqadmins():
+    msg = _message(properties={"UNIQ_KEY": "C000020243025908665080A483950000", "KEYS": "k1 key0"}, queue_id=0,
+                   commitlog_offset=0, store_timestamp=1_795_649_465_258)
+    assert key_table([msg], "Probe_b29626a8", "K", "k1") == MQADMIN_KEY_TABLE
+
+
+def test_java_hashmap_order():
+    """HashMap walks buckets (hash with its high half folded in) in order; a bucket in insertion order."""
+    props = {"WAIT": "true", "TAGS": "A", "KEYS": "k", "UNIQ_KEY": "U", "CLUSTER": "C", "MSG_REGION": "R",
+             "TRACE_ON": "true"}
+    assert java_hashmap(props, 128) == "{MSG_REGION=R, UNIQ_KEY=U, CLUSTER=C, TAGS=A, KEYS=k, WAIT=true, TRACE_ON=true}"
+    queues = [MessageQueue("Probe_b29626a8", "feature-broker-a", q) for q in (0, 1)]
+    assert [q.queue_id for q in hashmap_order(queues, mq_hash, capacity_of_put_all(2))] == [1, 0]
+    assert mq_hash(MessageQueue("T", "b", 3)) == ((31 * (31 + 98) + 3) * 31 + 84)
+    same_bucket = [1, 17, 33]  # int keys hash to themselves: all in bucket 1 of 16
+    assert hashmap_order(same_bucket + [0], lambda k: k, 16) == [0, 1, 17, 33]
+    assert (capacity_after_puts(12), capacity_after_puts(13), capacity_of_put_all(8)) == (16, 32, 16)
+
+
+def test_reset_texts_are_mqadmins():
+    queues = [MessageQueue("Probe_b29626a8", "feature-broker-a", q) for q in (1, 0)]
+    assert reset_table([(queues[0], 1), (queues[1], 2)]) == MQADMIN_RESET
+    rollbacks = [Rollback("feature-broker-a", 1, 2, 0, 2, 0), Rollback("feature-broker-a", 0, 1, 0, 1, 0)]
+    assert rollback_text("probe_c_5b6f33", "Probe_09a978a6", False, "now", 1795649614834, rollbacks) == \
+        MQADMIN_ROLLBACK
+
+
+def test_parse_timestamp(utc):
+    assert parse_timestamp("now", 42) == 42
+    assert parse_timestamp("1577836800123", 0) == 1577836800123
+    assert parse_timestamp("2020-01-01#00:00:00:007", 0) == 1577836800007
+    for bad in ("yesterday", "2020-01-01 00:00:00", "2020-01-01#00:00:00:7"):
+        with pytest.raises(CommandError, match="yyyy-MM-dd#HH:mm:ss:SSS"):
+            parse_timestamp(bad, 0)
+
+
+def test_consume_stats_text_with_client_ips():
+    mq = MessageQueue("Probe_b29626a8", "feature-broker-a", 0)
+    stats = ConsumeStats({mq: OffsetWrapper(2, 2, 2, last_timestamp=1_795_649_465_000),
+                          MessageQueue("Probe_b29626a8", "feature-broker-a", 1): OffsetWrapper(1, 1, 1)})
+    lines = consume_stats_text(stats, time.gmtime, {mq: "192.0.2.2"}).splitlines()
+    assert lines[:2] == MQADMIN_PROGRESS_WITH_IP.splitlines()
+    assert lines[2].split()[5] == "N/A"
+
+
+# ---------------------------------------------------------------- messages and offsets against a broker
+
+
+@pytest.fixture
+def keyed_topic(cluster, topic):
+    """Three messages with keys k1 and one of their own, tagged TagA; their send results."""
+    producer = BlockingProducer("admin_cli_keys_producer", cluster.namesrv_addr)
+    producer.start()
+    try:
+        sent = [producer.send(Message(topic, b"body%d" % i, tags="TagA", keys=["k1", f"key{i}"])) for i in range(3)]
+    finally:
+        producer.shutdown()
+    return topic, sent
+
+
+def test_query_msg_by_key_against_broker(cluster, keyed_topic):
+    topic, sent = keyed_topic
+    ns = cluster.namesrv_addr
+    code, out, err = run("queryMsgByKey", "-n", ns, "-t", topic, "-k", "k1")
+    assert (code, err) == (0, "")
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert [row[0] for row in rows] == [r.msg_id for r in sent]  # in commit-log order
+    assert [row[3].split("@")[1:5] for row in rows] == [[topic, "K", "k1", r.msg_id] for r in sent]
+    code, out, _ = run("queryMsgByKey", "-n", ns, "-t", topic, "-k", "key2", "-m", "5")
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [sent[2].msg_id]
+    code, out, err = run("queryMsgByKey", "-n", ns, "-t", topic, "-k", "nokey")
+    assert (code, out) == (1, "") and "no message" in err
+    code, out, err = run("queryMsgByKey", "-n", ns, "-t", topic, "-k", "k1", "-p", "X")
+    assert (code, out, err) == (0, "index type error, just support K for keys or T for tags", "")
+
+
+def test_query_msg_by_id_against_broker(cluster, keyed_topic, tmp_path):
+    """By unique key and by offset id: the same detail block, the body saved where the block says; a group
+    that consumed the topic shows as CONSUMED, and as NOT_ONLINE once it is gone."""
+    topic, sent = keyed_topic
+    ns = cluster.namesrv_addr
+    code, by_key, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[1].msg_id)
+    assert (code, err) == (0, "")
+    code, by_offset, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[1].offset_msg_id, "-f", "UTF-8")
+    assert (code, err) == (0, "")
+    lines = by_offset.splitlines()
+    assert lines[0] == f"{'OffsetID:':<20} {sent[1].offset_msg_id}"
+    assert lines[3] == f"{'Keys:':<20} [k1 key1]" and f"{'Message Body:':<20} body1" in lines
+    assert by_key.endswith("\n\nWARN: No Consumer") and by_key.splitlines()[:15] == lines[:15]
+    with open(f"/tmp/rocketmq/msgbodys/{sent[1].msg_id}", "rb") as f:
+        assert f.read() == b"body1"
+    code, both, _ = run("queryMsgById", "-n", ns, "-t", topic, "-i", f"{sent[0].msg_id},{sent[2].offset_msg_id}")
+    assert both.count("OffsetID:") == 2 and "WARN: No ConsumerOffsetID:" in both
+    code, out, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", "C0000202430259086650FFFFFFFF0000")
+    assert (code, out) == (1, "") and "no message" in err
+
+    received = []
+    consumer = BlockingPushConsumer("admin_cli_tracks", cluster.namesrv_addr)
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(lambda msgs, context: received.extend(m.body for m in msgs))
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            out = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[0].msg_id)[1]
+            if "trackType=CONSUMED" in out:
+                break
+            time.sleep(0.3)
+        assert out.endswith("\n\nMessageTrack [consumerGroup=admin_cli_tracks, trackType=CONSUMED, exceptionDesc=null]\n")
+        # -g and -d: the consumer's listener takes the message again, now
+        received.clear()
+        code, out, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[2].msg_id, "-g", "admin_cli_tracks",
+                             "-d", consumer.instance.client_id)
+        assert (code, err) == (0, "")
+        assert out.startswith("ConsumeMessageDirectlyResult [order=false, autoCommit=true, consumeResult=CR_SUCCESS, "
+                              "remark=null, spentTimeMills=") and out.endswith("]")
+        assert received == [b"body2"]
+    finally:
+        consumer.shutdown()
+    out = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[0].msg_id)[1]
+    assert out.endswith("MessageTrack [consumerGroup=admin_cli_tracks, trackType=NOT_ONLINE, exceptionDesc=CODE:206 "
+                        "DESC:the consumer group[admin_cli_tracks] not online]\n")
+
+
+def test_query_msg_by_id_resend_against_broker(cluster, keyed_topic):
+    """-s true sends the message again as stored (same unique key and keys) and prints mqadmin's lines."""
+    topic, sent = keyed_topic
+    ns = cluster.namesrv_addr
+    assert run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[0].msg_id, "-s", "false") == (0, "", "")
+    code, out, err = run("queryMsgById", "-n", ns, "-t", topic, "-i", sent[0].msg_id, "-s", "true")
+    assert (code, err) == (0, "")
+    prefix = (f"prepare resend msg. originalMsgId={sent[0].msg_id}SendResult [sendStatus=SEND_OK, "
+              f"msgId={sent[0].msg_id}, offsetMsgId=")
+    assert out.startswith(prefix) and out.endswith(", recallHandle=null]")
+    assert f"messageQueue=MessageQueue [topic={topic}, brokerName=broker-sdk, queueId=0], queueOffset=3" in out
+    rows = run("queryMsgByKey", "-n", ns, "-t", topic, "-k", "key0")[1].splitlines()[1:]
+    assert [row.split()[:3] for row in rows] == [[sent[0].msg_id, "0", "0"], [sent[0].msg_id, "0", "3"]]
+
+
+def test_reset_offset_by_time_against_broker(cluster, keyed_topic):
+    """The broker's reset (every queue to the time's offset), then mqadmin's own reset when the broker resets
+    through consumers and none is online; -b/-q for one queue."""
+    topic, _ = keyed_topic
+    ns, group, offline = cluster.namesrv_addr, "admin_cli_reset", "admin_cli_reset_offline"
+    for name in (group, offline):
+        reactor_thread.call(cluster.admin.api.create_subscription_group, cluster.broker.addr,
+                            SubscriptionGroupConfig(group_name=name))
+    code, out, err = run("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic, "-s", "now")
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith(f"start reset consumer offset by specified, group[{group}], topic[{topic}], "
+                               "force[true], timestamp(string)[now], timestamp(long)[")
+    assert [line.split() for line in lines[2:]] == [["broker-sdk", "0", "3"]]
+
+    mq = MessageQueue(topic, "broker-sdk", 0)
+    reactor_thread.call(cluster.admin.api.update_consumer_offset, cluster.broker.addr, offline, mq, 2, oneway=False)
+    config = cluster.broker.ctx.config
+    config.useServerSideResetOffset = False
+    try:
+        code, out, err = run("resetOffsetByTime", "-n", ns, "-g", offline, "-t", topic, "-s", "0", "-f", "false")
+        assert (code, err) == (0, "")
+        lines = out.splitlines()
+        assert lines[0] == (f"reset consumer offset by specified consumerGroup[{offline}], topic[{topic}], "
+                            "force[false], timestamp(string)[0], timestamp(long)[0]")
+        assert [line.split() for line in lines[2:]] == [["broker-sdk", "0", "3", "2", "0", "0"]]
+        assert reactor_thread.call(cluster.admin.api.query_consumer_offset, cluster.broker.addr, offline, mq) == 0
+    finally:
+        config.useServerSideResetOffset = True
+
+    code, out, err = run("resetOffsetByTime", "-n", ns, "-g", offline, "-t", topic, "-s", "now", "-b",
+                         cluster.broker.addr, "-q", "0", "-o", "1")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1] == "reset consumer offset to 1"
+    assert reactor_thread.call(cluster.admin.api.query_consumer_offset, cluster.broker.addr, offline, mq) == 1
+    code, _, err = run("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic, "-s", "soon")
+    assert code == 1 and "yyyy-MM-dd#HH:mm:ss:SSS" in err

@@ -218,14 +218,14 @@ def test_query_by_key_and_uniq_key(make_store):
     put(s, topic="Other", KEYS="order-1")
     r3 = put(s, KEYS="order-1")
     q = s.query_message("T", "order-1", 10, 0, 2**62)
-    assert q.commitlog_offsets == [r3.commitlog_offset, r1.commitlog_offset]  # newest first, topic filtered
+    assert q.commitlog_offsets == [r1.commitlog_offset, r3.commitlog_offset]  # commit-log order, topic filtered
     assert q.index_last_update_phyoffset == r3.commitlog_offset
     assert s.query_message("T", "U1", 10, 0, 2**62).commitlog_offsets == [r1.commitlog_offset]
     assert s.query_message("T", "order-2", 10, 0, 2**62).commitlog_offsets == [r1.commitlog_offset]
-    assert s.query_message("T", "order-1", 1, 0, 2**62).commitlog_offsets == [r3.commitlog_offset]
+    assert s.query_message("T", "order-1", 1, 0, 2**62).commitlog_offsets == [r3.commitlog_offset]  # the newest
     now = int(time.time() * 1000)
     assert s.query_message("T", "order-1", 10, now + 10_000, now + 20_000).commitlog_offsets == []
-    assert decode_record(q.messages[0])[0].commitlog_offset == r3.commitlog_offset
+    assert decode_record(q.messages[-1])[0].commitlog_offset == r3.commitlog_offset
 
 
 def test_search_offset_by_time(make_store):

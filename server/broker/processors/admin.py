@@ -32,8 +32,10 @@ from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCo
 from ferrymq.wire.properties import PropertiesError, parse_properties
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.fastjson import dumps
+from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.headers import (
     CloneGroupOffsetRequestHeader,
+    ConsumeMessageDirectlyResultRequestHeader,
     CreateTopicRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -53,6 +55,7 @@ from ferrymq.remoting.dispatch import handles
 from ferrymq.server.config import ConfigError, from_properties, to_properties
 
 from ..context import BrokerContext
+from ..group_attributes import AttributeRefused, alter_attributes
 from .common import ok, refuse
 
 log = logging.getLogger("ferrymq.broker.admin")
@@ -267,6 +270,11 @@ class AdminProcessor:
         config = SubscriptionGroupConfig.decode(cmd.body)
         if (remark := names.validate_group(config.group_name)) is not None:
             raise refuse(ResponseCode.INVALID_PARAMETER, remark)
+        old = self.ctx.groups.get(config.group_name)
+        try:
+            config.attributes = alter_attributes(old is None, old.attributes if old else {}, config.attributes or {})
+        except AttributeRefused as exc:
+            raise refuse(ResponseCode.SYSTEM_ERROR, exc.remark) from None
         self.ctx.groups.update(config)
         return ok(cmd)
 
@@ -451,20 +459,42 @@ class AdminProcessor:
     @handles(RequestCode.GET_CONSUMER_RUNNING_INFO)
     def consumer_running_info(self, cmd: RemotingCommand, channel: Any, h: GetConsumerRunningInfoRequestHeader):
         """mqadmin consumerStatus: ask the consumer itself over its own connection, relay its answer."""
-        info = self.ctx.consumers.get(h.consumer_group)
-        client = next((c for c in (info.channels.values() if info else ()) if c.client_id == h.client_id), None)
+        return self._call_consumer(cmd, h.consumer_group, h.client_id, dict(cmd.ext_fields or {}), cmd.body)
+
+    @handles(RequestCode.CONSUME_MESSAGE_DIRECTLY)
+    def consume_message_directly(self, cmd: RemotingCommand, channel: Any, h: ConsumeMessageDirectlyResultRequestHeader):
+        """mqadmin queryMsgById -g -d / consumeMessage: hand the stored message (its offset message id names
+        it) to one consumer's listener, with the broker name and the topic's and group's system flags."""
+        ext = dict(cmd.ext_fields or {}, brokerName=self.ctx.config.brokerName)
+        topic = self.ctx.topics.get(h.topic) if h.topic else None
+        if topic is not None:
+            ext["topicSysFlag"] = str(topic.topic_sys_flag)
+        group = self.ctx.groups.find(h.consumer_group) if h.consumer_group else None
+        if group is not None:
+            ext["groupSysFlag"] = str(group.group_sys_flag)
+        body = b""
+        try:
+            _, offset = parse_offset_msg_id(h.msg_id or "")
+            body = bytes(self.ctx.store.look_message_by_offset(offset) or b"")
+        except ValueError:  # not an offset message id: the consumer gets no message, as from Apache
+            pass
+        return self._call_consumer(cmd, h.consumer_group, h.client_id, ext, body)
+
+    def _call_consumer(self, cmd: RemotingCommand, group: str, client_id: str | None, ext: dict[str, str],
+                       body: bytes):
+        """Send ``cmd`` on to the consumer over its own connection and relay its answer (Apache's callConsumer)."""
+        info = self.ctx.consumers.get(group)
+        client = next((c for c in (info.channels.values() if info else ()) if c.client_id == client_id), None)
         if client is None or not getattr(client.channel, "is_active", False):
-            raise refuse(ResponseCode.SYSTEM_ERROR,
-                         f"The Consumer <{h.consumer_group}> <{h.client_id}> not online")
-        forward = request(RequestCode.GET_CONSUMER_RUNNING_INFO, dict(cmd.ext_fields or {}), cmd.body)
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+        forward = request(cmd.code, ext, body)
 
         def relay(resp: RemotingCommand) -> RemotingCommand:
             return cmd.response(resp.code, resp.remark, resp.ext_fields, resp.body)
 
         def failed(f) -> RemotingCommand:
             return cmd.response(ResponseCode.SYSTEM_ERROR,
-                                f"invoke the consumer <{h.consumer_group}> <{h.client_id}> failed: {f.getErrorMessage()}",
-                                {})
+                                f"invoke the consumer <{group}> <{client_id}> failed: {f.getErrorMessage()}", {})
 
         return client.channel.invoke(forward, 5.0).addCallbacks(relay, failed)
 
