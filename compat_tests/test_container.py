@@ -19,14 +19,13 @@ from testcontainers.core.config import testcontainers_config
 from ferrymq.sdk import BlockingProducer, BlockingPullConsumer, Message, PullStatus
 from ferrymq.sdk.blocking import BlockingAdmin
 from ferrymq.testing.containers import FerryMQContainer
+from ferrymq.testing.server import SMALL_STORE
 
 from . import docker_engine, toolchain
 from .docker_engine import DockerUnavailable, Engine
 from .harness import ScenarioResult
 from .processes import free_port
 
-#: small commit-log segments: each container preallocates one
-SMALL_STORE = {"mappedFileSizeCommitLog": 64 * 1024 * 1024}
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +51,7 @@ def image(engine) -> str:
 
 
 def ferrymq(image: str, **kwargs) -> FerryMQContainer:
-    return FerryMQContainer(image, conf=kwargs.pop("conf", SMALL_STORE), **kwargs).with_kwargs(network_mode="host")
+    return FerryMQContainer(image, **kwargs).with_kwargs(network_mode="host")
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +128,7 @@ def test_a_mounted_broker_conf_is_read_and_the_environment_overrides_it(image, t
 
 
 def test_a_container_that_exits_at_start_fails_with_its_log(image):
-    container = ferrymq(image, conf={**SMALL_STORE, "brokerId": "1"}, ready_timeout=30)
+    container = ferrymq(image, conf={"brokerId": "1"}, ready_timeout=30)
     with pytest.raises(RuntimeError, match="(?s)exited before it was ready.*brokerId"), container:
         pass
 

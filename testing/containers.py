@@ -25,6 +25,7 @@ from testcontainers.core.container import DockerContainer
 
 from . import admin
 from .ports import free_port
+from .server import SMALL_STORE
 
 #: where the image reads a mounted config file (docker/entrypoint.sh)
 CONF_IN_CONTAINER = "/etc/ferrymq/broker.conf"
@@ -57,10 +58,10 @@ class FerryMQContainer(DockerContainer):
         self.broker_port = broker_port or free_port("0.0.0.0", also_free=(-2,))
         self.advertised_ip = advertised_ip
         self.ready_timeout = ready_timeout
-        if isinstance(conf, Mapping):
-            for key, value in conf.items():
+        if conf is None or isinstance(conf, Mapping):  # a test's store is small unless the caller says
+            for key, value in {**SMALL_STORE, **(conf or {})}.items():
                 self.with_env(ENV_PREFIX + key, _prop(value))
-        elif conf is not None:
+        else:
             self.with_volume_mapping(os.fspath(conf), CONF_IN_CONTAINER, "ro")
 
     @property

@@ -30,17 +30,24 @@ BROKER_UP = re.compile(r"broker \S+ \(cluster \S+\) listening on [\d.]+:(\d+)")
 #: the broker's listenPort was taken between choosing it and binding it: choose another
 BROKER_PORT_TAKEN = re.compile(r"\blistenPort \d+ is in use")
 
-#: Broker settings under the caller's: loopback only, a temp store of small files (an 8 MiB commit-log
-#: segment still holds the largest message, 4 MiB), FerryMQ's defaults (Apache's) otherwise.
+#: A store of small files for tests (an 8 MiB commit-log segment still holds the largest message, 4 MiB),
+#: with nothing written ahead of the writer: a few MB on disk instead of Apache's gigabytes.
+SMALL_STORE: dict[str, str] = {
+    "mappedFileSizeCommitLog": str(8 << 20),
+    "mappedFileSizeConsumeQueue": str(20 * 30_000),
+    "maxHashSlotNum": "10000",
+    "maxIndexNum": "40000",
+    "warmMapedFileEnable": "false",
+}
+
+#: Broker settings under the caller's: loopback only, a small temp store, FerryMQ's defaults (Apache's)
+#: otherwise.
 TEST_DEFAULTS: dict[str, str] = {
     "bindAddress": LOOPBACK,
     "brokerIP1": LOOPBACK,
     "brokerClusterName": "DefaultCluster",
     "brokerName": "broker-a",
-    "mappedFileSizeCommitLog": str(8 << 20),
-    "mappedFileSizeConsumeQueue": str(20 * 30_000),
-    "maxHashSlotNum": "10000",
-    "maxIndexNum": "40000",
+    **SMALL_STORE,
 }
 
 #: how many broker ports to try when the chosen one is taken before the broker binds it
