@@ -193,7 +193,7 @@ def namesrv(request):
 def server(request, compat_home):
     """Name server + broker with :data:`servers.FEATURE_CONFIG` (property filters, short delay levels and
     transaction checks): Apache RocketMQ 5.5.0's, then ``ferrymq standalone``. One of each per session."""
-    from .servers import FerryStandalone, Server, start_apache
+    from .servers import Server, start_apache
 
     if request.param == "apache":
         _need("java", "mvn")
@@ -202,13 +202,14 @@ def server(request, compat_home):
         broker.stop()
         ns.stop()
         return
+    from ferrymq.testing import FerryMQServer
+
     from .servers import FEATURE_CONFIG
 
-    ferry = FerryStandalone(compat_home / "ferrymq-feature", _ferrymq_cli(), cluster="FeatureCluster",
-                            name="feature-broker-a", extra=FEATURE_CONFIG)
-    ferry.start()
-    yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.name, ferry.cluster)
-    ferry.stop()
+    # the server users' test suites get (the pytest plugin's), with the scenarios' settings
+    with FerryMQServer(compat_home / "ferrymq-feature", {"brokerClusterName": "FeatureCluster",
+                                                         "brokerName": "feature-broker-a", **FEATURE_CONFIG}) as ferry:
+        yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.broker_name, ferry.cluster)
 
 
 @pytest.fixture(scope="session", params=[toolchain.ROCKETMQ_5], ids=lambda v: f"java-{v}")

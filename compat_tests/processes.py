@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ferrymq.testing import ports
 
 LOOPBACK = "127.0.0.1"
 
@@ -32,42 +33,10 @@ def _die_with_parent() -> None:
         pass
 
 
-def _bindable(port: int, host: str = "") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-#: Where to look for listening ports when the ephemeral range leaves no room below it.
-_FALLBACK_RANGE = (20000, 60000)
-
-
-def _listen_range() -> tuple[int, int]:
-    try:
-        ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return _FALLBACK_RANGE
-    return (10000, ephemeral_low - 2) if ephemeral_low - 10000 >= 5000 else _FALLBACK_RANGE
-
-
 def free_port(*, also_free: tuple[int, ...] = ()) -> int:
-    """A port P free on all interfaces such that P+d is free too for each d in ``also_free``.
-
-    Apache's broker binds listenPort, listenPort-2 (fast channel) and listenPort+1 (HA) on 0.0.0.0.
-    Ports come from below the kernel's ephemeral range when there is room: a port that is free now can
-    otherwise become the local end of some client's outgoing connection before the server binds it.
-    """
-    low, high = _listen_range()
-    rng = random.Random()
-    for _ in range(500):
-        port = rng.randrange(low, high)
-        if all(_bindable(port + d) for d in (0, *also_free)):
-            return port
-    raise RuntimeError("no free loopback port block found after 500 tries")
+    """A port P free on all interfaces such that P+d is free too for each d in ``also_free`` (Apache's
+    broker binds listenPort, listenPort-2 and listenPort+1 on 0.0.0.0), from below the ephemeral range."""
+    return ports.free_port("", also_free=also_free)
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:

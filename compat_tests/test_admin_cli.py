@@ -78,11 +78,29 @@ def assert_same_table(ours: str, theirs: str, keep: int) -> None:
         assert len(mine) == len(theirs_line), f"\nours:    {mine!r}\nmqadmin: {theirs_line!r}"
 
 
+def runtime_info_answered(server, timeout: float = 30.0) -> None:
+    """Waits until the broker answers GET_BROKER_RUNTIME_INFO, as clusterList and brokerStatus need."""
+    from ferrymq.remoting import ResponseCodeError
+
+    deadline = time.monotonic() + timeout
+    with BlockingMQAdmin(server.namesrv_addr) as admin:
+        while True:
+            try:
+                admin.api.get_runtime_info(server.broker_addr)
+                return
+            except ResponseCodeError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+
 def test_cluster_list(server, mqadmin5):
     """clusterList: cluster, broker name, id, address and version as mqadmin shows them, the other columns
     in mqadmin's layout."""
-    # The two outputs are two snapshots of live broker stats (a just-started JVM broker may not answer its
-    # first runtime-info request in time): a difference must show twice in a row to count.
+    # Apache's broker refuses GET_BROKER_RUNTIME_INFO (SYSTEM_ERROR, NoSuchElementException) until its
+    # stats have their first sample, some seconds after boot: compare once it answers.
+    runtime_info_answered(server)
+    # The two outputs are two snapshots of live broker stats: a difference must show twice in a row to count.
     for attempt in (1, 2):
         ours, theirs = both(server, mqadmin5, "clusterList")
         try:
@@ -95,6 +113,7 @@ def test_cluster_list(server, mqadmin5):
 
 
 def test_cluster_list_more_stats(server, mqadmin5):
+    runtime_info_answered(server)
     ours, theirs = both(server, mqadmin5, "clusterList", "-m", "-c", server.cluster)
     assert_same_table(ours, theirs, keep=2)
 
@@ -203,6 +222,7 @@ _STABLE_STATUS = ("brokerVersion", "brokerVersionDesc", "bootTimestamp", "broker
 @pytest.mark.parametrize("target", ["-b", "-c"])
 def test_broker_status(server, mqadmin5, target):
     """brokerStatus: the same keys in the same order and layout; values that do not move are equal."""
+    runtime_info_answered(server)
     ours, theirs = both(server, mqadmin5, "brokerStatus", target,
                         server.broker_addr if target == "-b" else server.cluster)
 

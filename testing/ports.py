@@ -8,11 +8,14 @@ import socket
 from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+#: where to look when the ephemeral range leaves no room below it
+FALLBACK_RANGE = (20000, 60000)
 
 
 def free_port(host: str = LOOPBACK, *, also_free: tuple[int, ...] = ()) -> int:
-    """A port P bindable on ``host`` with P+d bindable too for each d (the broker's VIP channel is P-2)."""
-    low, high = _listen_range()
+    """A port P bindable on ``host`` ("" or 0.0.0.0: every interface) with P+d bindable too for each d in
+    ``also_free`` (a broker also binds listenPort-2, its fast channel; Apache's listenPort+1 for HA)."""
+    low, high = listen_range()
     rng = random.Random()
     for _ in range(200):
         port = rng.randrange(low, high)
@@ -21,12 +24,12 @@ def free_port(host: str = LOOPBACK, *, also_free: tuple[int, ...] = ()) -> int:
     raise RuntimeError(f"no free port (with {also_free} beside it) on {host} found in 200 tries")
 
 
-def _listen_range() -> tuple[int, int]:
+def listen_range() -> tuple[int, int]:
     try:
         ephemeral_low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
-        return 20000, 60000
-    return (10000, ephemeral_low - 1) if ephemeral_low - 10000 >= 5000 else (20000, 60000)
+        return FALLBACK_RANGE
+    return (10000, ephemeral_low - 2) if ephemeral_low - 10000 >= 5000 else FALLBACK_RANGE
 
 
 def bindable(port: int, host: str = LOOPBACK) -> bool:

@@ -35,6 +35,7 @@ from ferrymq.wire.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
     PullMessageRequestHeader,
+    QueryMessageRequestHeader,
     SendMessageRequestHeader,
 )
 from twisted.internet import defer
@@ -104,6 +105,7 @@ class Arguments:
                 producer_group="blocking_facades_pg", topic=topic, default_topic="TBW102", default_topic_queue_nums=4,
                 queue_id=0, sys_flag=0, born_timestamp=now_ms, flag=0),
             "PullMessageRequestHeader": PullMessageRequestHeader(GROUP, topic, 0, 0, 1, 0, 0, 0, 0),
+            "QueryMessageRequestHeader": QueryMessageRequestHeader(topic, "k", 32, 0, now_ms + 60_000),
             "EndTransactionRequestHeader": EndTransactionRequestHeader(
                 "blocking_facades_pg", 0, self.received.commitlog_offset, 0, self.received.msg_id),
         }
@@ -114,7 +116,7 @@ class Arguments:
             "namespace": "blocking_facades", "key": "k", "value": "v", "settings": {},
             "queue_datas": [QueueData("broker-sdk", 1, 1, 6)], "sub": SubscriptionData(topic, "*"),
             "commitlog_offset": self.received.commitlog_offset, "origin_msg_id": self.received.msg_id,
-            "origin_topic": topic, "max_reconsume_times": 16, "timeout": 3.0, "body": b"raw",
+            "offset_msg_id": self.received.msg_id, "origin_topic": topic, "max_reconsume_times": 16, "timeout": 3.0, "body": b"raw",
             "execute": lambda msg, arg: LocalTransactionState.COMMIT_MESSAGE, "listener": lambda msgs, context: None,
         }
         self.by_method: dict[tuple[str, str], tuple] = {
