@@ -7,19 +7,15 @@ connection that sent HEART_BEAT with producer data: the broker sends CHECK_TRANS
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ferrymq.sdk import reactor_thread
+from ferrymq.testing import FerryMQServer
 from ferrymq.remoting import RemotingClient
-from tests.broker.test_broker_e2e import _free_pair
-from tests.broker.test_cli_broker import BROKER_UP, NAMESRV_UP, start
 from ferrymq.wire.bodies import ResetOffsetBody, ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from ferrymq.wire.codes import PullSysFlag, RequestCode
 from ferrymq.wire.command import RemotingCommand, request
@@ -159,57 +155,7 @@ def wait_for(predicate: Callable[[], object], timeout: float, what: str, step: f
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-@dataclass
-class Standalone:
-    """``ferrymq standalone`` in a subprocess over one store directory; restartable on the same port."""
-
-    root: Path
-    extra: dict[str, str] = field(default_factory=dict)
-    port: int = 0
-    ns_port: int = 0
-    proc: subprocess.Popen | None = None
-    logs: list[str] = field(default_factory=list)
-
-    def start(self) -> "Standalone":
-        if not self.port:
-            self.port = _free_pair()
-        conf = self.root / "standalone.conf"
-        keys = {"namesrvListenPort": "0", "listenPort": str(self.port), "bindAddress": "127.0.0.1",
-                "brokerIP1": "127.0.0.1", "storePathRootDir": str(self.root / "store"),
-                "kvConfigPath": str(self.root / "kv.json"), "mappedFileSizeCommitLog": "4194304",
-                "brokerName": "crash-broker", **self.extra}
-        conf.write_text("".join(f"{k}={v}\n" for k, v in keys.items()))
-        self.proc, (self.ns_port, _), log = start(["standalone", "-c", str(conf)], NAMESRV_UP, BROKER_UP)
-        self.logs.append("")  # filled at stop/kill
-        self._log = log
-        return self
-
-    @property
-    def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def namesrv(self) -> str:
-        return f"127.0.0.1:{self.ns_port}"
-
-    def kill(self) -> None:
-        """SIGKILL: no shutdown hook runs, nothing is flushed or persisted beyond what already was."""
-        assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        self.logs[-1] = "".join(self._log)
-        self.proc = None
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-        time.sleep(0.1)
-        self.logs[-1] = "".join(self._log)
-        self.proc = None
+def standalone(root: Path, extra: dict[str, str]) -> FerryMQServer:
+    """``ferrymq standalone`` in a subprocess over one store directory (the pytest plugin's server), with
+    small commit-log segments; restartable (``kill`` then ``start``) on the same ports."""
+    return FerryMQServer(root, {"brokerName": "crash-broker", "mappedFileSizeCommitLog": "4194304", **extra})

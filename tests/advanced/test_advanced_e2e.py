@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.advanced.broker_session import COMMIT, ROLLBACK, UNKNOWN, Standalone, WireClient, wait_for
+from tests.advanced.broker_session import COMMIT, ROLLBACK, UNKNOWN, standalone, WireClient, wait_for
 from ferrymq.wire.bodies import CheckClientRequestBody, ResetOffsetBody, SubscriptionData
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.headers import QueryMessageRequestHeader, ResetOffsetRequestHeader
@@ -29,7 +29,7 @@ FIGURES: dict[str, list[int]] = {}
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    b = Standalone(tmp_path_factory.mktemp("advanced"), CONFIG).start()
+    b = standalone(tmp_path_factory.mktemp("advanced"), CONFIG).start()
     yield b
     b.stop()
     for name, values in FIGURES.items():
@@ -38,7 +38,7 @@ def broker(tmp_path_factory):
 
 @pytest.fixture
 def client(broker):
-    with WireClient(broker.addr) as c:
+    with WireClient(broker.broker_addr) as c:
         yield c
 
 
@@ -105,7 +105,7 @@ def test_transactions_commit_rollback_check_back_and_discard(broker):
             return ROLLBACK
         return None  # "never": the producer never answers
 
-    with WireClient(broker.addr, on_check=on_check) as producer:
+    with WireClient(broker.broker_addr, on_check=on_check) as producer:
         producer.register_producer("e2etx")
         sent = {}
         for body in ("commit", "rollback", "unknown-then-commit", "check-rollback", "never"):

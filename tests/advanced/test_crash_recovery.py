@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.advanced.broker_session import COMMIT, Standalone, WireClient, wait_for
+from tests.advanced.broker_session import COMMIT, standalone, WireClient, wait_for
 
 TOPIC = "CrashT"
 CONFIG = {
@@ -24,9 +24,9 @@ CONFIG = {
 
 @pytest.fixture
 def broker(tmp_path):
-    b = Standalone(tmp_path, CONFIG)
+    b = standalone(tmp_path, CONFIG)
     yield b
-    if b.proc is not None:
+    if b.running:
         b.kill()
 
 
@@ -36,7 +36,7 @@ def bodies(client: WireClient) -> Counter:
 
 def test_pending_work_survives_sigkill_exactly_once(broker):
     broker.start()
-    with WireClient(broker.addr) as c:
+    with WireClient(broker.broker_addr) as c:
         # due before the kill: delay level 1 (1 s) and a 300 ms timer
         for i in range(3):
             assert c.send(TOPIC, f"early-delay-{i}".encode(), {"DELAY": "1"}).code == 0
@@ -63,7 +63,7 @@ def test_pending_work_survives_sigkill_exactly_once(broker):
         answered[seen.message.properties["UNIQ_KEY"]] += 1
         return COMMIT
 
-    with WireClient(broker.addr, on_check=on_check) as producer, WireClient(broker.addr) as c:
+    with WireClient(broker.broker_addr, on_check=on_check) as producer, WireClient(broker.broker_addr) as c:
         producer.register_producer("txg")
         expected = {f"{kind}-{i}" for kind in ("early-delay", "early-timer", "late-delay", "late-timer", "half")
                     for i in range(3)}
