@@ -55,7 +55,8 @@ class StallWatch:
     def start(self) -> None:
         self.cpu.open()
         gc.callbacks.append(self._on_gc)
-        self._schedule()
+        self._cpu_at = self.cpu.sample()
+        self._schedule(self.now())
 
     def stop(self) -> None:
         if self._call is not None and self._call.active():
@@ -67,19 +68,25 @@ class StallWatch:
             faulthandler.cancel_dump_traceback_later()
         self.cpu.close()
 
-    def _schedule(self) -> None:
-        self._due = self.now() + self.interval
-        self._cpu_at = self.cpu.sample()
+    def _schedule(self, now: float) -> None:
+        self._due = now + self.interval
         self._gc_seconds = 0.0
         if self.traceback_file is not None:  # fires only if the next tick is a whole threshold late
             faulthandler.dump_traceback_later(self.interval + self.threshold, file=self.traceback_file)
         self._call = self.clock.callLater(self.interval, self._tick)
 
     def _tick(self) -> None:
-        late = self.now() - self._due
+        # The thread may be kept off a CPU between any two lines. CPU times are sampled on both sides of
+        # the clock reading, and one reading ends an interval and starts the next: every moment of the
+        # reactor's lateness lies inside a sampled interval, so a wait for a CPU is never missed.
+        before = self.cpu.sample()
+        now = self.now()
+        after = self.cpu.sample()
+        late = now - self._due
         if late > self.threshold:
-            self._report(late, self.cpu.sample() - self._cpu_at)
-        self._schedule()
+            self._report(late, after - self._cpu_at)
+        self._cpu_at = before
+        self._schedule(now)
 
     def _report(self, late: float, used: CpuTimes) -> None:
         """``used``: since the previous tick, so over the interval and the stall after it."""

@@ -2,8 +2,11 @@
 
 A thread that is neither is blocked: in a system call (I/O, a page fault, fsync), on a lock or the GIL,
 or stopped. Linux counts the first two per thread in ``/proc/thread-self/schedstat`` (nanoseconds on a
-CPU, nanoseconds waiting on a run queue); elsewhere only the CPU time is known. Reading it is one
-``pread`` of an already open file, cheap enough to do a few times a second.
+CPU, nanoseconds waiting on a run queue, then the number of times it was put on a CPU) when its
+run-queue accounting is on; a kernel built or booted without it leaves the last two at 0, so a
+running thread that reads 0 times put on a CPU means the wait is not known. Elsewhere only the CPU
+time is known. Reading it is one ``pread`` of an already open file, cheap enough to do a few times a
+second.
 """
 
 from __future__ import annotations
@@ -39,6 +42,14 @@ class ThreadCpu:
             self._fd = os.open(_SCHEDSTAT, os.O_RDONLY)
         except OSError:  # not Linux, or /proc not mounted: CPU time only
             self._fd = None
+            return
+        if int(os.pread(self._fd, 128, 0).split()[2]) == 0:  # no run-queue accounting: CPU time only
+            self.close()
+
+    @property
+    def counts_waits(self) -> bool:
+        """Whether :meth:`sample` tells the time spent waiting for a CPU (after :meth:`open`)."""
+        return self._fd is not None
 
     def close(self) -> None:
         if self._fd is not None:
