@@ -30,6 +30,10 @@ class MQAdmin:
 
     # ------------------------------------------------------------------ topics
 
+    def list_topics(self) -> defer.Deferred:
+        """The names of every topic the name server has a route for (system topics included)."""
+        return self.namesrv.get_all_topics().addCallback(sorted)
+
     @defer.inlineCallbacks
     def master_addrs(self, cluster: str | None = None):
         """Master addresses of ``cluster`` (all clusters when None), sorted by broker name."""

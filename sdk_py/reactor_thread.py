@@ -2,7 +2,8 @@
 fixtures) can call the Deferred-based SDK.
 
 The reactor can run only once per process, so this is a process-wide singleton; code already running
-inside the reactor must use the Deferred API directly instead.
+inside the reactor must use the Deferred API directly instead. Where the process's own main thread runs
+the reactor (a FerryMQ server hosting a gateway), the other threads call into that one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
+from twisted.python.threadable import isInIOThread
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
@@ -25,6 +27,8 @@ def ensure_running() -> None:
 
     with _lock:
         if _thread is not None and _thread.is_alive():
+            return
+        if reactor.running and not isInIOThread():  # another thread of this process runs it: call into that
             return
         if reactor.running:
             raise RuntimeError(

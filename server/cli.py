@@ -23,7 +23,7 @@ EXIT_NOT_BUILT = 3
 EXIT_CONFIG = 2
 
 #: ``--log-dir``'s file per command: Apache's names; standalone's broker.log holds its name server's lines too
-LOG_FILES = {"namesrv": "namesrv.log", "broker": "broker.log", "standalone": "broker.log"}
+LOG_FILES = {"namesrv": "namesrv.log", "broker": "broker.log", "standalone": "broker.log", "gateway": "gateway.log"}
 #: Apache's logback rolls broker.log at 128 MB and keeps 10 rolled files
 DEFAULT_LOG_MAX_SIZE = 128 << 20
 DEFAULT_LOG_BACKUPS = 10
@@ -58,6 +58,26 @@ def _listening(port_key: str, bind: str) -> Iterator[None]:
             raise CannotStart(f"bindAddress {bind} is not an address of this host: set bindAddress in the "
                               "config file (0.0.0.0 = every address)") from None
         raise CannotStart(f"cannot listen on {bind}:{exc.port} ({port_key}): {exc.socketError}") from None
+
+
+def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
+    """The HTTP gateway served by this broker process, listening already; None when httpListenPort=0."""
+    gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
+    if gateway_cfg.httpListenPort == 0:
+        return None
+    from ferrymq.gateways.http.gateway import Gateway
+    from ferrymq.gateways.http.server import GatewayThread
+    from twisted.internet import reactor
+
+    bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
+    thread = GatewayThread(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize),
+                           bind, gateway_cfg.httpListenPort)
+    try:
+        thread.start()
+    except OSError as exc:
+        raise CannotStart(str(exc)) from None
+    reactor.callWhenRunning(thread.start_client)
+    return thread
 
 
 def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
@@ -172,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
         "with the name servers of namesrvAddr.",
         epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
-        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n{_PLANNED_HELP}",
+        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
+        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "broker")
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
@@ -191,9 +212,22 @@ def build_parser() -> argparse.ArgumentParser:
         f"Broker keys:\n{cfg.describe(cfg.BrokerConfig, storePathRootDir='./data')}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
+        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
         f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "standalone")
+
+    p = sub.add_parser(
+        "gateway",
+        help="run a gateway in front of any RocketMQ cluster: ferrymq gateway http -n 127.0.0.1:9876",
+        formatter_class=fmt,
+        description="Serve HTTP clients (docs/http.md) in front of the cluster of the given name servers, "
+        "Apache RocketMQ's included, as a RocketMQ client of it.",
+        epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, maxMessageSize.",
+    )
+    _add_common(p, "gateway")
+    p.add_argument("protocol", choices=["http"], help="the gateway to run")
+    p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
 
     sub.add_parser(
         "admin",
@@ -306,9 +340,11 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         broker_cfg = cfg.from_properties(cfg.BrokerConfig, props, **defaults)
         store_cfg = cfg.from_properties(MessageStoreConfig, props)
         netty_cfg = cfg.from_properties(cfg.NettyServerConfig, props)
+        gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
         cfg.from_properties(cfg.PlannedFeatures, props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
-    return broker_cfg, f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}"
+    return broker_cfg, (f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}\n"
+                        f"{cfg.to_properties(gateway_cfg)}")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -321,9 +357,12 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(cfg.to_properties(broker_cfg))
         print(store_lines)
         return 0
-    _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.PlannedFeatures)
+    _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
+                  cfg.PlannedFeatures)
     _warn_not_yet(props)
-    return _run_reactor([_broker_factory(broker_cfg, props)], args)
+    gateway = _http_gateway(broker_cfg, props)
+    # the gateway stops first, so its clients can still unregister from the broker
+    return _run_reactor([_StopInOrder(*filter(None, [gateway, _broker_factory(broker_cfg, props)]))], args)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -342,13 +381,40 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         print(cfg.to_properties(standalone))
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
-                  cfg.StandaloneConfig, cfg.PlannedFeatures)
+                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
     _warn_not_yet(props)
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
-    # the broker stops first, so it can still unregister from the name server
-    return _run_reactor([_StopInOrder(_broker_factory(broker_cfg, props), namesrv)], args)
+    gateway = _http_gateway(broker_cfg, props)
+    # the gateway stops first, then the broker, which can still unregister from the name server
+    return _run_reactor([_StopInOrder(*filter(None, [gateway, _broker_factory(broker_cfg, props), namesrv]))], args)
+
+
+def cmd_gateway(args: argparse.Namespace) -> int:
+    props = _read_props(args.config)
+    if args.namesrv_addr:
+        props["namesrvAddr"] = args.namesrv_addr
+    with _values_of(args.config):
+        gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
+        broker_cfg = cfg.from_properties(cfg.BrokerConfig, {k: v for k, v in props.items()
+                                                            if k in ("namesrvAddr", "maxMessageSize")})
+        netty_cfg = cfg.from_properties(cfg.NettyServerConfig, {k: v for k, v in props.items() if k == "bindAddress"})
+    if args.print_config:
+        print(f"namesrvAddr={broker_cfg.namesrvAddr}\nbindAddress={netty_cfg.bindAddress}\n"
+              f"maxMessageSize={broker_cfg.maxMessageSize}\n{cfg.to_properties(gateway_cfg)}")
+        return 0
+    if not broker_cfg.namesrvAddr:
+        raise cfg.ConfigError("the gateway needs the cluster's name servers: -n host:port (or namesrvAddr=)")
+    if gateway_cfg.httpListenPort == 0:
+        raise cfg.ConfigError("httpListenPort=0 turns the HTTP gateway off; give it a port")
+    from ferrymq.gateways.http.gateway import Gateway
+    from ferrymq.gateways.http.server import serve_forever
+
+    serve_forever(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize),
+                  netty_cfg.bindAddress, gateway_cfg.httpListenPort)
+    log.info("stopped")
+    return 0
 
 
 class _StopInOrder:
@@ -366,7 +432,7 @@ class _StopInOrder:
         return d
 
 
-COMMANDS = {"namesrv": cmd_namesrv, "broker": cmd_broker, "standalone": cmd_standalone}
+COMMANDS = {"namesrv": cmd_namesrv, "broker": cmd_broker, "standalone": cmd_standalone, "gateway": cmd_gateway}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -50,6 +50,7 @@ __all__ = [
     "ALIASES",
     "BrokerConfig",
     "ConfigError",
+    "GatewayConfig",
     "NamesrvConfig",
     "NettyServerConfig",
     "PlannedFeatures",
@@ -282,6 +283,18 @@ class PlannedFeatures:
     enableSlaveActingMaster: bool = key(
         False, "Apache 5.x slave acting as master.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
     )
+
+
+#: the HTTP gateway's default port (``httpListenPort``)
+HTTP_PORT = 8080
+
+
+@dataclass
+class GatewayConfig:
+    """The gateways a broker process serves beside the remoting protocol (docs/http.md)."""
+
+    httpListenPort: int = key(HTTP_PORT, "Port of the HTTP gateway (docs/http.md), on bindAddress; 0 turns it off.",
+                              check=port)
 
 
 @dataclass

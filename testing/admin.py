@@ -1,5 +1,5 @@
-"""The few admin requests a test needs (cluster info, topic routes, create a topic or a group), blocking,
-on a plain socket.
+"""The few admin requests a test needs (cluster info, topic routes, create a topic or a group, a group's
+offset), blocking, on a plain socket.
 
 It runs on ``ferrymq.wire`` alone so that a user's test process gets no Twisted reactor from the fixture:
 their code under test may run its own event loop, or none.
@@ -14,8 +14,8 @@ from ferrymq.wire.bodies import ClusterInfo, SubscriptionGroupConfig, TopicRoute
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.frame import FrameDecoder, encode
-from ferrymq.wire.headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader
-from ferrymq.wire.requests import encode_request_header
+from ferrymq.wire.headers import CreateTopicRequestHeader, GetRouteInfoRequestHeader, QueryConsumerOffsetRequestHeader
+from ferrymq.wire.requests import decode_response_header, encode_request_header
 
 #: read and write permission (Apache's PermName.PERM_READ | PERM_WRITE)
 PERM_READ_WRITE = 6
@@ -78,3 +78,13 @@ def create_group(broker_addr: str, config: SubscriptionGroupConfig) -> None:
     cmd = request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())
     _checked(call(broker_addr, cmd), f"create group {config.group_name}")
 
+
+
+def consumer_offset(broker_addr: str, group: str, topic: str, queue_id: int) -> int | None:
+    """The offset ``group`` committed for one queue, or None while it has committed none."""
+    code = RequestCode.QUERY_CONSUMER_OFFSET
+    header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=topic, queue_id=queue_id)
+    answer = call(broker_addr, request(code, encode_request_header(code, header)))
+    if answer.code == ResponseCode.QUERY_NOT_FOUND:
+        return None
+    return decode_response_header(code, _checked(answer, f"offset of {group} on {topic}:{queue_id}")).offset

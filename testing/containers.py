@@ -56,6 +56,7 @@ class FerryMQContainer(DockerContainer):
         # host networking or ports published on the same numbers: free on every interface of this host
         self.namesrv_port = namesrv_port or free_port("0.0.0.0")
         self.broker_port = broker_port or free_port("0.0.0.0", also_free=(-2,))
+        self.http_port = free_port("0.0.0.0")  #: the HTTP gateway's (docs/http.md)
         self.advertised_ip = advertised_ip
         self.ready_timeout = ready_timeout
         if conf is None or isinstance(conf, Mapping):  # a test's store is small unless the caller says
@@ -73,9 +74,10 @@ class FerryMQContainer(DockerContainer):
             self.advertised_ip = socket.gethostbyname(self.get_docker_client().host())
         self.with_env(ENV_PREFIX + "namesrvListenPort", str(self.namesrv_port))
         self.with_env(ENV_PREFIX + "listenPort", str(self.broker_port))
+        self.with_env(ENV_PREFIX + "httpListenPort", str(self.http_port))
         self.with_env(ENV_PREFIX + "brokerIP1", self.advertised_ip)
         if not self.host_network:
-            for port in (self.namesrv_port, self.broker_port, self.broker_port - 2):
+            for port in (self.namesrv_port, self.broker_port, self.broker_port - 2, self.http_port):
                 self.with_bind_ports(port, port)
 
     def start(self) -> FerryMQContainer:
@@ -94,6 +96,11 @@ class FerryMQContainer(DockerContainer):
     def broker_addr(self) -> str:
         """The address the broker advertises (what the name server hands to clients)."""
         return f"{self.advertised_ip}:{self.broker_port}"
+
+    @property
+    def http_url(self) -> str:
+        """The HTTP gateway's base URL (docs/http.md)."""
+        return f"http://{self.namesrv_addr.rpartition(':')[0]}:{self.http_port}"
 
     def _wait_until_registered(self) -> None:
         deadline = time.monotonic() + self.ready_timeout

@@ -108,11 +108,11 @@ class ServerFactory:
         self.tmp_path_factory = tmp_path_factory
         self.servers: list[FerryMQServer] = []
 
-    def __call__(self, **conf: object) -> FerryMQServer:
+    def __call__(self, *, http: bool = False, **conf: object) -> FerryMQServer:
         from .server import FerryMQServer
 
         server = FerryMQServer(self.tmp_path_factory.mktemp("ferrymq"), {**options_conf(self.config), **conf},
-                               start_timeout=float(self.config.getini("ferrymq_start_timeout")))
+                               start_timeout=float(self.config.getini("ferrymq_start_timeout")), http=http)
         self.servers.append(server)
         server.start()
         self.config.stash[_LIVE].append(server)

@@ -29,6 +29,8 @@ NAMESRV_UP = re.compile(r"name server listening on [\d.]+:(\d+)")
 BROKER_UP = re.compile(r"broker \S+ \(cluster \S+\) listening on [\d.]+:(\d+)")
 #: the broker's listenPort was taken between choosing it and binding it: choose another
 BROKER_PORT_TAKEN = re.compile(r"\blistenPort \d+ is in use")
+#: the HTTP gateway's client is up: requests are served from now on
+HTTP_UP = re.compile(r"HTTP gateway listening on [\d.]+:(\d+)")
 
 #: A store of small files for tests (an 8 MiB commit-log segment still holds the largest message, 4 MiB),
 #: with nothing written ahead of the writer: a few MB on disk instead of Apache's gigabytes.
@@ -69,15 +71,21 @@ class FerryMQServer:
     ``conf`` holds Apache config keys (``flushDiskType``, ``enablePropertyFilter``, ``messageDelayLevel``...)
     laid over :data:`TEST_DEFAULTS`. Ports are chosen at the first :meth:`start` and kept by :meth:`restart`,
     so clients reconnect to the same addresses. Usable as a context manager.
+
+    The HTTP gateway is off unless ``http`` is true (or ``httpListenPort`` is given): then ``http_url`` is
+    its base URL, on a free loopback port.
     """
 
-    def __init__(self, home: Path | str, conf: Mapping[str, object] | None = None, *, start_timeout: float = 30.0):
+    def __init__(self, home: Path | str, conf: Mapping[str, object] | None = None, *, start_timeout: float = 30.0,
+                 http: bool = False):
         self.home = Path(home)
         self.conf = {**TEST_DEFAULTS, **{key: conf_value(value) for key, value in (conf or {}).items()}}
         self.start_timeout = start_timeout
         self.log_path = self.home / "ferrymq.log"
         self.namesrv_port = int(self.conf.pop("namesrvListenPort", 0))
         self.broker_port = int(self.conf.pop("listenPort", 0))
+        self.http_port = int(self.conf.pop("httpListenPort", 0))
+        self.http = http or self.http_port != 0
         self._proc: subprocess.Popen | None = None
 
     # ------------------------------------------------------------------ what clients use
@@ -89,6 +97,13 @@ class FerryMQServer:
     @property
     def broker_addr(self) -> str:
         return f"{LOOPBACK}:{self.broker_port}"
+
+    @property
+    def http_url(self) -> str:
+        """The HTTP gateway's base URL (docs/http.md); start the server with ``http=True``."""
+        if not self.http:
+            raise RuntimeError("this server runs no HTTP gateway: start it with http=True")
+        return f"http://{LOOPBACK}:{self.http_port}"
 
     @property
     def broker_name(self) -> str:
@@ -200,7 +215,10 @@ class FerryMQServer:
         """Start with the broker on ``broker_port``: True once ready, False if that port was taken."""
         self.home.mkdir(parents=True, exist_ok=True)
         conf = self.home / "standalone.conf"
-        keys = {**self.conf, "namesrvListenPort": str(self.namesrv_port), "listenPort": str(broker_port)}
+        if self.http and not self.http_port:
+            self.http_port = free_port()
+        keys = {**self.conf, "namesrvListenPort": str(self.namesrv_port), "listenPort": str(broker_port),
+                "httpListenPort": str(self.http_port)}
         keys.setdefault("storePathRootDir", str(self.home / "store"))
         keys.setdefault("kvConfigPath", str(self.home / "namesrv" / "kvConfig.json"))
         keys.setdefault("configStorePath", str(self.home / "namesrv" / "namesrv.properties"))
@@ -233,6 +251,9 @@ class FerryMQServer:
             if namesrv_port is None and (found := NAMESRV_UP.search(text)):
                 namesrv_port = int(found.group(1))
             broker_up = broker_up or BROKER_UP.search(text)
+            if self.http and not HTTP_UP.search(text):
+                time.sleep(0.005)
+                continue
             if namesrv_port and broker_up and self._registered(namesrv_port, broker_port):
                 self.namesrv_port = namesrv_port
                 return True

@@ -211,6 +211,8 @@ class FerrySide(Side):
         conf = apache.write_conf(self.home / "standalone.conf", {
             **settings,
             "namesrvListenPort": self.namesrv_port,
+            # served as by default (measured with the gateway running, idle), on a port free here
+            "httpListenPort": free_port(),
             "kvConfigPath": self.home / "namesrv" / "kvConfig.json",
             "configStorePath": self.home / "namesrv" / "namesrv.properties",
             **self.overrides,

@@ -32,6 +32,10 @@ class MQAdmin:
         """Master addresses of ``cluster`` (all clusters when None), sorted by broker name."""
         return await call(self._core.master_addrs, cluster)
 
+    async def list_topics(self) -> list[str]:
+        """The names of every topic the name server has a route for (system topics included), sorted."""
+        return await call(self._core.list_topics)
+
     async def create_topic(self, topic: str, queue_nums: int = 4, *, cluster: str | None = None,
                            broker_addr: str | None = None, perm: int = 6, order: bool = False) -> list[str]:
         """Create ``topic`` with ``queue_nums`` queues on one broker or every master of ``cluster`` (of all

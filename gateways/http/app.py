@@ -1,0 +1,233 @@
+"""The HTTP routes: each reads and checks its request against :mod:`.schema`, calls the
+:class:`~.gateway.Gateway`, and answers JSON or a problem (:mod:`.problems`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ferrymq.sdk.producer import select_by_hash
+from ferrymq.wire.topics import validate_topic
+
+from . import messages, schema
+from .gateway import Gateway
+from .problems import Problem, from_client_error
+
+log = logging.getLogger("ferrymq.gateway.http")
+
+_publish_query = schema.query_checker(schema.PUBLISH_QUERY)
+_consume_query = schema.query_checker(schema.CONSUME_QUERY)
+_no_query = schema.query_checker([])
+_check_envelope = schema.body_checker("Envelope")
+_check_batch = schema.body_checker("Batch")
+_check_receipts = schema.body_checker("Receipts")
+_check_new_topic = schema.body_checker("NewTopic")
+
+_OPENAPI = orjson.dumps(schema.DOCUMENT)
+
+
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(value), status_code=status, media_type="application/json")
+
+
+def _query(check: Callable, request: Request) -> dict[str, Any]:
+    try:
+        return check(request.query_params)
+    except schema.Invalid as exc:
+        raise Problem(400, str(exc), exc.field) from None
+
+
+def _topic(request: Request) -> str:
+    topic = request.path_params["topic"]
+    problem = validate_topic(topic)
+    if problem:
+        raise Problem(400, problem, "path.topic")
+    return topic
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to be over ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise Problem(413, f"the body is {declared} bytes, over the limit of {limit} (maxMessageSize)", "/")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise Problem(413, f"the body is over the limit of {limit} bytes (maxMessageSize)", "/")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _json_body(request: Request, check: Callable, limit: int = 1 << 20) -> Any:
+    media = request.headers.get("content-type", "").split(";")[0].strip()
+    if media != "application/json":
+        raise Problem(415, f"send this request's body as application/json, not {media or 'no media type'}")
+    return _parse(await _read_body(request, limit), check)
+
+
+def _parse(raw: bytes, check: Callable) -> Any:
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise Problem(400, f"the body is not JSON: {exc}", "/") from None
+    try:
+        return check(value)
+    except schema.Invalid as exc:
+        raise Problem(400, str(exc), exc.field) from None
+
+
+class Routes:
+    def __init__(self, gateway: Gateway):
+        self.gateway = gateway
+
+    async def openapi(self, request: Request) -> Response:
+        return Response(_OPENAPI, media_type="application/json")
+
+    async def publish(self, request: Request) -> Response:
+        topic = _topic(request)
+        query = _query(_publish_query, request)
+        content_type = request.headers.get("content-type")
+        raw = await _read_body(request, self.gateway.max_message_size)
+        producer = self.gateway.producer
+        if (content_type or "").split(";")[0].strip() == schema.ENVELOPE_TYPE:
+            if query:
+                raise Problem(400, "an envelope carries its message's tag, keys and delay itself; leave the "
+                                   "query string empty", f"query.{next(iter(query))}")
+            value = _parse(raw, lambda v: _check_batch(v) if isinstance(v, dict) and "messages" in v
+                           else _check_envelope(v))
+            if "messages" in value:
+                return await self._publish_batch(topic, value["messages"])
+            msg, sharding_key = messages.from_envelope(topic, value)
+        else:
+            msg, sharding_key = messages.from_raw(topic, raw, content_type, query)
+        try:
+            if sharding_key is not None:
+                result = await producer.send_orderly(msg, select_by_hash, sharding_key)
+            else:
+                result = await producer.send(msg)
+        except Exception as exc:  # noqa: BLE001 - the SDK's failures become problems
+            raise from_client_error(exc, "/") from None
+        return _json(messages.send_result(result))
+
+    async def _publish_batch(self, topic: str, envelopes: list[dict]) -> Response:
+        msgs = []
+        for i, env in enumerate(envelopes):
+            where = f"/messages/{i}"
+            for member in ("delayLevel", "deliverAt", "shardingKey"):
+                if member in env:
+                    raise Problem(400, f"a batch is stored in one queue at once: {member} is not allowed in "
+                                       f"it (publish such messages one by one)", f"{where}/{member}")
+            msgs.append(messages.from_envelope(topic, env, where)[0])
+        try:
+            result = await self.gateway.producer.send_batch(msgs)
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc, "/messages") from None
+        return _json({"results": messages.batch_results(result)})
+
+    async def consume(self, request: Request) -> Response:
+        topic = _topic(request)
+        query = _query(_consume_query, request)
+        group = self.gateway.group(query["group"], query["maxReconsumeTimes"])
+        try:
+            await group.subscribe(topic, query["expression"], query["type"])
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc, "query.expression") from None
+        taken = await group.take(topic, query["max"], query["wait"], query["invisible"])
+        return _json({"messages": [messages.to_json(p.msg, p.handle, p.broker_name, p.invisible_until)
+                                   for p in taken]})
+
+    async def ack(self, request: Request) -> Response:
+        return await self._settle(request, consumed=True)
+
+    async def nack(self, request: Request) -> Response:
+        return await self._settle(request, consumed=False)
+
+    async def _settle(self, request: Request, consumed: bool) -> Response:
+        _topic(request)
+        _query(_no_query, request)
+        body = await _json_body(request, _check_receipts)
+        if consumed and "delayLevel" in body:
+            raise Problem(400, "delayLevel is for nack only", "/delayLevel")
+        group = self.gateway.groups.get(body["group"])
+        if group is None:
+            raise Problem(404, f"no message of group {body['group']} is handed out at this gateway", "/group")
+        settled = group.settle(body["receiptHandles"], consumed, body.get("delayLevel", 0))
+        return _json({"settled": settled})
+
+    async def list_topics(self, request: Request) -> Response:
+        _query(_no_query, request)
+        try:
+            topics = await self.gateway.admin.list_topics()
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc) from None
+        return _json({"topics": topics})
+
+    async def create_topic(self, request: Request) -> Response:
+        _query(_no_query, request)
+        body = await _json_body(request, _check_new_topic)
+        problem = validate_topic(body["topic"])
+        if problem:
+            raise Problem(400, problem, "/topic")
+        try:
+            await self.gateway.admin.create_topic(body["topic"], body["queueNums"], perm=body["perm"],
+                                                  order=body["order"])
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc) from None
+        return _json({"topic": body["topic"]}, 201)
+
+
+def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """Problems become problem+json answers; anything else is logged and answered 500, never a hang."""
+
+    async def run(request: Request) -> Response:
+        try:
+            if handler.__name__ != "openapi":
+                handler.__self__.gateway.require_started()
+            return await handler(request)
+        except Problem as problem:
+            return problem.response(request.url.path)
+        except Exception:
+            log.exception("HTTP %s %s failed", request.method, request.url.path)
+            return Problem(500, "the gateway failed on this request; its log has the details").response(
+                request.url.path)
+
+    return run
+
+
+def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
+    """The ASGI application; with ``manage_gateway`` its lifespan starts and stops ``gateway``."""
+    r = Routes(gateway)
+    routes = [
+        Route("/openapi.json", _guarded(r.openapi), methods=["GET"]),
+        Route("/v1/topics", _guarded(r.list_topics), methods=["GET"]),
+        Route("/v1/topics", _guarded(r.create_topic), methods=["POST"]),
+        Route("/v1/topics/{topic}/messages", _guarded(r.publish), methods=["POST"]),
+        Route("/v1/topics/{topic}/messages", _guarded(r.consume), methods=["GET"]),
+        Route("/v1/topics/{topic}/ack", _guarded(r.ack), methods=["POST"]),
+        Route("/v1/topics/{topic}/nack", _guarded(r.nack), methods=["POST"]),
+    ]
+
+    async def lifespan(app: Starlette):
+        if manage_gateway:
+            await gateway.start()
+        try:
+            yield
+        finally:
+            if manage_gateway:
+                await gateway.stop()
+
+    async def no_route(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        detail = (f"{request.method} is not served at {request.url.path}" if status == 405
+                  else f"nothing is served at {request.url.path}; /openapi.json lists what is")
+        return Problem(status, detail).response(request.url.path)
+
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={404: no_route, 405: no_route})

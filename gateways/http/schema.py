@@ -1,0 +1,328 @@
+"""The gateway's OpenAPI 3.1 document, and the request checks compiled from it.
+
+One description serves three readers: ``/openapi.json`` for tools, fastjsonschema for checking request
+bodies and query strings (compiled once, at import), and the tests, which hold every answer against it.
+The schemas keep to the part of JSON Schema that draft 7 and OpenAPI 3.1 share, so fastjsonschema
+compiles them as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import fastjsonschema
+
+from ferrymq.wire.topics import TOPIC_MAX_LENGTH
+
+#: the media type of a JSON envelope (one message, or ``{"messages": [...]}``); any other body is raw
+ENVELOPE_TYPE = "application/vnd.ferrymq.message+json"
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": TOPIC_MAX_LENGTH, "pattern": "^[%|a-zA-Z0-9_-]+$"}
+_PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+
+SCHEMAS: dict[str, Any] = {
+    "Properties": {
+        "description": "User properties; numbers and booleans are sent as their text, as RocketMQ keeps "
+                       "every property as a string (SQL92 filters compare them as numbers again).",
+        "type": "object",
+        "additionalProperties": {"type": ["string", "number", "boolean"]},
+    },
+    "Envelope": {
+        "type": "object",
+        "properties": {
+            "body": {"type": "string", "description": "The payload: text, or base64 with bodyEncoding."},
+            "bodyEncoding": {"enum": ["text", "base64"], "default": "text"},
+            "tag": {"type": "string", "minLength": 1, "pattern": "^[^|]+$",
+                    "description": "One tag (RocketMQ TAGS); consumers filter on it."},
+            "keys": {"oneOf": [{"type": "string", "minLength": 1},
+                               {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1}],
+                     "description": "Message keys, indexed for lookup (queryMsgByKey)."},
+            "properties": {"$ref": "#/components/schemas/Properties"},
+            "contentType": {"type": "string", "description": "Kept as the CONTENT_TYPE property."},
+            "delayLevel": {"type": "integer", "minimum": 1,
+                           "description": "One of the broker's messageDelayLevel levels (1 = the first)."},
+            "deliverAt": {"type": "integer", "minimum": 0,
+                          "description": "Epoch milliseconds (RocketMQ 5.x timer message)."},
+            "shardingKey": {"type": "string", "minLength": 1,
+                            "description": "Messages with one key go to one queue, in order (hash of the key)."},
+        },
+        "required": ["body"],
+        "additionalProperties": False,
+    },
+    "Batch": {
+        "type": "object",
+        "properties": {"messages": {"type": "array", "items": {"$ref": "#/components/schemas/Envelope"},
+                                    "minItems": 1, "maxItems": 1024}},
+        "required": ["messages"],
+        "additionalProperties": False,
+    },
+    "SendResult": {
+        "type": "object",
+        "properties": {
+            "msgId": {"type": "string", "description": "The message id consumers see (UNIQ_KEY)."},
+            "offsetMsgId": {"type": "string", "description": "The broker's id of the stored record."},
+            "topic": {"type": "string"},
+            "brokerName": {"type": "string"},
+            "queueId": {"type": "integer"},
+            "queueOffset": {"type": "integer"},
+            "status": {"enum": ["SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"]},
+        },
+        "required": ["msgId", "topic", "brokerName", "queueId", "queueOffset", "status"],
+    },
+    "BatchResult": {
+        "type": "object",
+        "properties": {"results": {"type": "array", "items": {"$ref": "#/components/schemas/SendResult"}}},
+        "required": ["results"],
+    },
+    "Message": {
+        "type": "object",
+        "properties": {
+            "receiptHandle": {"type": "string", "description": "Ack or nack the message with it."},
+            "msgId": {"type": "string"},
+            "topic": {"type": "string"},
+            "tag": {"type": ["string", "null"]},
+            "keys": {"type": "array", "items": {"type": "string"}},
+            "properties": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"type": "string"},
+            "bodyEncoding": {"enum": ["text", "base64"]},
+            "brokerName": {"type": "string"},
+            "queueId": {"type": "integer"},
+            "queueOffset": {"type": "integer"},
+            "bornTimestamp": {"type": "integer"},
+            "storeTimestamp": {"type": "integer"},
+            "reconsumeTimes": {"type": "integer"},
+            "invisibleUntil": {"type": "integer", "description": "Epoch ms; unacknowledged by then, it is "
+                                                                 "delivered again (reconsumeTimes + 1)."},
+        },
+        "required": ["receiptHandle", "msgId", "topic", "body", "bodyEncoding", "queueId", "queueOffset",
+                     "reconsumeTimes"],
+    },
+    "Messages": {
+        "type": "object",
+        "properties": {"messages": {"type": "array", "items": {"$ref": "#/components/schemas/Message"}}},
+        "required": ["messages"],
+    },
+    "Receipts": {
+        "type": "object",
+        "properties": {
+            "group": _NAME,
+            "receiptHandles": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
+                               "maxItems": 1024},
+            "delayLevel": {"type": "integer", "minimum": -1, "description": "nack only: the retry's delay "
+                           "level; 0 (default) lets the broker choose 3 + reconsumeTimes, -1 sends the message "
+                           "straight to the dead-letter queue."},
+        },
+        "required": ["group", "receiptHandles"],
+        "additionalProperties": False,
+    },
+    "Settled": {
+        "type": "object",
+        "properties": {"settled": {"type": "integer"}},
+        "required": ["settled"],
+    },
+    "NewTopic": {
+        "type": "object",
+        "properties": {
+            "topic": _NAME,
+            "queueNums": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 8},
+            "perm": {"enum": [2, 4, 6], "default": 6},
+            "order": {"type": "boolean", "default": False},
+        },
+        "required": ["topic"],
+        "additionalProperties": False,
+    },
+    "Topics": {
+        "type": "object",
+        "properties": {"topics": {"type": "array", "items": {"type": "string"}}},
+        "required": ["topics"],
+    },
+    "Problem": {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+            "detail": {"type": "string"},
+            "field": {"type": "string", "description": "What was wrong: a JSON pointer into the body, "
+                                                       "query.<name> or path.<name>."},
+            "code": {"type": "integer", "description": "The broker's RocketMQ response code."},
+            "instance": {"type": "string"},
+        },
+        "required": ["type", "title", "status", "detail"],
+    },
+}
+
+
+def _problems(*statuses: int) -> dict[str, Any]:
+    return {str(s): {"description": "Refused; the problem names the field.",
+                     "content": {"application/problem+json": {"schema": _PROBLEM_REF}}} for s in statuses}
+
+
+def _json(ref: str, description: str) -> dict[str, Any]:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+def _query(name: str, schema: dict, description: str, required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": schema, "description": description}
+
+
+_TOPIC_PATH = {"name": "topic", "in": "path", "required": True, "schema": _NAME}
+_GROUP = _query("group", _NAME, "The consumer group.", required=True)
+
+PUBLISH_QUERY = [
+    _query("tag", {"type": "string", "minLength": 1, "pattern": "^[^|]+$"}, "Raw body only: the message tag."),
+    _query("keys", {"type": "string", "minLength": 1}, "Raw body only: keys, separated by spaces."),
+    _query("delayLevel", {"type": "integer", "minimum": 1}, "Raw body only: delay level."),
+    _query("deliverAt", {"type": "integer", "minimum": 0}, "Raw body only: delivery time, epoch ms."),
+    _query("shardingKey", {"type": "string", "minLength": 1}, "Raw body only: ordered by this key."),
+]
+CONSUME_QUERY = [
+    _GROUP,
+    _query("expression", {"type": "string", "minLength": 1, "default": "*"},
+           "Which messages: a tag expression (TagA || TagB, * for all) or an SQL92 condition."),
+    _query("type", {"enum": ["TAG", "SQL92"], "default": "TAG"}, "How expression is read."),
+    _query("max", {"type": "integer", "minimum": 1, "maximum": 256, "default": 16}, "At most this many."),
+    _query("wait", {"type": "number", "minimum": 0, "maximum": 30, "default": 10},
+           "Seconds to wait for a first message when none is ready (long poll)."),
+    _query("invisible", {"type": "number", "minimum": 1, "maximum": 43200, "default": 30},
+           "Seconds the client has to ack; after that the message is delivered again."),
+    _query("maxReconsumeTimes", {"type": "integer", "minimum": 0, "maximum": 16, "default": 16},
+           "Deliveries again after a nack or an expired invisibility before the message goes to the group's "
+           "dead-letter queue %DLQ%<group> (the Java consumer's maxReconsumeTimes)."),
+]
+
+DOCUMENT: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "FerryMQ HTTP gateway", "version": "1",
+             "description": "Publish to and consume RocketMQ topics over HTTP (docs/http.md)."},
+    "paths": {
+        "/openapi.json": {
+            "get": {"operationId": "openapi", "summary": "This document.",
+                    "responses": {"200": {"description": "OpenAPI 3.1.",
+                                          "content": {"application/json": {"schema": {"type": "object"}}}}}},
+        },
+        "/v1/topics": {
+            "get": {"operationId": "listTopics", "summary": "Topics the name servers know.",
+                    "responses": {"200": _json("Topics", "The topic names, sorted."), **_problems(503, 504)}},
+            "post": {"operationId": "createTopic", "summary": "Create (or update) a topic on every master.",
+                     "requestBody": {"required": True, "content": {"application/json": {
+                         "schema": {"$ref": "#/components/schemas/NewTopic"}}}},
+                     "responses": {"201": {"description": "Created."}, **_problems(400, 403, 415, 503, 504)}},
+        },
+        "/v1/topics/{topic}/messages": {
+            "parameters": [_TOPIC_PATH],
+            "post": {
+                "operationId": "publish",
+                "summary": "Publish one message (raw body or envelope) or a batch (envelope with messages).",
+                "parameters": PUBLISH_QUERY,
+                "requestBody": {"required": True, "content": {
+                    ENVELOPE_TYPE: {"schema": {"oneOf": [{"$ref": "#/components/schemas/Envelope"},
+                                                         {"$ref": "#/components/schemas/Batch"}]}},
+                    "*/*": {"schema": {"type": "string", "format": "binary"}}}},
+                "responses": {"200": {"description": "Stored.", "content": {"application/json": {"schema": {
+                    "oneOf": [{"$ref": "#/components/schemas/SendResult"},
+                              {"$ref": "#/components/schemas/BatchResult"}]}}}},
+                              **_problems(400, 403, 404, 413, 415, 502, 503, 504)},
+            },
+            "get": {
+                "operationId": "consume",
+                "summary": "Receive messages as a clustering consumer of the group (long poll).",
+                "parameters": CONSUME_QUERY,
+                "responses": {"200": _json("Messages", "Up to max messages; none if wait passed."),
+                              **_problems(400, 404, 409, 503, 504)},
+            },
+        },
+        "/v1/topics/{topic}/ack": {
+            "parameters": [_TOPIC_PATH],
+            "post": {"operationId": "ack", "summary": "Consumed: the group's offset moves past them.",
+                     "requestBody": {"required": True, "content": {"application/json": {
+                         "schema": {"$ref": "#/components/schemas/Receipts"}}}},
+                     "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
+        },
+        "/v1/topics/{topic}/nack": {
+            "parameters": [_TOPIC_PATH],
+            "post": {"operationId": "nack", "summary": "Not consumed: delivered again later through the "
+                                                       "group's retry topic (dead-letter queue after "
+                                                       "maxReconsumeTimes).",
+                     "requestBody": {"required": True, "content": {"application/json": {
+                         "schema": {"$ref": "#/components/schemas/Receipts"}}}},
+                     "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
+        },
+    },
+    "components": {"schemas": SCHEMAS},
+}
+
+
+class Invalid(ValueError):
+    """A request part that breaks the document: ``field`` names it, the message says how."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+def _compile(schema: dict[str, Any]) -> Callable[[Any], Any]:
+    return fastjsonschema.compile({"$schema": "http://json-schema.org/draft-07/schema#",
+                                   "components": DOCUMENT["components"], **schema})
+
+
+def body_checker(ref: str) -> Callable[[Any], Any]:
+    """A check of a JSON body against component ``ref``: returns it with defaults filled in, or raises
+    :class:`Invalid` with a JSON pointer to the offending member."""
+    check = _compile({"$ref": f"#/components/schemas/{ref}"})
+
+    def run(value: Any) -> Any:
+        try:
+            return check(value)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise Invalid(_pointer(exc), _message(exc)) from None
+
+    return run
+
+
+def query_checker(parameters: list[dict[str, Any]]) -> Callable[[Mapping[str, str]], dict[str, Any]]:
+    """A check of a query string against an operation's parameters: values are converted to their
+    schema's type first (a query string holds only text); unknown names are refused."""
+    properties = {p["name"]: p["schema"] for p in parameters}
+    required = [p["name"] for p in parameters if p.get("required")]
+    check = _compile({"type": "object", "properties": properties, "additionalProperties": False,
+                      "required": required})
+
+    def run(query: Mapping[str, str]) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for name, text in query.items():
+            kind = properties.get(name, {}).get("type")
+            try:
+                values[name] = int(text) if kind == "integer" else float(text) if kind == "number" else text
+            except ValueError:
+                raise Invalid(f"query.{name}", f"query parameter {name}={text!r} must be a {kind}") from None
+        try:
+            return check(values)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            field = _pointer(exc)
+            if exc.rule == "additionalProperties":
+                unknown = sorted(set(exc.value) - set(properties))
+                raise Invalid(f"query.{unknown[0]}", f"unknown query parameter {unknown[0]!r}; this operation "
+                                                     f"takes {', '.join(sorted(properties))}") from None
+            if exc.rule == "required":
+                missing = [n for n in required if n not in values]
+                raise Invalid(f"query.{missing[0]}", f"query parameter {missing[0]!r} is required") from None
+            raise Invalid("query." + field.lstrip("/").split("/")[0],
+                          _message(exc).replace("data.", "query parameter ")) from None
+
+    return run
+
+
+def _pointer(exc: fastjsonschema.JsonSchemaValueException) -> str:
+    """``data.messages[0].tag`` as the JSON pointer ``/messages/0/tag``; for an unknown member, its name."""
+    parts = [str(p) for p in exc.path[1:]]
+    if exc.rule == "additionalProperties" and isinstance(exc.value, dict):
+        known = exc.definition.get("properties", {})
+        parts += sorted(k for k in exc.value if k not in known)[:1]
+    if exc.rule == "required" and isinstance(exc.value, dict):
+        parts += [k for k in exc.definition.get("required", []) if k not in exc.value][:1]
+    return "/" + "/".join(parts)
+
+
+def _message(exc: fastjsonschema.JsonSchemaValueException) -> str:
+    return exc.message.replace("data.", "").replace("data ", "the body ", 1)

@@ -1,0 +1,119 @@
+"""Serving the gateway: uvicorn on an asyncio loop of its own.
+
+Inside a FerryMQ server the gateway's loop runs in a thread beside the Twisted reactor, which keeps
+serving the remoting protocol on its own (epoll) loop: HTTP requests cost the broker's clients nothing
+until they come, and the gateway reaches the broker through the RocketMQ client it is. Alone
+(``ferrymq gateway http``) the loop runs in the main thread and the client's reactor in a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from typing import Any
+
+import uvicorn
+
+from .app import create_app
+from .gateway import Gateway
+
+log = logging.getLogger("ferrymq.gateway.http")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the process's owner (reactor or CLI) decides when to stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self):
+        yield
+
+
+def _config(gateway: Gateway, host: str, port: int, manage_gateway: bool) -> uvicorn.Config:
+    return uvicorn.Config(create_app(gateway, manage_gateway=manage_gateway), host=host, port=port,
+                          log_config=None, access_log=False, lifespan="on", timeout_keep_alive=75,
+                          timeout_graceful_shutdown=5)
+
+
+class GatewayThread:
+    """The gateway served from a thread of a FerryMQ server.
+
+    :meth:`start` binds the port before the reactor runs (so a taken port stops the server from
+    starting, as a taken listenPort does); the gateway's client starts once the reactor runs
+    (:meth:`start_client`): until then requests are answered 503.
+    """
+
+    def __init__(self, gateway: Gateway, host: str, port: int):
+        self.gateway = gateway
+        self.host = host
+        self.port = port
+        self._server = _Server(_config(gateway, host, port, manage_gateway=False))
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._error: BaseException | None = None
+
+    def start(self, timeout: float = 30.0) -> None:
+        ready = threading.Event()
+
+        async def serve() -> None:
+            self._loop = asyncio.get_running_loop()
+            task = self._loop.create_task(self._server.serve())
+            while not self._server.started and not task.done():
+                await asyncio.sleep(0.01)
+            if self._server.started:
+                self.port = self._server.servers[0].sockets[0].getsockname()[1]
+            ready.set()
+            await task
+
+        def run() -> None:
+            try:
+                asyncio.run(serve())
+            except BaseException as exc:  # noqa: BLE001 - uvicorn exits (SystemExit) when it cannot bind
+                self._error = exc
+            finally:
+                ready.set()
+
+        self._thread = threading.Thread(target=run, name="http-gateway", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout):
+            raise RuntimeError(f"the HTTP gateway did not start within {timeout} s")
+        if not self._server.started:
+            raise OSError(f"httpListenPort {self.port} on {self.host} cannot be listened on (in use by another "
+                          f"process?): set httpListenPort in the config file, or 0 to turn the HTTP gateway off")
+
+    def start_client(self) -> None:
+        """Start the gateway's RocketMQ client; call from the running reactor (it does not block it)."""
+        future = asyncio.run_coroutine_threadsafe(self.gateway.start(), self._loop)
+        future.add_done_callback(self._started)
+
+    def _started(self, future) -> None:
+        if future.exception() is not None:
+            log.error("the HTTP gateway's RocketMQ client did not start: %s", future.exception())
+        else:
+            log.info("HTTP gateway listening on %s:%d (docs/http.md)", self.host, self.port)
+
+    def stop(self):
+        """Stop the client (while the reactor still runs), then the server; a Deferred of both."""
+        from twisted.internet import defer, threads
+
+        if self._loop is None or self._loop.is_closed():
+            return defer.succeed(None)
+
+        def shut_down() -> None:
+            try:
+                asyncio.run_coroutine_threadsafe(self.gateway.stop(), self._loop).result(15)
+            except Exception as exc:  # noqa: BLE001 - the server stops regardless
+                log.warning("the HTTP gateway's client did not stop cleanly: %s", exc)
+            self._server.should_exit = True
+            self._thread.join(15)
+
+        return threads.deferToThread(shut_down)
+
+
+def serve_forever(gateway: Gateway, host: str, port: int) -> None:
+    """Serve in this thread until SIGINT/SIGTERM (uvicorn's own handlers)."""
+    server = uvicorn.Server(_config(gateway, host, port, manage_gateway=True))
+    asyncio.run(server.serve())
+    if not server.started:
+        raise OSError(f"the HTTP gateway cannot listen on {host}:{port} (in use by another process?)")

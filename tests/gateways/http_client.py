@@ -1,0 +1,81 @@
+"""What the HTTP gateway tests share: a client that holds every answer against /openapi.json."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import fastjsonschema
+import httpx
+
+from ferrymq.gateways.http.schema import DOCUMENT, ENVELOPE_TYPE
+
+_DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+def _operation(method: str, path: str) -> dict[str, Any]:
+    for template, item in DOCUMENT["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), path) and method.lower() in item:
+            return item[method.lower()]
+    raise AssertionError(f"{method} {path} is not in the OpenAPI document")
+
+
+def check_answer(response: httpx.Response) -> None:
+    """The answer's status is one the document lists for the operation, and its body matches the schema."""
+    request = response.request
+    operation = _operation(request.method, request.url.path)
+    status = str(response.status_code)
+    assert status in operation["responses"], f"{request.method} {request.url.path} answered {status}: {response.text}"
+    content = operation["responses"][status].get("content")
+    if not content:
+        return
+    media, spec = next(iter(content.items()))
+    assert response.headers["content-type"].split(";")[0] == media, response.headers["content-type"]
+    fastjsonschema.validate({"$schema": _DRAFT7, "components": DOCUMENT["components"], **spec["schema"]},
+                            response.json())
+
+
+class Gateway:
+    """httpx against one gateway; every answer is checked against the document."""
+
+    def __init__(self, base_url: str):
+        self.http = httpx.Client(base_url=base_url, timeout=40)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        response = self.http.request(method, path, **kwargs)
+        check_answer(response)
+        return response
+
+    def publish(self, topic: str, body: bytes | str, **query: Any) -> dict[str, Any]:
+        r = self.request("POST", f"/v1/topics/{topic}/messages", content=body, params=query,
+                         headers={"Content-Type": "text/plain"})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    def publish_envelope(self, topic: str, envelope: dict[str, Any]) -> httpx.Response:
+        return self.request("POST", f"/v1/topics/{topic}/messages", json=envelope,
+                            headers={"Content-Type": ENVELOPE_TYPE})
+
+    def receive(self, topic: str, group: str, **query: Any) -> list[dict[str, Any]]:
+        r = self.request("GET", f"/v1/topics/{topic}/messages", params={"group": group, **query})
+        assert r.status_code == 200, r.text
+        return r.json()["messages"]
+
+    def receive_all(self, topic: str, group: str, count: int, rounds: int = 20, **query: Any) -> list[dict[str, Any]]:
+        got: list[dict[str, Any]] = []
+        for _ in range(rounds):
+            got += self.receive(topic, group, wait=query.pop("wait", 5), **query)
+            if len(got) >= count:
+                break
+        return got
+
+    def settle(self, verb: str, topic: str, group: str, handles: list[str], **extra: Any) -> httpx.Response:
+        return self.request("POST", f"/v1/topics/{topic}/{verb}",
+                            json={"group": group, "receiptHandles": handles, **extra})
+
+    def ack(self, topic: str, group: str, messages: list[dict[str, Any]]) -> None:
+        r = self.settle("ack", topic, group, [m["receiptHandle"] for m in messages])
+        assert r.status_code == 200 and r.json() == {"settled": len(messages)}, r.text
