@@ -42,7 +42,7 @@ ENV PATH=/opt/ferrymq/bin:$PATH
 USER 10001:10001
 WORKDIR /var/lib/ferrymq
 VOLUME /var/lib/ferrymq
-# name server, broker, the broker's fast (VIP) channel
+# name server, broker, the broker's fast (VIP) channel, the HTTP gateway (httpListenPort)
 EXPOSE 9876 10911 10909 8080
 HEALTHCHECK --interval=5s --timeout=10s --start-period=30s --retries=3 CMD ["ferrymq-container", "health"]
 ENTRYPOINT ["ferrymq-container"]

@@ -106,6 +106,18 @@ def test_sdk_py_is_told_the_advertised_address_and_sends_and_pulls_through_it(mq
     assert _pull_all(mq.namesrv_addr, topic, 3) == [b"sdk-0", b"sdk-1", b"sdk-2"]
 
 
+def test_the_http_gateway_of_the_container_publishes_to_its_broker(mq):
+    import httpx
+
+    topic = f"ContainerHttp{uuid.uuid4().hex[:8]}"
+    deadline = time.monotonic() + 30  # its client connects once the broker runs
+    while (answer := httpx.post(f"{mq.http_url}/v1/topics/{topic}/messages", content=b"over-http")).status_code == 503:
+        assert time.monotonic() < deadline, answer.text
+        time.sleep(0.2)
+    assert answer.status_code == 200, answer.text
+    assert _pull_all(mq.namesrv_addr, topic, 1) == [b"over-http"]
+
+
 def test_the_official_java_client_sends_and_consumes_through_the_container(mq, java5):
     topic = f"ContainerJava{uuid.uuid4().hex[:8]}"
     java5("send", "-n", mq.namesrv_addr, "-t", topic, "-count", "3", "-body", "java").check()
