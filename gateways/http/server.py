@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
 import threading
 from typing import Any
 
@@ -112,8 +113,29 @@ class GatewayThread:
 
 
 def serve_forever(gateway: Gateway, host: str, port: int) -> None:
-    """Serve in this thread until SIGINT/SIGTERM (uvicorn's own handlers)."""
-    server = uvicorn.Server(_config(gateway, host, port, manage_gateway=True))
-    asyncio.run(server.serve())
+    """Serve in this thread until SIGINT/SIGTERM, then stop gracefully and return (exit status 0, as the
+    server commands have; uvicorn's own handlers would re-raise the signal once stopped)."""
+    server = _Server(_config(gateway, host, port, manage_gateway=True))
+
+    def stop() -> None:
+        server.should_exit = True
+
+    async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop)
+        task = loop.create_task(server.serve())
+        while not server.started and not task.done():
+            await asyncio.sleep(0.01)
+        if server.started:
+            bound = server.servers[0].sockets[0].getsockname()[1]
+            log.info("HTTP gateway listening on %s:%d (docs/http.md)", host, bound)
+        await task
+
+    try:
+        asyncio.run(serve())
+    except SystemExit:  # uvicorn exits when it cannot bind
+        pass
     if not server.started:
-        raise OSError(f"the HTTP gateway cannot listen on {host}:{port} (in use by another process?)")
+        raise OSError(f"httpListenPort {port} on {host} cannot be listened on (in use by another process?), or "
+                      f"the gateway's client did not start; the lines above say which")
