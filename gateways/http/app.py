@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -84,6 +85,25 @@ def _parse(raw: bytes, check: Callable) -> Any:
         raise Problem(400, str(exc), exc.field) from None
 
 
+async def _unless_disconnected(request: Request, work: Awaitable[list]) -> list:
+    """``work``'s result, or nothing when the client went away while it waited (a long poll given up):
+    messages are not handed to a connection that is gone."""
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if not task.done():
+        task.cancel()
+        return []
+    return task.result()
+
+
 class Routes:
     def __init__(self, gateway: Gateway):
         self.gateway = gateway
@@ -140,7 +160,7 @@ class Routes:
             await group.subscribe(topic, query["expression"], query["type"])
         except Exception as exc:  # noqa: BLE001
             raise from_client_error(exc, "query.expression") from None
-        taken = await group.take(topic, query["max"], query["wait"], query["invisible"])
+        taken = await _unless_disconnected(request, group.take(topic, query["max"], query["wait"], query["invisible"]))
         return _json({"messages": [messages.to_json(p.msg, p.handle, p.broker_name, p.invisible_until)
                                    for p in taken]})
 

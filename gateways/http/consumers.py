@@ -8,7 +8,7 @@ request takes it; it is then invisible to other requests until it is acked (CONS
 group's offset may move past it), nacked, or its invisibility time passes (both RECONSUME_LATER: it
 comes back later with reconsumeTimes + 1). A receipt handle names one such message in this gateway.
 
-A group that no request has asked for in :data:`IDLE_SECONDS`, with nothing handed out, stops: its
+A group that no request has asked for in ``idle_seconds`` (:data:`IDLE_SECONDS`), with nothing handed out, stops: its
 queues go to the group's other consumers, and the messages it had pulled but not handed out are
 delivered again from the committed offset.
 """
@@ -70,9 +70,11 @@ class _Topic:
 class GroupConsumer:
     """The HTTP side of one consumer group in this gateway."""
 
-    def __init__(self, group: str, client_kwargs: dict[str, Any], max_reconsume_times: int):
+    def __init__(self, group: str, client_kwargs: dict[str, Any], max_reconsume_times: int,
+                 idle_seconds: float = IDLE_SECONDS):
         self.group = group
         self.max_reconsume_times = max_reconsume_times
+        self.idle_seconds = idle_seconds
         self._client_kwargs = client_kwargs
         self._consumer: PushConsumer | None = None
         self._topics: dict[str, _Topic] = {}
@@ -82,7 +84,7 @@ class GroupConsumer:
 
     @property
     def idle(self) -> bool:
-        return not self._handed_out and time.monotonic() - self.last_request > IDLE_SECONDS
+        return not self._handed_out and time.monotonic() - self.last_request > self.idle_seconds
 
     async def subscribe(self, topic: str, expression: str, expression_type: str) -> None:
         """Consume ``topic`` with this expression; another expression for the same topic is a conflict, as

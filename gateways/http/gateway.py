@@ -15,7 +15,7 @@ from ferrymq.sdk.client_instance import ClientInstance
 from ferrymq.sdk.aio.bridge import call
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE
 
-from .consumers import GroupConsumer
+from .consumers import IDLE_SECONDS, GroupConsumer
 from .problems import Problem
 
 log = logging.getLogger("ferrymq.gateway.http")
@@ -30,8 +30,9 @@ class Gateway:
     """What the HTTP routes call. Start and stop it on the loop that serves them."""
 
     def __init__(self, namesrv_addr: str, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 client_config: dict[str, Any] | None = None):
+                 client_config: dict[str, Any] | None = None, idle_seconds: float = IDLE_SECONDS):
         self.namesrv_addr = namesrv_addr
+        self.idle_seconds = idle_seconds
         self.max_message_size = max_message_size
         self._config_kwargs = dict(client_config or {})
         self._config_kwargs.setdefault("instance_name", f"ferrymq-http-{os.getpid()}")
@@ -75,7 +76,8 @@ class Gateway:
     def group(self, name: str, max_reconsume_times: int) -> GroupConsumer:
         consumer = self.groups.get(name)
         if consumer is None:
-            consumer = self.groups[name] = GroupConsumer(name, self._client_kwargs(), max_reconsume_times)
+            consumer = self.groups[name] = GroupConsumer(name, self._client_kwargs(), max_reconsume_times,
+                                                         self.idle_seconds)
         elif consumer.max_reconsume_times != max_reconsume_times:
             raise Problem(409, f"group {name} consumes with maxReconsumeTimes={consumer.max_reconsume_times} at "
                                f"this gateway; all its requests must ask for the same", "query.maxReconsumeTimes")
@@ -83,7 +85,7 @@ class Gateway:
 
     async def _stop_idle_groups(self) -> None:
         while True:
-            await asyncio.sleep(_IDLE_CHECK_SECONDS)
+            await asyncio.sleep(min(_IDLE_CHECK_SECONDS, self.idle_seconds))
             for name, group in list(self.groups.items()):
                 if group.idle:
                     log.info("HTTP consumers of group %s: no request for a while; stopping, so the group's "

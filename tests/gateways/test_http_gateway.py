@@ -296,3 +296,19 @@ def test_nothing_is_lost_or_repeated_across_a_restart_between_publish_and_ack(tm
         srv.restart()
         assert client.receive("Durable", "DurableG", wait=3) == []
         client.close()
+
+
+def test_a_long_poll_given_up_by_its_client_hands_out_nothing(server, gw):
+    import httpx
+
+    topic, group = _names()
+    server.create_topic(topic, 1)
+    assert gw.receive(topic, group, wait=0.5) == []
+    with pytest.raises(httpx.ReadTimeout):
+        gw.http.get(f"/v1/topics/{topic}/messages", params={"group": group, "wait": 20}, timeout=1.0)
+    gw.publish(topic, "after the hang-up")
+    started = time.monotonic()
+    got = gw.receive_all(topic, group, 1)
+    assert [m["body"] for m in got] == ["after the hang-up"] and got[0]["reconsumeTimes"] == 0
+    assert time.monotonic() - started < 10  # not held back for an invisibility time
+    gw.ack(topic, group, got)
