@@ -157,6 +157,11 @@ class Routes:
         query = _query(_consume_query, request)
         group = self.gateway.group(query["group"], query["maxReconsumeTimes"])
         try:
+            if not group.consumes(topic):  # a topic nobody can publish to is refused, not waited on
+                await self.gateway.admin.fetch_route(topic)
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc, "path.topic") from None
+        try:
             await group.subscribe(topic, query["expression"], query["type"])
         except Exception as exc:  # noqa: BLE001
             raise from_client_error(exc, "query.expression") from None

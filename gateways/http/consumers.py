@@ -82,6 +82,9 @@ class GroupConsumer:
         self._start_lock = asyncio.Lock()
         self.last_request = time.monotonic()
 
+    def consumes(self, topic: str) -> bool:
+        return topic in self._topics
+
     @property
     def idle(self) -> bool:
         return not self._handed_out and time.monotonic() - self.last_request > self.idle_seconds

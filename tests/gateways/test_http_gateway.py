@@ -238,6 +238,8 @@ def test_publishing_to_a_topic_that_does_not_exist_is_404(tmp_path):
         r = client.request("POST", "/v1/topics/NoSuchTopic/messages", content=b"x")
         assert r.status_code == 404 and r.json()["field"] == "path.topic", r.text
         assert "NoSuchTopic" in r.json()["detail"]
+        r = client.request("GET", "/v1/topics/NoSuchTopic/messages", params={"group": "G", "wait": 0})
+        assert r.status_code == 404 and r.json()["field"] == "path.topic", r.text
         client.close()
 
 
