@@ -49,6 +49,7 @@ class Gateway:
         self.transactions = Transactions(check_back_secret, check_back_timeout)
         self.transactional: dict[str, Producer] = {}
         self._transactional_lock = asyncio.Lock()
+        self._announced: set[tuple[str, str]] = set()  # (group, broker name) a heartbeat has named the group to
 
     def _client_kwargs(self) -> dict[str, Any]:
         return {"config": self._instance.config, "instance": self._instance}
@@ -130,11 +131,17 @@ class Gateway:
                           "/producerGroup")
         producer = await self.transactional_producer(group)
         result, _ = await producer.send_message_in_transaction(msg, lambda m, a: LocalTransactionState.UNKNOW)
+        broker_name = result.message_queue.broker_name
+        if (group, broker_name) not in self._announced:
+            # the group's first half message on this broker: name the group to it now, not at the next
+            # periodic heartbeat, or the broker's first checks find no producer of the group and are lost
+            await call(self._instance.send_heartbeat_to_all)
+            self._announced.add((group, broker_name))
         keys = msg.properties.get(MessageConst.KEYS)
         # the transaction id is the message's UNIQ_KEY, as the Java producer's and the broker's are
         tx = Transaction(msg.uniq_key, msg.uniq_key, msg.topic, msg.properties.get(MessageConst.TAGS),
                          keys.split(MessageConst.KEY_SEPARATOR) if keys else [], group, check_back_url,
-                         result.message_queue.broker_name, result.offset_msg_id, result.queue_offset)
+                         broker_name, result.offset_msg_id, result.queue_offset)
         self.transactions.add(tx)
         return tx
 

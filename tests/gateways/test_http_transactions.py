@@ -6,10 +6,12 @@ Every answer of the gateway is held against /openapi.json (http_client.check_ans
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -217,6 +219,20 @@ def test_unknown_then_commit_on_a_later_check(server, gw, receiver):
     assert gw.receive(topic, group, wait=2) == []  # delivered once
 
 
+def test_committed_by_the_client_after_an_unknown_check_is_delivered_once(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    receiver.plans[tx["transactionId"]] = ["UNKNOWN"]
+    _wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
+    assert _end(gw, tx["transactionId"], "commit").json()["state"] == "COMMIT"  # the check's copy is the open one
+    [msg] = gw.receive_all(topic, group, 1)
+    gw.ack(topic, group, [msg])
+    time.sleep(2.0)  # past further check passes
+    assert gw.receive(topic, group, wait=0.5) == []
+    assert len(receiver.calls_of(tx["transactionId"])) == 1
+
+
 def test_a_failing_receiver_is_asked_transaction_check_max_times_then_the_message_is_discarded(server, gw, receiver):
     topic, group, producers = _names()
     server.create_topic(topic, 1)
@@ -249,6 +265,34 @@ def test_the_signature_verifies_with_the_secret_only(server, gw, receiver):
     assert not verify(SECRET.encode(), timestamp, raw.replace(b"signed", b"SIGNED"), signature)
     assert not verify(SECRET.encode(), str(int(timestamp) + 1), raw, signature)
     assert not verify(SECRET.encode(), timestamp, raw, signature, now=int(timestamp) + 301)  # a replay
+
+
+def _documented_verify():
+    """The receiver's check as docs/http.md shows it (docs/http-transactions.md until it is merged there)."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for name in ("http.md", "http-transactions.md"):
+        path = docs / name
+        blocks = re.findall(r"^```python\n(.*?)^```$", path.read_text() if path.exists() else "", re.M | re.S)
+        for code in blocks:
+            if "def verify_check_back" in code:
+                scope: dict[str, Any] = {}
+                exec(code, scope)  # noqa: S102 - the documentation's own example
+                return scope["verify_check_back"]
+    raise AssertionError("no verify_check_back example in docs/http.md")
+
+
+def test_the_documented_receiver_check_accepts_the_gateway_calls_only(server, gw, receiver):
+    verify_check_back = _documented_verify()
+    topic, _, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
+    call = _wait_for(lambda: receiver.calls_of(tx["transactionId"]))[0]
+    headers = {TIMESTAMP_HEADER: call["timestamp"], SIGNATURE_HEADER: call["signature"]}
+    assert verify_check_back(SECRET.encode(), headers, call["raw"])
+    assert not verify_check_back(b"another-secret", headers, call["raw"])
+    assert not verify_check_back(SECRET.encode(), headers, call["raw"] + b" ")
+    assert not verify_check_back(SECRET.encode(), {**headers, TIMESTAMP_HEADER: "1"}, call["raw"])
 
 
 def test_a_receiver_with_another_secret_refuses_and_the_check_counts_unknown(server, gw):
