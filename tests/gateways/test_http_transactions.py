@@ -340,3 +340,71 @@ def test_no_secret_configured_refuses_transactions(ferrymq_factory, receiver):
         assert r.status_code == 403 and "httpCheckBackSecret" in r.json()["detail"], r.text
     finally:
         client.close()
+
+
+# The gateway's record on its own (no broker): what a check answers when the client decides meanwhile,
+# and the bound on what is remembered.
+
+def _record(tx_id: str, url: str):
+    from ferrymq.gateways.http.transactions import Transaction
+
+    return Transaction(tx_id, tx_id, "T", None, [], "P", url, "broker-a", "0A00000100002A9F0000000000000000", 0)
+
+
+def _check_of(tx_id: str, times: int):
+    from ferrymq.wire.message import MessageConst, MessageExt
+
+    return MessageExt("T", b"x", properties={MessageConst.UNIQ_KEY: tx_id, MessageConst.TRANSACTION_ID: tx_id,
+                                             MessageConst.TRANSACTION_CHECK_TIMES: str(times)},
+                      queue_offset=7, commitlog_offset=4096)
+
+
+def test_a_client_decision_during_a_check_back_stands_and_later_checks_answer_it_unasked(receiver):
+    import asyncio
+
+    from ferrymq.gateways.http.transactions import State, Transactions
+    from ferrymq.sdk.producer import LocalTransactionState
+
+    async def main():
+        transactions = Transactions(SECRET, timeout=3.0)
+        tx = _record("TX-RACE", receiver.url)
+        transactions.add(tx)
+        receiver.plans["TX-RACE"] = ["slow"]  # answers COMMIT after a second
+        checking = asyncio.create_task(transactions.check(_check_of("TX-RACE", 1)))
+        await asyncio.sleep(0.3)
+        assert (tx.queue_offset, tx.offset_msg_id) == (7, _check_of("TX-RACE", 1).offset_msg_id)  # the check's copy
+        tx.resolve(State.ROLLBACK, "client")
+        first = await checking
+        second = await transactions.check(_check_of("TX-RACE", 2))
+        await transactions.close()
+        return tx, first, second
+
+    tx, first, second = asyncio.run(main())
+    assert first is second is LocalTransactionState.ROLLBACK_MESSAGE
+    assert [(c.answer, c.url, c.detail) for c in tx.check_backs] == [
+        (State.COMMIT, receiver.url, "the client resolved it ROLLBACK meanwhile; that stands"),
+        (State.ROLLBACK, None, "resolved by the client already; answered from the gateway's record")]
+    assert len(receiver.calls_of("TX-RACE")) == 1
+
+
+def test_the_record_keeps_the_latest_transactions_and_check_backs(monkeypatch):
+    import asyncio
+
+    from ferrymq.gateways.http import transactions as module
+
+    monkeypatch.setattr(module, "TRANSACTIONS_KEPT", 3)
+    kept = module.Transactions(SECRET, timeout=0.2)
+    for i in range(5):
+        kept.add(_record(f"TX-{i}", "http://127.0.0.1:9/nobody"))
+    assert [kept.get(f"TX-{i}") is not None for i in range(5)] == [False, False, True, True, True]
+    tx = kept.get("TX-4")
+
+    async def checks():
+        for times in range(1, module.CHECK_BACKS_KEPT + 3):
+            assert await kept.check(_check_of("TX-4", times)) is module.LocalTransactionState.UNKNOW
+        await kept.close()
+
+    asyncio.run(checks())
+    assert len(tx.check_backs) == module.CHECK_BACKS_KEPT
+    assert tx.check_backs[0].check_times == 3 and tx.check_backs[-1].check_times == module.CHECK_BACKS_KEPT + 2
+    assert tx.check_backs[-1].status is None and "ConnectError" in tx.check_backs[-1].detail
