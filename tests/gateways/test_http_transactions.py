@@ -272,8 +272,8 @@ def _documented_verify():
     docs = Path(__file__).resolve().parents[2] / "docs"
     for name in ("http.md", "http-transactions.md"):
         path = docs / name
-        blocks = re.findall(r"^```python\n(.*?)^```$", path.read_text() if path.exists() else "", re.M | re.S)
-        for code in blocks:
+        text = path.read_text() if path.exists() else ""
+        for code in re.findall(r"^```python\n(.*?)^```$", text, re.MULTILINE | re.DOTALL):
             if "def verify_check_back" in code:
                 scope: dict[str, Any] = {}
                 exec(code, scope)  # noqa: S102 - the documentation's own example
