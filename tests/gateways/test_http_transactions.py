@@ -325,6 +325,9 @@ def test_unknown_transaction_is_404_and_bad_requests_are_400(server, gw, receive
     bad = {"producerGroup": producers, "checkBackUrl": receiver.url, "message": {"body": "x", "delayLevel": 2}}
     r = gw.request("POST", f"/v1/topics/{topic}/transactions", json=bad)
     assert r.status_code == 400 and r.json()["field"] == "/message/delayLevel", r.text
+    own = {"producerGroup": "FERRYMQ_HTTP_PRODUCER", "checkBackUrl": receiver.url, "message": {"body": "x"}}
+    r = gw.request("POST", f"/v1/topics/{topic}/transactions", json=own)
+    assert r.status_code == 400 and r.json()["field"] == "/producerGroup", r.text
     _end(gw, tx["transactionId"], "rollback")
 
 
