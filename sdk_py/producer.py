@@ -382,6 +382,14 @@ class Producer:
                                     result.transaction_id, msg.topic, result.message_queue.broker_name, state, False)
         return result, state
 
+    def end_transaction(self, topic: str, broker_name: str, msg_id: str, transaction_id: str | None,
+                        offset_msg_id: str, queue_offset: int, state: LocalTransactionState) -> defer.Deferred:
+        """END_TRANSACTION for a half message sent earlier, when the local transaction ends after
+        ``send_message_in_transaction`` has returned (UNKNOW). ``offset_msg_id`` and ``queue_offset`` are those
+        of the half message's newest copy: each check-back stores it again, and only that copy is still open."""
+        return self._end_transaction(offset_msg_id, queue_offset, msg_id, transaction_id, topic, broker_name,
+                                     LocalTransactionState(state), False)
+
     @defer.inlineCallbacks
     def _end_transaction(self, offset_msg_id, queue_offset, msg_id, transaction_id, topic, broker_name,
                          state: LocalTransactionState, from_check: bool, addr: str | None = None):

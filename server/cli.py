@@ -70,7 +70,8 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     from twisted.internet import reactor
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
-    thread = GatewayThread(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize),
+    thread = GatewayThread(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                                   **gateway_cfg.transaction_options()),
                            bind, gateway_cfg.httpListenPort)
     try:
         thread.start()
@@ -411,7 +412,8 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from ferrymq.gateways.http.gateway import Gateway
     from ferrymq.gateways.http.server import serve_forever
 
-    serve_forever(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize),
+    serve_forever(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                          **gateway_cfg.transaction_options()),
                   netty_cfg.bindAddress, gateway_cfg.httpListenPort)
     log.info("stopped")
     return 0

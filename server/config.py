@@ -295,6 +295,14 @@ class GatewayConfig:
 
     httpListenPort: int = key(HTTP_PORT, "Port of the HTTP gateway (docs/http.md), on bindAddress; 0 turns it off.",
                               check=port)
+    httpCheckBackSecret: str = key("", "HMAC-SHA256 key signing the HTTP gateway's transaction check-back calls "
+                                       "(docs/http.md); empty refuses transactional publishes over HTTP.")
+    httpCheckBackTimeout: int = key(3_000, "Milliseconds a check-back receiver has to answer before the answer "
+                                           "counts as UNKNOWN.", check=positive)
+
+    def transaction_options(self) -> dict[str, object]:
+        """The :class:`ferrymq.gateways.http.gateway.Gateway` keyword arguments of the check-back keys."""
+        return {"check_back_secret": self.httpCheckBackSecret, "check_back_timeout": self.httpCheckBackTimeout / 1000}
 
 
 @dataclass

@@ -20,6 +20,7 @@ from ferrymq.wire.topics import validate_topic
 from . import messages, schema
 from .gateway import Gateway
 from .problems import Problem, from_client_error
+from .transactions import State
 
 log = logging.getLogger("ferrymq.gateway.http")
 
@@ -30,6 +31,8 @@ _check_envelope = schema.body_checker("Envelope")
 _check_batch = schema.body_checker("Batch")
 _check_receipts = schema.body_checker("Receipts")
 _check_new_topic = schema.body_checker("NewTopic")
+_check_new_transaction = schema.body_checker("NewTransaction")
+_check_transaction_action = schema.body_checker("TransactionAction")
 
 _OPENAPI = orjson.dumps(schema.DOCUMENT)
 
@@ -208,6 +211,39 @@ class Routes:
             raise from_client_error(exc) from None
         return _json({"topic": body["topic"]}, 201)
 
+    # ------------------------------------------------------------------ transactions
+
+    async def publish_transaction(self, request: Request) -> Response:
+        topic = _topic(request)
+        _query(_no_query, request)
+        body = await _json_body(request, _check_new_transaction, self.gateway.max_message_size)
+        for member in ("delayLevel", "deliverAt", "shardingKey"):
+            if member in body["message"]:
+                raise Problem(400, f"a half message is delivered when it is committed: {member} is not allowed "
+                                   f"in it", f"/message/{member}")
+        msg, _ = messages.from_envelope(topic, body["message"], "/message")
+        try:
+            tx = await self.gateway.publish_half(body["producerGroup"], body["checkBackUrl"], msg)
+        except Exception as exc:  # noqa: BLE001 - Problems pass through unchanged
+            raise from_client_error(exc, "/message") from None
+        response = _json(tx.to_json(), 201)
+        response.headers["Location"] = f"/v1/transactions/{tx.id}"
+        return response
+
+    async def get_transaction(self, request: Request) -> Response:
+        _query(_no_query, request)
+        return _json(self.gateway.transaction(request.path_params["id"]).to_json())
+
+    async def end_transaction(self, request: Request) -> Response:
+        _query(_no_query, request)
+        body = await _json_body(request, _check_transaction_action)
+        state = State.COMMIT if body["action"] == "commit" else State.ROLLBACK
+        try:
+            tx = await self.gateway.end_transaction(request.path_params["id"], state)
+        except Exception as exc:  # noqa: BLE001 - Problems pass through unchanged
+            raise from_client_error(exc) from None
+        return _json(tx.to_json())
+
 
 def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
     """Problems become problem+json answers; anything else is logged and answered 500, never a hang."""
@@ -238,6 +274,9 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         Route("/v1/topics/{topic}/messages", _guarded(r.consume), methods=["GET"]),
         Route("/v1/topics/{topic}/ack", _guarded(r.ack), methods=["POST"]),
         Route("/v1/topics/{topic}/nack", _guarded(r.nack), methods=["POST"]),
+        Route("/v1/topics/{topic}/transactions", _guarded(r.publish_transaction), methods=["POST"]),
+        Route("/v1/transactions/{id}", _guarded(r.get_transaction), methods=["GET"]),
+        Route("/v1/transactions/{id}", _guarded(r.end_transaction), methods=["POST"]),
     ]
 
     async def lifespan(app: Starlette):

@@ -1,5 +1,6 @@
 """The gateway's RocketMQ side: one client identity holding the publishing producer, the HTTP consumer
-groups and an admin client, all on :mod:`ferrymq.sdk.aio`, on the event loop that serves HTTP."""
+groups, the transactional producers (:mod:`.transactions`) and an admin client, all on
+:mod:`ferrymq.sdk.aio`, on the event loop that serves HTTP."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from ferrymq.sdk.aio import MQAdmin, Producer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import ClientInstance
 from ferrymq.sdk.aio.bridge import call
-from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE
+from ferrymq.sdk.message import Message
+from ferrymq.sdk.producer import LocalTransactionState
+from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageConst
 
 from .consumers import IDLE_SECONDS, GroupConsumer
 from .problems import Problem
+from .transactions import TRANSACTIONS_KEPT, State, Transaction, Transactions
 
 log = logging.getLogger("ferrymq.gateway.http")
 
@@ -30,7 +34,8 @@ class Gateway:
     """What the HTTP routes call. Start and stop it on the loop that serves them."""
 
     def __init__(self, namesrv_addr: str, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 client_config: dict[str, Any] | None = None, idle_seconds: float = IDLE_SECONDS):
+                 client_config: dict[str, Any] | None = None, idle_seconds: float = IDLE_SECONDS,
+                 check_back_secret: str = "", check_back_timeout: float = 3.0):
         self.namesrv_addr = namesrv_addr
         self.idle_seconds = idle_seconds
         self.max_message_size = max_message_size
@@ -41,6 +46,11 @@ class Gateway:
         self.admin: MQAdmin | None = None
         self.groups: dict[str, GroupConsumer] = {}
         self._idle_task: asyncio.Task | None = None
+        #: transactional producers by group, and the transactions published through them
+        self.transactions = Transactions(check_back_secret, check_back_timeout)
+        self.transactional: dict[str, Producer] = {}
+        self._transactional_lock = asyncio.Lock()
+        self._announced: set[tuple[str, str]] = set()  # (group, broker name) a heartbeat has named the group to
 
     def _client_kwargs(self) -> dict[str, Any]:
         return {"config": self._instance.config, "instance": self._instance}
@@ -61,6 +71,10 @@ class Gateway:
         for group in list(self.groups.values()):
             await group.stop()
         self.groups.clear()
+        for producer in self.transactional.values():
+            await producer.stop()
+        self.transactional.clear()
+        await self.transactions.close()
         if self.producer is not None:
             producer, self.producer = self.producer, None
             await producer.stop()
@@ -92,3 +106,66 @@ class Gateway:
                              "other consumers take its queues", name)
                     del self.groups[name]
                     await group.stop()
+
+    # ------------------------------------------------------------------ transactions (docs/http.md)
+
+    async def transactional_producer(self, group: str) -> Producer:
+        """The group's transactional producer, registered with the brokers so that their check-backs of
+        the group's half messages come to this gateway."""
+        producer = self.transactional.get(group)
+        if producer is not None:
+            return producer
+        async with self._transactional_lock:
+            if group not in self.transactional:
+                producer = Producer(group, max_message_size=self.max_message_size,
+                                    transaction_checker=self.transactions.check, **self._client_kwargs())
+                await producer.start()
+                self.transactional[group] = producer
+                log.info("HTTP transactions of producer group %s: check-backs come to this gateway", group)
+        return self.transactional[group]
+
+    async def publish_half(self, group: str, check_back_url: str, msg: Message) -> Transaction:
+        if not self.transactions.secret:
+            raise Problem(403, "this gateway signs no check-back calls (httpCheckBackSecret is not set), so it "
+                               "publishes no transactions; set httpCheckBackSecret in its config file")
+        if group == PRODUCER_GROUP:
+            raise Problem(400, f"{PRODUCER_GROUP} is the gateway's own group of plain publishes; name another",
+                          "/producerGroup")
+        producer = await self.transactional_producer(group)
+        result, _ = await producer.send_message_in_transaction(msg, lambda m, a: LocalTransactionState.UNKNOW)
+        broker_name = result.message_queue.broker_name
+        if (group, broker_name) not in self._announced:
+            # the group's first half message on this broker: name the group to it now, not at the next
+            # periodic heartbeat, or the broker's first checks find no producer of the group and are lost
+            await call(self._instance.send_heartbeat_to_all)
+            self._announced.add((group, broker_name))
+        keys = msg.properties.get(MessageConst.KEYS)
+        # the transaction id is the message's UNIQ_KEY, as the Java producer's and the broker's are
+        tx = Transaction(msg.uniq_key, msg.uniq_key, msg.topic, msg.properties.get(MessageConst.TAGS),
+                         keys.split(MessageConst.KEY_SEPARATOR) if keys else [], group, check_back_url,
+                         broker_name, result.offset_msg_id, result.queue_offset)
+        self.transactions.add(tx)
+        return tx
+
+    def transaction(self, tx_id: str) -> Transaction:
+        tx = self.transactions.get(tx_id)
+        if tx is None:
+            raise Problem(404, f"no transaction {tx_id} at this gateway (it knows the latest {TRANSACTIONS_KEPT} "
+                               f"transactions published through it)", "path.id")
+        return tx
+
+    async def end_transaction(self, tx_id: str, state: State) -> Transaction:
+        tx = self.transaction(tx_id)
+        if tx.state is not State.UNKNOWN:
+            raise Problem(409, f"transaction {tx_id} is resolved already: {tx.state.name} by the "
+                               f"{tx.resolved_by}", "/action")
+        tx.resolve(state, "client")  # before the await: a second request meanwhile is refused
+        try:
+            producer = await self.transactional_producer(tx.producer_group)
+            await producer.end_transaction(tx.topic, tx.broker_name, tx.msg_id, tx.id, tx.offset_msg_id,
+                                           tx.queue_offset, state.value)
+        except BaseException:
+            tx.state, tx.resolved_by, tx.resolved_at = State.UNKNOWN, None, None
+            raise
+        log.info("transaction %s: %s by the client", tx.id, state.name)
+        return tx

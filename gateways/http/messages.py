@@ -118,7 +118,7 @@ def to_json(msg: MessageExt, receipt_handle: str, broker_name: str, invisible_un
         "topic": msg.topic,
         "tag": props.get(MessageConst.TAGS),
         "keys": keys.split(MessageConst.KEY_SEPARATOR) if keys else [],
-        "properties": {k: v for k, v in props.items() if k not in _SYSTEM or k == CONTENT_TYPE},
+        "properties": user_properties(props),
         "body": msg.body.decode() if text else base64.b64encode(msg.body).decode(),
         "bodyEncoding": "text" if text else "base64",
         "brokerName": broker_name,
@@ -129,3 +129,8 @@ def to_json(msg: MessageExt, receipt_handle: str, broker_name: str, invisible_un
         "reconsumeTimes": msg.reconsume_times,
         "invisibleUntil": invisible_until,
     }
+
+
+def user_properties(props: Mapping[str, str]) -> dict[str, str]:
+    """The properties an HTTP client sees: its own and CONTENT_TYPE, not the broker's and clients' own."""
+    return {k: v for k, v in props.items() if k not in _SYSTEM or k == CONTENT_TYPE}

@@ -191,6 +191,132 @@ CONSUME_QUERY = [
            "dead-letter queue %DLQ%<group> (the Java consumer's maxReconsumeTimes)."),
 ]
 
+# Transactions. A half message has its own operation rather than a member of the publish envelope: it
+# answers a transaction (201, Location /v1/transactions/{id}) instead of a SendResult, it cannot be
+# batched, delayed or ordered (Apache's transactional producer refuses or clears those too), and it
+# needs a producer group and a check-back URL that a plain publish has no use for.
+_TRANSACTION_STATE = {"enum": ["UNKNOWN", "COMMIT", "ROLLBACK"]}
+SCHEMAS |= {
+    "NewTransaction": {
+        "type": "object",
+        "properties": {
+            "producerGroup": {**_NAME, "description": "The transactional producer group; the brokers ask this "
+                                                      "gateway about its half messages."},
+            "checkBackUrl": {"type": "string", "pattern": "^https?://[^\\s]+$", "maxLength": 2048,
+                             "description": "Where the gateway asks (POST, signed) whether this half message's "
+                                            "local transaction committed, when it is still UNKNOWN once the "
+                                            "broker's transactionTimeOut has passed."},
+            "message": {"$ref": "#/components/schemas/Envelope"},
+        },
+        "required": ["producerGroup", "checkBackUrl", "message"],
+        "additionalProperties": False,
+    },
+    "TransactionAction": {
+        "type": "object",
+        "properties": {"action": {"enum": ["commit", "rollback"]}},
+        "required": ["action"],
+        "additionalProperties": False,
+    },
+    "CheckBack": {
+        "type": "object",
+        "properties": {
+            "time": {"type": "integer", "description": "Epoch ms the broker's check reached the gateway."},
+            "checkTimes": {"type": "integer", "description": "The broker's count of checks of this message."},
+            "url": {"type": ["string", "null"], "description": "The receiver called; null when the gateway "
+                                                               "answered from its own record (resolved)."},
+            "status": {"type": ["integer", "null"], "description": "The receiver's HTTP status; null if none."},
+            "answer": _TRANSACTION_STATE,
+            "latencyMs": {"type": "integer"},
+            "detail": {"type": ["string", "null"], "description": "Why the answer is UNKNOWN, when the "
+                                                                  "receiver did not say so itself."},
+        },
+        "required": ["time", "checkTimes", "url", "status", "answer", "latencyMs", "detail"],
+    },
+    "Transaction": {
+        "type": "object",
+        "properties": {
+            "transactionId": {"type": "string", "description": "The broker's transaction id (the msgId)."},
+            "msgId": {"type": "string"},
+            "topic": {"type": "string"},
+            "tag": {"type": ["string", "null"]},
+            "keys": {"type": "array", "items": {"type": "string"}},
+            "producerGroup": {"type": "string"},
+            "checkBackUrl": {"type": "string"},
+            "brokerName": {"type": "string"},
+            "state": _TRANSACTION_STATE,
+            "resolvedBy": {"enum": ["client", "checkBack", None], "description": "Who decided: a request to "
+                           "/v1/transactions/{id}, or a check-back answer."},
+            "createdAt": {"type": "integer"},
+            "resolvedAt": {"type": ["integer", "null"]},
+            "checkBacks": {"type": "array", "items": {"$ref": "#/components/schemas/CheckBack"},
+                           "description": "The latest check-backs, oldest first (at most 64 are kept)."},
+        },
+        "required": ["transactionId", "msgId", "topic", "producerGroup", "checkBackUrl", "brokerName", "state",
+                     "resolvedBy", "createdAt", "resolvedAt", "checkBacks"],
+    },
+    "CheckBackRequest": {
+        "type": "object",
+        "description": "What the gateway POSTs to checkBackUrl.",
+        "properties": {
+            "transactionId": {"type": "string"}, "msgId": {"type": "string"}, "producerGroup": {"type": "string"},
+            "topic": {"type": "string"}, "tag": {"type": ["string", "null"]},
+            "keys": {"type": "array", "items": {"type": "string"}},
+            "properties": {"type": "object", "additionalProperties": {"type": "string"}},
+            "body": {"type": "string"}, "bodyEncoding": {"enum": ["text", "base64"]},
+            "bornTimestamp": {"type": "integer"},
+            "checkTimes": {"type": "integer", "description": "1 for the broker's first check; after "
+                                                             "transactionCheckMax the message is discarded."},
+        },
+        "required": ["transactionId", "msgId", "producerGroup", "topic", "tag", "keys", "properties", "body",
+                     "bodyEncoding", "bornTimestamp", "checkTimes"],
+    },
+    "CheckBackAnswer": {
+        "type": "object",
+        "description": "The receiver's answer (200). Anything else, or no answer within httpCheckBackTimeout, "
+                       "counts as UNKNOWN: the broker asks again later.",
+        "properties": {"state": _TRANSACTION_STATE},
+        "required": ["state"],
+    },
+}
+
+_TRANSACTION_PATH = {"name": "id", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+_CHECK_BACK_HEADERS = [
+    {"name": "FerryMQ-Timestamp", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "Epoch seconds of the call; refuse calls too old (replays)."},
+    {"name": "FerryMQ-Signature", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "sha256=<hex HMAC-SHA256 with httpCheckBackSecret of timestamp + '.' + the exact body>."},
+]
+TRANSACTION_PATHS: dict[str, Any] = {
+    "/v1/topics/{topic}/transactions": {
+        "parameters": [_TOPIC_PATH],
+        "post": {
+            "operationId": "publishTransaction",
+            "summary": "Publish a half message: stored, invisible to consumers, until committed.",
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/NewTransaction"}}}},
+            "responses": {"201": _json("Transaction", "Stored as a half message; state UNKNOWN."),
+                          **_problems(400, 403, 404, 413, 415, 502, 503, 504)},
+            "callbacks": {"checkBack": {"{$request.body#/checkBackUrl}": {"post": {
+                "summary": "The broker asks about a half message still UNKNOWN.",
+                "parameters": _CHECK_BACK_HEADERS,
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/CheckBackRequest"}}}},
+                "responses": {"200": _json("CheckBackAnswer", "The local transaction's state.")},
+            }}}},
+        },
+    },
+    "/v1/transactions/{id}": {
+        "parameters": [_TRANSACTION_PATH],
+        "get": {"operationId": "getTransaction", "summary": "A transaction's state and check-back history.",
+                "responses": {"200": _json("Transaction", "As this gateway knows it."), **_problems(404)}},
+        "post": {"operationId": "endTransaction", "summary": "Commit (deliver) or roll back (drop) the half message.",
+                 "requestBody": {"required": True, "content": {"application/json": {
+                     "schema": {"$ref": "#/components/schemas/TransactionAction"}}}},
+                 "responses": {"200": _json("Transaction", "Resolved."), **_problems(400, 404, 409, 415, 502,
+                                                                                     503, 504)}},
+    },
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "FerryMQ HTTP gateway", "version": "1",
@@ -248,6 +374,7 @@ DOCUMENT: dict[str, Any] = {
                          "schema": {"$ref": "#/components/schemas/Receipts"}}}},
                      "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
         },
+        **TRANSACTION_PATHS,
     },
     "components": {"schemas": SCHEMAS},
 }

@@ -71,5 +71,12 @@ class Producer(Client):
         execute_here = on_loop(asyncio.get_running_loop(), execute)
         return await call(self._core.send_message_in_transaction, msg, execute_here, arg)
 
+    async def end_transaction(self, topic: str, broker_name: str, msg_id: str, transaction_id: str | None,
+                              offset_msg_id: str, queue_offset: int, state: LocalTransactionState) -> None:
+        """Commit or roll back a half message whose local transaction ended after the send
+        (:meth:`ferrymq.sdk.Producer.end_transaction`)."""
+        await call(self._core.end_transaction, topic, broker_name, msg_id, transaction_id, offset_msg_id,
+                   queue_offset, state)
+
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         return await call(self._core.fetch_publish_queues, topic)

@@ -238,3 +238,22 @@ def test_the_transaction_checker_runs_on_the_application_loop(cluster, topic):
 
     asked, bodies = run(main())
     assert asked == [(b"decided-later", True)] and bodies == [b"decided-later"]
+
+
+def test_a_half_message_is_committed_after_its_send_returned(cluster, topic):
+    async def main():
+        async with aio.Producer(f"p_{topic}", cluster.namesrv_addr) as producer, \
+                aio.PullConsumer(f"g_{topic}", cluster.namesrv_addr) as puller:
+            msg = aio.Message(topic, b"decided-by-a-later-request")
+            result, _ = await producer.send_message_in_transaction(
+                msg, lambda msg, arg: aio.LocalTransactionState.UNKNOW)
+            (mq,) = await puller.fetch_subscribe_queues(topic)
+            before = await puller.pull(mq, offset=0, block=False)
+            await producer.end_transaction(topic, result.message_queue.broker_name, msg.uniq_key,
+                                           result.transaction_id, result.offset_msg_id, result.queue_offset,
+                                           aio.LocalTransactionState.COMMIT_MESSAGE)
+            after = await puller.pull(mq, offset=0, block=True)
+        return before.messages, [m.body for m in after.messages]
+
+    before, bodies = run(main())
+    assert before == [] and bodies == [b"decided-by-a-later-request"]

@@ -1,0 +1,212 @@
+"""Transactions published over HTTP: what the gateway remembers of each, and the signed check-back
+call that lets an HTTP service answer the broker's CHECK_TRANSACTION_STATE.
+
+The local transaction is the HTTP client's. Its half message is published, left UNKNOWN, and resolved
+either by the client (``POST /v1/transactions/{id}``) or, once the broker's ``transactionTimeOut`` has
+passed, by a check-back: the broker asks this gateway (the group's transactional producer), and the
+gateway asks the message's ``checkBackUrl``. A failed, slow or garbled answer counts as UNKNOWN, as an
+exception in a Java ``TransactionListener.checkLocalTransaction`` does: the broker asks again every
+``transactionCheckInterval`` and discards the message after ``transactionCheckMax`` checks.
+
+The first decision wins: once resolved, a later check-back (the broker may still hold a copy of the
+half message when the decision crosses its check pass) is answered from the record without calling
+the receiver. Records live in this gateway's memory only, the newest :data:`TRANSACTIONS_KEPT` of
+them with their latest :data:`CHECK_BACKS_KEPT` check-backs each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import enum
+import hashlib
+import hmac
+import logging
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+from ferrymq.sdk.producer import LocalTransactionState
+from ferrymq.wire.message import MessageConst, MessageExt
+
+from .messages import is_text, user_properties
+
+log = logging.getLogger("ferrymq.gateway.http.transactions")
+
+#: transactions remembered (the oldest are forgotten first; a forgotten one is 404 and checks back UNKNOWN)
+TRANSACTIONS_KEPT = 10_000
+#: check-backs remembered per transaction (Apache's transactionCheckMax defaults to 15)
+CHECK_BACKS_KEPT = 64
+#: headers of a check-back call (see :func:`sign`)
+TIMESTAMP_HEADER = "FerryMQ-Timestamp"
+SIGNATURE_HEADER = "FerryMQ-Signature"
+
+
+class State(enum.Enum):
+    UNKNOWN = LocalTransactionState.UNKNOW
+    COMMIT = LocalTransactionState.COMMIT_MESSAGE
+    ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
+
+
+def sign(secret: bytes, timestamp: str, body: bytes) -> str:
+    """The signature header's value: HMAC-SHA256 of ``timestamp + "." + body``, so neither the exact
+    body bytes nor the time can be changed without the secret."""
+    return "sha256=" + hmac.new(secret, timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def verify(secret: bytes, timestamp: str, body: bytes, signature: str, *, max_age: float = 300.0,
+           now: float | None = None) -> bool:
+    """A receiver's check of a check-back call: signed with ``secret`` and at most ``max_age`` seconds old."""
+    try:
+        age = (time.time() if now is None else now) - int(timestamp)
+    except ValueError:
+        return False
+    return abs(age) <= max_age and hmac.compare_digest(sign(secret, timestamp, body), signature)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True)
+class CheckBack:
+    time: int
+    check_times: int
+    url: str | None
+    status: int | None
+    answer: State
+    latency_ms: int
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time": self.time, "checkTimes": self.check_times, "url": self.url, "status": self.status,
+                "answer": self.answer.name, "latencyMs": self.latency_ms, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class Transaction:
+    """A half message and how it was resolved. ``offset_msg_id``/``queue_offset`` locate its newest copy
+    in the broker's half queue (each check stores it again), which is the one END_TRANSACTION names."""
+
+    id: str
+    msg_id: str
+    topic: str
+    tag: str | None
+    keys: list[str]
+    producer_group: str
+    check_back_url: str
+    broker_name: str
+    offset_msg_id: str
+    queue_offset: int
+    created_at: int = field(default_factory=_now_ms)
+    state: State = State.UNKNOWN
+    resolved_by: str | None = None
+    resolved_at: int | None = None
+    check_backs: deque[CheckBack] = field(default_factory=lambda: deque(maxlen=CHECK_BACKS_KEPT))
+
+    def resolve(self, state: State, by: str) -> None:
+        self.state, self.resolved_by, self.resolved_at = state, by, _now_ms()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"transactionId": self.id, "msgId": self.msg_id, "topic": self.topic, "tag": self.tag,
+                "keys": self.keys, "producerGroup": self.producer_group, "checkBackUrl": self.check_back_url,
+                "brokerName": self.broker_name, "state": self.state.name, "resolvedBy": self.resolved_by,
+                "createdAt": self.created_at, "resolvedAt": self.resolved_at,
+                "checkBacks": [c.to_json() for c in self.check_backs]}
+
+
+def check_back_body(tx: Transaction, msg: MessageExt, check_times: int) -> bytes:
+    """The JSON a receiver gets (schema ``CheckBackRequest``), as the exact bytes that are signed."""
+    text = is_text(msg.body)
+    return orjson.dumps({
+        "transactionId": tx.id, "msgId": tx.msg_id, "producerGroup": tx.producer_group, "topic": tx.topic,
+        "tag": tx.tag, "keys": tx.keys, "properties": user_properties(msg.properties),
+        "body": msg.body.decode() if text else base64.b64encode(msg.body).decode(),
+        "bodyEncoding": "text" if text else "base64", "bornTimestamp": msg.born_timestamp,
+        "checkTimes": check_times,
+    })
+
+
+class Transactions:
+    """The gateway's transactions, and :meth:`check`, the transactional producers' checker."""
+
+    def __init__(self, secret: str, timeout: float):
+        self.secret = secret.encode()
+        self.timeout = timeout
+        self._records: OrderedDict[str, Transaction] = OrderedDict()
+        self._http: httpx.AsyncClient | None = None
+
+    def add(self, tx: Transaction) -> None:
+        self._records[tx.id] = tx
+        while len(self._records) > TRANSACTIONS_KEPT:
+            self._records.popitem(last=False)
+
+    def get(self, tx_id: str) -> Transaction | None:
+        return self._records.get(tx_id)
+
+    async def close(self) -> None:
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()
+
+    async def check(self, msg: MessageExt) -> LocalTransactionState:
+        """Answer the broker's check of a half message (the copy it stored for this check)."""
+        tx_id = msg.properties.get(MessageConst.TRANSACTION_ID) or msg.uniq_key or ""
+        check_times = int(msg.properties.get(MessageConst.TRANSACTION_CHECK_TIMES, "0") or 0)
+        tx = self._records.get(tx_id)
+        if tx is None:
+            log.warning("transaction %s (check %d): not published through this gateway, or forgotten; "
+                        "answered UNKNOWN", tx_id, check_times)
+            return LocalTransactionState.UNKNOW
+        tx.offset_msg_id, tx.queue_offset = msg.offset_msg_id, msg.queue_offset
+        if tx.state is not State.UNKNOWN:
+            record = CheckBack(_now_ms(), check_times, None, None, tx.state, 0,
+                               f"resolved by the {tx.resolved_by} already; answered from the gateway's record")
+        else:
+            record = await self._call(tx, msg, check_times)
+            if tx.state is State.UNKNOWN and record.answer is not State.UNKNOWN:
+                tx.resolve(record.answer, "checkBack")
+            elif tx.state is not record.answer and record.answer is not State.UNKNOWN:
+                record.detail = f"the {tx.resolved_by} resolved it {tx.state.name} meanwhile; that stands"
+        tx.check_backs.append(record)
+        log.info("transaction %s check %d: %s answered %s (HTTP %s, %d ms)%s", tx.id, check_times,
+                 record.url or "the gateway's record", record.answer.name, record.status, record.latency_ms,
+                 f": {record.detail}" if record.detail else "")
+        return tx.state.value
+
+    async def _call(self, tx: Transaction, msg: MessageExt, check_times: int) -> CheckBack:
+        """POST the signed check-back; whatever goes wrong is an UNKNOWN answer with its reason."""
+        body = check_back_body(tx, msg, check_times)
+        timestamp = str(int(time.time()))
+        headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: timestamp,
+                   SIGNATURE_HEADER: sign(self.secret, timestamp, body)}
+        if self._http is None:
+            self._http = httpx.AsyncClient(follow_redirects=False)
+        started, status, answer, detail = time.monotonic(), None, State.UNKNOWN, None
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await self._http.post(tx.check_back_url, content=body, headers=headers,
+                                                 timeout=self.timeout)
+                content = await response.aread()
+            status = response.status_code
+            answer, detail = _answer(status, content)
+        except TimeoutError:
+            detail = f"no answer within {self.timeout:g} s (httpCheckBackTimeout)"
+        except httpx.HTTPError as exc:
+            detail = f"the call failed: {type(exc).__name__}: {exc}"
+        latency = int((time.monotonic() - started) * 1000)
+        return CheckBack(_now_ms(), check_times, tx.check_back_url, status, answer, latency, detail)
+
+
+def _answer(status: int, content: bytes) -> tuple[State, str | None]:
+    if status != 200:
+        return State.UNKNOWN, f"HTTP {status}, not 200"
+    try:
+        value = orjson.loads(content)
+        return State[value["state"]], None
+    except (orjson.JSONDecodeError, TypeError, KeyError):
+        return State.UNKNOWN, 'the answer is not {"state": "COMMIT"|"ROLLBACK"|"UNKNOWN"}: ' + repr(content[:200])

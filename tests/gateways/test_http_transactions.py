@@ -1,0 +1,414 @@
+"""Transactions over HTTP against a running `ferrymq standalone`: half messages resolved by the client
+or by signed check-back calls to a local receiver, with the broker's transactionCheckMax.
+
+Every answer of the gateway is held against /openapi.json (http_client.check_answer)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ferrymq.gateways.http.transactions import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
+
+from .http_client import Gateway
+
+pytestmark = pytest.mark.timeout(120)
+
+SECRET = "test-check-back-secret"
+CHECK_MAX = 3
+#: a half message is checked 0.5 s after its birth, then once a second; the receiver's answers come in
+#: well under that, so each check is answered before the broker's next pass. The check-back timeout
+#: leaves room for a loaded machine: an answer it cuts off would use up a step of a test's plan.
+CHECK_BACK_TIMEOUT = 1.5
+BROKER_KEYS = {"transactionTimeOut": 500, "transactionCheckInterval": 1000, "transactionCheckMax": CHECK_MAX,
+               "httpCheckBackSecret": SECRET, "httpCheckBackTimeout": int(CHECK_BACK_TIMEOUT * 1000)}
+#: how long a "slow" receiver takes: past the check-back timeout
+SLOW = CHECK_BACK_TIMEOUT + 1.0
+
+
+class Receiver:
+    """The HTTP service whose local transactions are checked back: it verifies each call's signature
+    (401 when it does not verify, as a real receiver would) and answers from a plan per transaction id:
+    a state, an HTTP status, ``"garbled"`` or ``"slow"`` (past the gateway's timeout); UNKNOWN when the
+    plan is used up."""
+
+    def __init__(self, secret: str):
+        self.secret = secret.encode()
+        self.plans: dict[str, list[Any]] = {}
+        self.calls: list[dict[str, Any]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                call = {"raw": raw, "timestamp": self.headers[TIMESTAMP_HEADER],
+                        "signature": self.headers[SIGNATURE_HEADER], "json": json.loads(raw)}
+                receiver.calls.append(call)
+                if not verify(receiver.secret, call["timestamp"], raw, call["signature"]):
+                    return self._answer(401, b"bad signature")
+                plan = receiver.plans.get(call["json"]["transactionId"], [])
+                step = plan.pop(0) if plan else "UNKNOWN"
+                if isinstance(step, int):
+                    return self._answer(step, b"failed")
+                if step == "garbled":
+                    return self._answer(200, b"<html>yes</html>")
+                if step == "slow":
+                    time.sleep(SLOW)
+                    step = "COMMIT"  # too late: the gateway has counted UNKNOWN already
+                self._answer(200, json.dumps({"state": step}).encode())
+
+            def _answer(self, status: int, body: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:  # the gateway gave up waiting
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/checks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def calls_of(self, tx_id: str) -> list[dict[str, Any]]:
+        return [c for c in self.calls if c["json"]["transactionId"] == tx_id]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from ferrymq.testing.server import FerryMQServer
+
+    with FerryMQServer(tmp_path_factory.mktemp("http-tx"), BROKER_KEYS, http=True) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def receiver():
+    r = Receiver(SECRET)
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def gw(server):
+    client = Gateway(server.http_url)
+    yield client
+    client.close()
+
+
+def _names() -> tuple[str, str, str]:
+    tag = uuid.uuid4().hex[:8]
+    return f"HttpTx_{tag}", f"HttpTxG_{tag}", f"HttpTxP_{tag}"
+
+
+def _begin(gw: Gateway, topic: str, producer_group: str, url: str, body: str = "order-1", **message: Any):
+    r = gw.request("POST", f"/v1/topics/{topic}/transactions",
+                   json={"producerGroup": producer_group, "checkBackUrl": url,
+                         "message": {"body": body, **message}})
+    assert r.status_code == 201, r.text
+    tx = r.json()
+    assert r.headers["Location"] == f"/v1/transactions/{tx['transactionId']}"
+    return tx
+
+
+def _end(gw: Gateway, tx_id: str, action: str):
+    return gw.request("POST", f"/v1/transactions/{tx_id}", json={"action": action})
+
+
+def _get(gw: Gateway, tx_id: str) -> dict[str, Any]:
+    r = gw.request("GET", f"/v1/transactions/{tx_id}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _wait_for(what, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = what()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("not reached in time")
+
+
+def test_committed_by_the_client_is_delivered_once_with_what_was_sent(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 2)
+    tx = _begin(gw, topic, producers, receiver.url, tag="paid", keys=["order-1"], properties={"amount": 12})
+    assert (tx["state"], tx["resolvedBy"], tx["checkBacks"], tx["msgId"]) == \
+        ("UNKNOWN", None, [], tx["transactionId"])
+    assert gw.receive(topic, group, wait=0.5) == []  # a half message is invisible
+    done = _end(gw, tx["transactionId"], "commit")
+    assert done.status_code == 200, done.text
+    assert (done.json()["state"], done.json()["resolvedBy"]) == ("COMMIT", "client")
+    [msg] = gw.receive_all(topic, group, 1)
+    assert (msg["msgId"], msg["body"], msg["tag"], msg["keys"], msg["properties"]["amount"]) == \
+        (tx["msgId"], "order-1", "paid", ["order-1"], "12")
+    gw.ack(topic, group, [msg])
+    time.sleep(2.0)  # past the broker's check passes: no check-back of a resolved transaction
+    assert gw.receive(topic, group, wait=0.5) == []
+    assert receiver.calls_of(tx["transactionId"]) == [] and _get(gw, tx["transactionId"])["checkBacks"] == []
+
+
+def test_rolled_back_by_the_client_is_never_delivered_and_resolving_again_is_409(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    assert _end(gw, tx["transactionId"], "rollback").json()["state"] == "ROLLBACK"
+    for action in ("commit", "rollback"):
+        again = _end(gw, tx["transactionId"], action)
+        assert again.status_code == 409 and again.json()["field"] == "/action", again.text
+    assert gw.receive(topic, group, wait=3) == []
+    assert receiver.calls_of(tx["transactionId"]) == []
+
+
+def test_check_back_commit_delivers_and_the_history_shows_the_call(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url, tag="t")
+    receiver.plans[tx["transactionId"]] = ["COMMIT"]
+    [msg] = gw.receive_all(topic, group, 1)
+    assert msg["msgId"] == tx["msgId"]
+    gw.ack(topic, group, [msg])
+    seen = _get(gw, tx["transactionId"])
+    assert (seen["state"], seen["resolvedBy"]) == ("COMMIT", "checkBack")
+    [check] = seen["checkBacks"]
+    assert (check["url"], check["status"], check["answer"], check["checkTimes"], check["detail"]) == \
+        (receiver.url, 200, "COMMIT", 1, None)
+    assert 0 <= check["latencyMs"] < 400 and check["time"] >= seen["createdAt"]
+    [call] = receiver.calls_of(tx["transactionId"])
+    assert {k: call["json"][k] for k in ("msgId", "producerGroup", "topic", "tag", "body", "checkTimes")} == \
+        {"msgId": tx["msgId"], "producerGroup": producers, "topic": topic, "tag": "t", "body": "order-1",
+         "checkTimes": 1}
+    assert f"transaction {tx['transactionId']} check 1: {receiver.url} answered COMMIT" in server.log
+    resolved = _end(gw, tx["transactionId"], "rollback")
+    assert resolved.status_code == 409, resolved.text
+
+
+def test_check_back_rollback_is_never_delivered(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
+    _wait_for(lambda: _get(gw, tx["transactionId"])["state"] == "ROLLBACK")
+    assert gw.receive(topic, group, wait=3) == []
+    assert len(receiver.calls_of(tx["transactionId"])) == 1  # decided: not asked again
+
+
+def test_unknown_then_commit_on_a_later_check(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    receiver.plans[tx["transactionId"]] = ["UNKNOWN", "COMMIT"]
+    [msg] = gw.receive_all(topic, group, 1)
+    gw.ack(topic, group, [msg])
+    checks = _get(gw, tx["transactionId"])["checkBacks"]
+    assert [(c["checkTimes"], c["answer"], c["status"]) for c in checks] == [(1, "UNKNOWN", 200), (2, "COMMIT", 200)]
+    assert gw.receive(topic, group, wait=2) == []  # delivered once
+
+
+def test_committed_by_the_client_after_an_unknown_check_is_delivered_once(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    receiver.plans[tx["transactionId"]] = ["UNKNOWN"]
+    _wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
+    assert _end(gw, tx["transactionId"], "commit").json()["state"] == "COMMIT"  # the check's copy is the open one
+    [msg] = gw.receive_all(topic, group, 1)
+    gw.ack(topic, group, [msg])
+    time.sleep(2.0)  # past further check passes
+    assert gw.receive(topic, group, wait=0.5) == []
+    assert len(receiver.calls_of(tx["transactionId"])) == 1
+
+
+def test_a_failing_receiver_is_asked_transaction_check_max_times_then_the_message_is_discarded(server, gw, receiver):
+    topic, group, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    receiver.plans[tx["transactionId"]] = [500, "garbled", "slow", "COMMIT"]
+    checks = _wait_for(lambda: len(_get(gw, tx["transactionId"])["checkBacks"]) == CHECK_MAX and
+                       _get(gw, tx["transactionId"])["checkBacks"])
+    assert [(c["checkTimes"], c["answer"], c["status"]) for c in checks] == \
+        [(1, "UNKNOWN", 500), (2, "UNKNOWN", 200), (3, "UNKNOWN", None)]
+    assert "HTTP 500" in checks[0]["detail"] and "<html>" in checks[1]["detail"]
+    assert "httpCheckBackTimeout" in checks[2]["detail"] and checks[2]["latencyMs"] >= CHECK_BACK_TIMEOUT * 1000 - 50
+    time.sleep(3.0)  # further check passes discard it instead of asking a fourth time
+    seen = _get(gw, tx["transactionId"])
+    assert (len(seen["checkBacks"]), seen["state"]) == (CHECK_MAX, "UNKNOWN")
+    assert len(receiver.calls_of(tx["transactionId"])) == CHECK_MAX
+    assert gw.receive(topic, group, wait=1) == []
+    assert f"discarded after {CHECK_MAX} checks" in server.log
+
+
+def test_the_signature_verifies_with_the_secret_only(server, gw, receiver):
+    topic, _, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url, body="signed")
+    receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
+    call = _wait_for(lambda: receiver.calls_of(tx["transactionId"]))[0]
+    raw, timestamp, signature = call["raw"], call["timestamp"], call["signature"]
+    assert signature.startswith("sha256=") and abs(time.time() - int(timestamp)) < 30
+    assert verify(SECRET.encode(), timestamp, raw, signature)
+    assert not verify(b"another-secret", timestamp, raw, signature)
+    assert not verify(SECRET.encode(), timestamp, raw.replace(b"signed", b"SIGNED"), signature)
+    assert not verify(SECRET.encode(), str(int(timestamp) + 1), raw, signature)
+    assert not verify(SECRET.encode(), timestamp, raw, signature, now=int(timestamp) + 301)  # a replay
+
+
+def _documented_verify():
+    """The receiver's check as docs/http.md shows it."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "http.md").read_text()
+    for code in re.findall(r"^```python\n(.*?)^```$", text, re.MULTILINE | re.DOTALL):
+        if "def verify_check_back" in code:
+            scope: dict[str, Any] = {}
+            exec(code, scope)  # noqa: S102 - the documentation's own example
+            return scope["verify_check_back"]
+    raise AssertionError("no verify_check_back example in docs/http.md")
+
+
+def test_the_documented_receiver_check_accepts_the_gateway_calls_only(server, gw, receiver):
+    verify_check_back = _documented_verify()
+    topic, _, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
+    call = _wait_for(lambda: receiver.calls_of(tx["transactionId"]))[0]
+    headers = {TIMESTAMP_HEADER: call["timestamp"], SIGNATURE_HEADER: call["signature"]}
+    assert verify_check_back(SECRET.encode(), headers, call["raw"])
+    assert not verify_check_back(b"another-secret", headers, call["raw"])
+    assert not verify_check_back(SECRET.encode(), headers, call["raw"] + b" ")
+    assert not verify_check_back(SECRET.encode(), {**headers, TIMESTAMP_HEADER: "1"}, call["raw"])
+
+
+def test_a_receiver_with_another_secret_refuses_and_the_check_counts_unknown(server, gw):
+    other = Receiver("not-the-gateway-secret")
+    try:
+        topic, _, producers = _names()
+        server.create_topic(topic, 1)
+        tx = _begin(gw, topic, producers, other.url)
+        other.plans[tx["transactionId"]] = ["COMMIT"]
+        [check] = _wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
+        assert (check["status"], check["answer"]) == (401, "UNKNOWN")
+        assert other.plans[tx["transactionId"]] == ["COMMIT"]  # never reached: the signature failed
+        _end(gw, tx["transactionId"], "rollback")
+    finally:
+        other.close()
+
+
+def test_unknown_transaction_is_404_and_bad_requests_are_400(server, gw, receiver):
+    for method, kwargs in (("GET", {}), ("POST", {"json": {"action": "commit"}})):
+        r = gw.request(method, "/v1/transactions/0A0000000000000000000000000000FF", **kwargs)
+        assert r.status_code == 404 and r.json()["field"] == "path.id", r.text
+    topic, _, producers = _names()
+    server.create_topic(topic, 1)
+    tx = _begin(gw, topic, producers, receiver.url)
+    r = _end(gw, tx["transactionId"], "maybe")
+    assert r.status_code == 400 and r.json()["field"] == "/action", r.text
+    bad = {"producerGroup": producers, "checkBackUrl": "ftp://example.com/x", "message": {"body": "x"}}
+    r = gw.request("POST", f"/v1/topics/{topic}/transactions", json=bad)
+    assert r.status_code == 400 and r.json()["field"] == "/checkBackUrl", r.text
+    bad = {"producerGroup": producers, "checkBackUrl": receiver.url, "message": {"body": "x", "delayLevel": 2}}
+    r = gw.request("POST", f"/v1/topics/{topic}/transactions", json=bad)
+    assert r.status_code == 400 and r.json()["field"] == "/message/delayLevel", r.text
+    own = {"producerGroup": "FERRYMQ_HTTP_PRODUCER", "checkBackUrl": receiver.url, "message": {"body": "x"}}
+    r = gw.request("POST", f"/v1/topics/{topic}/transactions", json=own)
+    assert r.status_code == 400 and r.json()["field"] == "/producerGroup", r.text
+    _end(gw, tx["transactionId"], "rollback")
+
+
+def test_no_secret_configured_refuses_transactions(ferrymq_factory, receiver):
+    srv = ferrymq_factory(http=True)
+    client = Gateway(srv.http_url)
+    try:
+        topic, _, producers = _names()
+        srv.create_topic(topic, 1)
+        r = client.request("POST", f"/v1/topics/{topic}/transactions",
+                           json={"producerGroup": producers, "checkBackUrl": receiver.url,
+                                 "message": {"body": "x"}})
+        assert r.status_code == 403 and "httpCheckBackSecret" in r.json()["detail"], r.text
+    finally:
+        client.close()
+
+
+# The gateway's record on its own (no broker): what a check answers when the client decides meanwhile,
+# and the bound on what is remembered.
+
+def _record(tx_id: str, url: str):
+    from ferrymq.gateways.http.transactions import Transaction
+
+    return Transaction(tx_id, tx_id, "T", None, [], "P", url, "broker-a", "0A00000100002A9F0000000000000000", 0)
+
+
+def _check_of(tx_id: str, times: int):
+    from ferrymq.wire.message import MessageConst, MessageExt
+
+    return MessageExt("T", b"x", properties={MessageConst.UNIQ_KEY: tx_id, MessageConst.TRANSACTION_ID: tx_id,
+                                             MessageConst.TRANSACTION_CHECK_TIMES: str(times)},
+                      queue_offset=7, commitlog_offset=4096)
+
+
+def test_a_client_decision_during_a_check_back_stands_and_later_checks_answer_it_unasked(receiver):
+    import asyncio
+
+    from ferrymq.gateways.http.transactions import State, Transactions
+    from ferrymq.sdk.producer import LocalTransactionState
+
+    async def main():
+        transactions = Transactions(SECRET, timeout=SLOW + 1.0)
+        tx = _record("TX-RACE", receiver.url)
+        transactions.add(tx)
+        receiver.plans["TX-RACE"] = ["slow"]  # answers COMMIT after SLOW seconds
+        checking = asyncio.create_task(transactions.check(_check_of("TX-RACE", 1)))
+        await asyncio.sleep(0.3)
+        assert (tx.queue_offset, tx.offset_msg_id) == (7, _check_of("TX-RACE", 1).offset_msg_id)  # the check's copy
+        tx.resolve(State.ROLLBACK, "client")
+        first = await checking
+        second = await transactions.check(_check_of("TX-RACE", 2))
+        await transactions.close()
+        return tx, first, second
+
+    tx, first, second = asyncio.run(main())
+    assert first is second is LocalTransactionState.ROLLBACK_MESSAGE
+    assert [(c.answer, c.url, c.detail) for c in tx.check_backs] == [
+        (State.COMMIT, receiver.url, "the client resolved it ROLLBACK meanwhile; that stands"),
+        (State.ROLLBACK, None, "resolved by the client already; answered from the gateway's record")]
+    assert len(receiver.calls_of("TX-RACE")) == 1
+
+
+def test_the_record_keeps_the_latest_transactions_and_check_backs(monkeypatch):
+    import asyncio
+
+    from ferrymq.gateways.http import transactions as module
+
+    monkeypatch.setattr(module, "TRANSACTIONS_KEPT", 3)
+    kept = module.Transactions(SECRET, timeout=0.2)
+    for i in range(5):
+        kept.add(_record(f"TX-{i}", "http://127.0.0.1:9/nobody"))
+    assert [kept.get(f"TX-{i}") is not None for i in range(5)] == [False, False, True, True, True]
+    tx = kept.get("TX-4")
+
+    async def checks():
+        for times in range(1, module.CHECK_BACKS_KEPT + 3):
+            assert await kept.check(_check_of("TX-4", times)) is module.LocalTransactionState.UNKNOW
+        await kept.close()
+
+    asyncio.run(checks())
+    assert len(tx.check_backs) == module.CHECK_BACKS_KEPT
+    assert tx.check_backs[0].check_times == 3 and tx.check_backs[-1].check_times == module.CHECK_BACKS_KEPT + 2
+    assert tx.check_backs[-1].status is None and "ConnectError" in tx.check_backs[-1].detail
