@@ -10,13 +10,13 @@ from typing import Any
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
 
-from . import messages, schema
+from . import messages, schema, sse
 from .gateway import Gateway
 from .problems import Problem, from_client_error
 
@@ -24,6 +24,7 @@ log = logging.getLogger("ferrymq.gateway.http")
 
 _publish_query = schema.query_checker(schema.PUBLISH_QUERY)
 _consume_query = schema.query_checker(schema.CONSUME_QUERY)
+_stream_query = schema.query_checker(schema.STREAM_QUERY)
 _no_query = schema.query_checker([])
 _check_envelope = schema.body_checker("Envelope")
 _check_batch = schema.body_checker("Batch")
@@ -144,6 +145,19 @@ class Routes:
         return _json({"messages": [messages.to_json(p.msg, p.handle, p.broker_name, p.invisible_until)
                                    for p in taken]})
 
+    async def stream(self, request: Request) -> Response:
+        topic = _topic(request)
+        query = _query(_stream_query, request)
+        group = self.gateway.group(query["group"], query["maxReconsumeTimes"])
+        try:
+            await group.subscribe(topic, query["expression"], query["type"])
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc, "query.expression") from None
+        body = sse.events(group, topic, inflight=query["inflight"], heartbeat=query["heartbeat"],
+                          invisible=query["invisible"],
+                          render=lambda p: messages.to_json(p.msg, p.handle, p.broker_name, p.invisible_until))
+        return StreamingResponse(body, media_type="text/event-stream", headers=sse.HEADERS)
+
     async def ack(self, request: Request) -> Response:
         return await self._settle(request, consumed=True)
 
@@ -211,6 +225,7 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         Route("/v1/topics", _guarded(r.create_topic), methods=["POST"]),
         Route("/v1/topics/{topic}/messages", _guarded(r.publish), methods=["POST"]),
         Route("/v1/topics/{topic}/messages", _guarded(r.consume), methods=["GET"]),
+        Route("/v1/topics/{topic}/stream", _guarded(r.stream), methods=["GET"]),
         Route("/v1/topics/{topic}/ack", _guarded(r.ack), methods=["POST"]),
         Route("/v1/topics/{topic}/nack", _guarded(r.nack), methods=["POST"]),
     ]

@@ -8,9 +8,9 @@ request takes it; it is then invisible to other requests until it is acked (CONS
 group's offset may move past it), nacked, or its invisibility time passes (both RECONSUME_LATER: it
 comes back later with reconsumeTimes + 1). A receipt handle names one such message in this gateway.
 
-A group that no request has asked for in :data:`IDLE_SECONDS`, with nothing handed out, stops: its
-queues go to the group's other consumers, and the messages it had pulled but not handed out are
-delivered again from the committed offset.
+A group that no request has asked for in :data:`IDLE_SECONDS`, with nothing handed out and no event
+stream open, stops: its queues go to the group's other consumers, and the messages it had pulled but
+not handed out are delivered again from the committed offset.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _IN_FLIGHT = 4096
 
 
 @dataclass(eq=False)
-class _Pending:
+class Pending:
     """One pulled message and the consumer's wait for its outcome."""
 
     msg: MessageExt
@@ -63,7 +63,7 @@ class _Pending:
 class _Topic:
     expression: str
     expression_type: str
-    ready: deque[_Pending] = field(default_factory=deque)
+    ready: deque[Pending] = field(default_factory=deque)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -76,13 +76,16 @@ class GroupConsumer:
         self._client_kwargs = client_kwargs
         self._consumer: PushConsumer | None = None
         self._topics: dict[str, _Topic] = {}
-        self._handed_out: dict[str, _Pending] = {}
+        self._handed_out: dict[str, Pending] = {}
         self._start_lock = asyncio.Lock()
         self.last_request = time.monotonic()
+        #: event streams open on this group (it is not idle while one is)
+        self.streams = 0
 
     @property
     def idle(self) -> bool:
-        return not self._handed_out and time.monotonic() - self.last_request > IDLE_SECONDS
+        return (not self._handed_out and not self.streams
+                and time.monotonic() - self.last_request > IDLE_SECONDS)
 
     async def subscribe(self, topic: str, expression: str, expression_type: str) -> None:
         """Consume ``topic`` with this expression; another expression for the same topic is a conflict, as
@@ -131,7 +134,7 @@ class GroupConsumer:
             topic = self._topics.get(msg.topic)
             if topic is None:  # unsubscribed meanwhile
                 return ConsumeConcurrentlyStatus.RECONSUME_LATER
-            pending = _Pending(msg, context, asyncio.get_running_loop().create_future(),
+            pending = Pending(msg, context, asyncio.get_running_loop().create_future(),
                                context.message_queue.broker_name)
             topic.ready.append(pending)
             topic.arrived.set()
@@ -141,7 +144,7 @@ class GroupConsumer:
             return ConsumeConcurrentlyStatus.RECONSUME_LATER
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    async def take(self, topic: str, max_messages: int, wait: float, invisible: float) -> list[_Pending]:
+    async def take(self, topic: str, max_messages: int, wait: float, invisible: float) -> list[Pending]:
         """Up to ``max_messages`` of ``topic``, waiting up to ``wait`` seconds for the first; each is
         handed out for ``invisible`` seconds."""
         self.last_request = time.monotonic()
@@ -171,7 +174,7 @@ class GroupConsumer:
         self.last_request = time.monotonic()
         return taken
 
-    def _expired(self, pending: _Pending) -> None:
+    def _expired(self, pending: Pending) -> None:
         if self._handed_out.pop(pending.handle, None) is not None:
             log.info("group %s: message %s was not acked within its invisibility time; it is delivered again "
                      "later", self.group, pending.msg.msg_id)

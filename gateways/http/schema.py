@@ -191,6 +191,52 @@ CONSUME_QUERY = [
            "dead-letter queue %DLQ%<group> (the Java consumer's maxReconsumeTimes)."),
 ]
 
+_CONSUME_BY_NAME = {p["name"]: p for p in CONSUME_QUERY}
+STREAM_QUERY = [
+    *(_CONSUME_BY_NAME[n] for n in ("group", "expression", "type", "invisible", "maxReconsumeTimes")),
+    _query("inflight", {"type": "integer", "minimum": 1, "maximum": 1024, "default": 32},
+           "Flow control: at most this many messages handed to the stream and not yet acked or nacked (or "
+           "expired); the next is sent when one of them is settled."),
+    _query("heartbeat", {"type": "number", "minimum": 1, "maximum": 60, "default": 15},
+           "Seconds between comment lines sent while no event is, so proxies keep the stream open."),
+]
+
+#: the stream's events, as OpenAPI 3.2 describes a sequential media type (itemSchema); 3.1 takes it as an extension
+STREAM_EVENT = {
+    "type": "object",
+    "description": "One Server-Sent Event: a message handed out to the stream until invisibleUntil.",
+    "properties": {
+        "event": {"const": "message"},
+        "id": {"type": "string", "description": "The message's receipt handle (ack or nack with it)."},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "contentSchema": {"$ref": "#/components/schemas/Message"},
+                 "description": "The message as the long poll answers it (a Message, JSON on one line)."},
+    },
+    "required": ["event", "id", "data"],
+}
+
+_STREAM_PATH = {
+    "/v1/topics/{topic}/stream": {
+        "parameters": [_TOPIC_PATH],
+        "get": {
+            "operationId": "stream",
+            "summary": "Receive messages as they arrive, as Server-Sent Events (push-style consumption).",
+            "description": "The same consumer of the group as the long poll: each message is one event (id: "
+                           "its receipt handle, data: the Message), settled with ack or nack. Comment lines "
+                           "keep the stream open while nothing arrives. Closing the stream stops delivery "
+                           "to it; messages it was handed and did not settle come back after their "
+                           "invisibility time, as for the long poll.",
+            "parameters": STREAM_QUERY,
+            "responses": {"200": {"description": "An endless stream of message events.",
+                                  "content": {"text/event-stream": {
+                                      "schema": {"type": "string",
+                                                 "description": "Events as x-itemSchema describes them."},
+                                      "x-itemSchema": STREAM_EVENT}}},
+                          **_problems(400, 404, 409, 503, 504)},
+        },
+    },
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "FerryMQ HTTP gateway", "version": "1",
@@ -248,6 +294,7 @@ DOCUMENT: dict[str, Any] = {
                          "schema": {"$ref": "#/components/schemas/Receipts"}}}},
                      "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
         },
+        **_STREAM_PATH,
     },
     "components": {"schemas": SCHEMAS},
 }
