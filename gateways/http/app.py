@@ -136,7 +136,7 @@ class Routes:
     async def consume(self, request: Request) -> Response:
         topic = _topic(request)
         query = _query(_consume_query, request)
-        group = self.gateway.group(query["group"], query["maxReconsumeTimes"])
+        group = self.gateway.consumer(query["group"], query["maxReconsumeTimes"], query["model"], query.get("client"))
         try:
             await group.subscribe(topic, query["expression"], query["type"])
         except Exception as exc:  # noqa: BLE001
@@ -148,7 +148,7 @@ class Routes:
     async def stream(self, request: Request) -> Response:
         topic = _topic(request)
         query = _query(_stream_query, request)
-        group = self.gateway.group(query["group"], query["maxReconsumeTimes"])
+        group = self.gateway.consumer(query["group"], query["maxReconsumeTimes"], query["model"], query.get("client"))
         try:
             await group.subscribe(topic, query["expression"], query["type"])
         except Exception as exc:  # noqa: BLE001
@@ -170,10 +170,7 @@ class Routes:
         body = await _json_body(request, _check_receipts)
         if consumed and "delayLevel" in body:
             raise Problem(400, "delayLevel is for nack only", "/delayLevel")
-        group = self.gateway.groups.get(body["group"])
-        if group is None:
-            raise Problem(404, f"no message of group {body['group']} is handed out at this gateway", "/group")
-        settled = group.settle(body["receiptHandles"], consumed, body.get("delayLevel", 0))
+        settled = self.gateway.settle(body["group"], body["receiptHandles"], consumed, body.get("delayLevel", 0))
         return _json({"settled": settled})
 
     async def list_topics(self, request: Request) -> Response:

@@ -8,6 +8,10 @@ request takes it; it is then invisible to other requests until it is acked (CONS
 group's offset may move past it), nacked, or its invisibility time passes (both RECONSUME_LATER: it
 comes back later with reconsumeTimes + 1). A receipt handle names one such message in this gateway.
 
+With ``model=BROADCASTING`` the consumer is one broadcasting consumer instance of the group: it owns
+every queue, keeps its offsets in a local file (Java's offsets.json), and a message nacked or not acked
+in time is skipped, as a Java broadcasting consumer drops what its listener fails (no retry topic).
+
 A group that no request has asked for in :data:`IDLE_SECONDS`, with nothing handed out and no event
 stream open, stops: its queues go to the group's other consumers, and the messages it had pulled but
 not handed out are delivered again from the committed offset.
@@ -25,6 +29,7 @@ from typing import Any
 
 from ferrymq.sdk.aio import PushConsumer
 from ferrymq.sdk.consumer.push import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from ferrymq.sdk.consumer.rebalance import MessageModel
 from ferrymq.sdk.consumer.subscription import build_subscription
 from ferrymq.wire.message import MessageExt
 
@@ -67,12 +72,20 @@ class _Topic:
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+def unknown_handle(group: str, handle: str, index: int) -> Problem:
+    return Problem(404, f"receipt handle {handle!r} names no message handed out to group {group} here: it was "
+                        f"acked or nacked already, its invisibility time passed (the message is delivered "
+                        f"again), or it is not this gateway's", f"/receiptHandles/{index}")
+
+
 class GroupConsumer:
     """The HTTP side of one consumer group in this gateway."""
 
-    def __init__(self, group: str, client_kwargs: dict[str, Any], max_reconsume_times: int):
+    def __init__(self, group: str, client_kwargs: dict[str, Any], max_reconsume_times: int,
+                 model: MessageModel = MessageModel.CLUSTERING):
         self.group = group
         self.max_reconsume_times = max_reconsume_times
+        self.model = model
         self._client_kwargs = client_kwargs
         self._consumer: PushConsumer | None = None
         self._topics: dict[str, _Topic] = {}
@@ -108,7 +121,7 @@ class GroupConsumer:
                 return
             self._topics[topic] = _Topic(expression, expression_type)
             if self._consumer is None:
-                consumer = PushConsumer(self.group, consume_concurrency=_IN_FLIGHT,
+                consumer = PushConsumer(self.group, message_model=self.model, consume_concurrency=_IN_FLIGHT,
                                         max_reconsume_times=self.max_reconsume_times,
                                         pull_threshold_for_queue=_PULL_THRESHOLD_FOR_QUEUE,
                                         await_termination_when_shutdown=0.5, **self._client_kwargs)
@@ -135,7 +148,7 @@ class GroupConsumer:
             if topic is None:  # unsubscribed meanwhile
                 return ConsumeConcurrentlyStatus.RECONSUME_LATER
             pending = Pending(msg, context, asyncio.get_running_loop().create_future(),
-                               context.message_queue.broker_name)
+                              context.message_queue.broker_name)
             topic.ready.append(pending)
             topic.arrived.set()
             outcomes.append(pending.outcome)
@@ -180,24 +193,28 @@ class GroupConsumer:
                      "later", self.group, pending.msg.msg_id)
             pending.settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
 
+    def holds(self, handle: str) -> bool:
+        return handle in self._handed_out
+
     def settle(self, handles: list[str], consumed: bool, delay_level: int = 0) -> int:
         """Ack (``consumed``) or nack the messages of ``handles``: all of them, or none when one is not
         handed out here (unknown, already settled or expired)."""
         self.last_request = time.monotonic()
         for i, handle in enumerate(handles):
             if handle not in self._handed_out:
-                raise Problem(404, f"receipt handle {handle!r} names no message handed out to group "
-                                   f"{self.group} here: it was acked or nacked already, its invisibility "
-                                   f"time passed (the message is delivered again), or it is not this "
-                                   f"gateway's", f"/receiptHandles/{i}")
+                raise unknown_handle(self.group, handle, i)
+        settled = 0
         for handle in handles:
-            pending = self._handed_out.pop(handle)
+            pending = self._handed_out.pop(handle, None)
+            if pending is None:  # named twice in this request
+                continue
+            settled += 1
             if consumed:
                 pending.settle(ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
             else:
                 pending.context.delay_level_when_next_consume = delay_level
                 pending.settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
-        return len(handles)
+        return settled
 
     async def stop(self) -> None:
         """Stop consuming; messages not acked are delivered again from the group's committed offset."""

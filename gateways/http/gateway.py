@@ -12,10 +12,11 @@ from ferrymq.sdk import reactor_thread
 from ferrymq.sdk.aio import MQAdmin, Producer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import ClientInstance
+from ferrymq.sdk.consumer.rebalance import MessageModel
 from ferrymq.sdk.aio.bridge import call
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE
 
-from .consumers import GroupConsumer
+from .consumers import GroupConsumer, unknown_handle
 from .problems import Problem
 
 log = logging.getLogger("ferrymq.gateway.http")
@@ -30,8 +31,10 @@ class Gateway:
     """What the HTTP routes call. Start and stop it on the loop that serves them."""
 
     def __init__(self, namesrv_addr: str, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 client_config: dict[str, Any] | None = None):
+                 client_config: dict[str, Any] | None = None, local_offset_dir: str | None = None):
         self.namesrv_addr = namesrv_addr
+        #: where broadcasting clients' offsets are kept (None: the SDK's default, ~/.rocketmq_offsets)
+        self.local_offset_dir = local_offset_dir
         self.max_message_size = max_message_size
         self._config_kwargs = dict(client_config or {})
         self._config_kwargs.setdefault("instance_name", f"ferrymq-http-{os.getpid()}")
@@ -39,6 +42,8 @@ class Gateway:
         self.producer: Producer | None = None
         self.admin: MQAdmin | None = None
         self.groups: dict[str, GroupConsumer] = {}
+        #: BROADCASTING consumers by (group, client)
+        self.broadcasts: dict[tuple[str, str], GroupConsumer] = {}
         self._idle_task: asyncio.Task | None = None
 
     def _client_kwargs(self) -> dict[str, Any]:
@@ -57,9 +62,10 @@ class Gateway:
     async def stop(self) -> None:
         if self._idle_task is not None:
             self._idle_task.cancel()
-        for group in list(self.groups.values()):
+        for group in [*self.groups.values(), *self.broadcasts.values()]:
             await group.stop()
         self.groups.clear()
+        self.broadcasts.clear()
         if self.producer is not None:
             producer, self.producer = self.producer, None
             await producer.stop()
@@ -81,12 +87,54 @@ class Gateway:
                                f"this gateway; all its requests must ask for the same", "query.maxReconsumeTimes")
         return consumer
 
+    def consumer(self, name: str, max_reconsume_times: int, model: str, client: str | None) -> GroupConsumer:
+        """The group's consumer for a consume or stream request: the group's clustering consumer, or the
+        broadcasting consumer of ``client``; a group is consumed one way or the other at this gateway."""
+        if model == MessageModel.CLUSTERING:
+            if client is not None:
+                raise Problem(400, "client names a BROADCASTING consumer; a CLUSTERING group's requests "
+                                   "share its messages whoever sends them", "query.client")
+            if any(group == name for group, _ in self.broadcasts):
+                raise Problem(409, f"group {name} is consumed with model=BROADCASTING at this gateway; a "
+                                   f"group is consumed one way at a time", "query.model")
+            return self.group(name, max_reconsume_times)
+        if client is None:
+            raise Problem(400, "a BROADCASTING consumer names itself with client (each client gets every "
+                               "message and has its own offsets)", "query.client")
+        if name in self.groups:
+            raise Problem(409, f"group {name} is consumed with model=CLUSTERING at this gateway; a group is "
+                               f"consumed one way at a time", "query.model")
+        consumer = self.broadcasts.get((name, client))
+        if consumer is None:
+            config = ClientConfig(self.namesrv_addr, **{**self._config_kwargs, "instance_name": f"http-{client}"})
+            consumer = self.broadcasts[name, client] = GroupConsumer(
+                name, {"config": config, "local_offset_dir": self.local_offset_dir}, max_reconsume_times,
+                MessageModel.BROADCASTING)
+        return consumer
+
+    def settle(self, name: str, handles: list[str], consumed: bool, delay_level: int) -> int:
+        """Ack or nack ``handles`` of group ``name``, whichever of its consumers here handed each out: all
+        of them, or none when one is not handed out here."""
+        consumers = [c for (group, _), c in self.broadcasts.items() if group == name]
+        if name in self.groups:
+            consumers.append(self.groups[name])
+        if not consumers:
+            raise Problem(404, f"no message of group {name} is handed out at this gateway", "/group")
+        owners: dict[GroupConsumer, list[str]] = {}
+        for i, handle in enumerate(handles):
+            owner = next((c for c in consumers if c.holds(handle)), None)
+            if owner is None:
+                raise unknown_handle(name, handle, i)
+            owners.setdefault(owner, []).append(handle)
+        return sum(owner.settle(mine, consumed, delay_level) for owner, mine in owners.items())
+
     async def _stop_idle_groups(self) -> None:
         while True:
             await asyncio.sleep(_IDLE_CHECK_SECONDS)
-            for name, group in list(self.groups.items()):
-                if group.idle:
-                    log.info("HTTP consumers of group %s: no request for a while; stopping, so the group's "
-                             "other consumers take its queues", name)
-                    del self.groups[name]
-                    await group.stop()
+            for table in (self.groups, self.broadcasts):
+                for key, group in list(table.items()):
+                    if group.idle:
+                        log.info("HTTP consumers of group %s (%s): no request for a while; stopping, so the "
+                                 "group's other consumers take its queues", group.group, group.model.value)
+                        del table[key]
+                        await group.stop()

@@ -176,6 +176,21 @@ PUBLISH_QUERY = [
     _query("deliverAt", {"type": "integer", "minimum": 0}, "Raw body only: delivery time, epoch ms."),
     _query("shardingKey", {"type": "string", "minLength": 1}, "Raw body only: ordered by this key."),
 ]
+#: how a consume or stream request consumes its group: RocketMQ's two message models
+MODEL_QUERY = [
+    _query("model", {"enum": ["CLUSTERING", "BROADCASTING"], "default": "CLUSTERING"},
+           "CLUSTERING: the group's messages are shared among its consumers (every HTTP request of the group "
+           "at this gateway is one consumer, beside Java or Go ones), offsets are the group's on the broker, "
+           "and nacked messages are retried. BROADCASTING: each client (the client parameter) is one "
+           "broadcasting consumer instance of the group and gets every message, from the end of each queue "
+           "when it first asks on; its offsets are kept by this gateway (a local offset file, as a Java "
+           "broadcasting consumer keeps them), so it continues where it left off after a pause or a gateway "
+           "restart; a message it nacks or does not ack in time is skipped (no retry topic in BROADCASTING). "
+           "A group is consumed one way at a time at one gateway (409)."),
+    _query("client", {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-zA-Z0-9_-]+$"},
+           "BROADCASTING only (and required there): the consumer instance this request consumes as; its "
+           "client id at the brokers is <gateway ip>@http-<client>."),
+]
 CONSUME_QUERY = [
     _GROUP,
     _query("expression", {"type": "string", "minLength": 1, "default": "*"},
@@ -189,6 +204,7 @@ CONSUME_QUERY = [
     _query("maxReconsumeTimes", {"type": "integer", "minimum": 0, "maximum": 16, "default": 16},
            "Deliveries again after a nack or an expired invisibility before the message goes to the group's "
            "dead-letter queue %DLQ%<group> (the Java consumer's maxReconsumeTimes)."),
+    *MODEL_QUERY,
 ]
 
 _CONSUME_BY_NAME = {p["name"]: p for p in CONSUME_QUERY}
@@ -199,6 +215,7 @@ STREAM_QUERY = [
            "expired); the next is sent when one of them is settled."),
     _query("heartbeat", {"type": "number", "minimum": 1, "maximum": 60, "default": 15},
            "Seconds between comment lines sent while no event is, so proxies keep the stream open."),
+    *MODEL_QUERY,
 ]
 
 #: the stream's events, as OpenAPI 3.2 describes a sequential media type (itemSchema); 3.1 takes it as an extension
