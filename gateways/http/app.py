@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -16,7 +18,7 @@ from starlette.routing import Route
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
 
-from . import messages, schema, sse
+from . import groups, messages, schema, sse
 from .gateway import Gateway
 from .problems import Problem, from_client_error
 
@@ -31,6 +33,7 @@ _check_batch = schema.body_checker("Batch")
 _check_receipts = schema.body_checker("Receipts")
 _check_new_topic = schema.body_checker("NewTopic")
 
+_GROUP_NAME = re.compile(schema.GROUP_PATH["schema"]["pattern"])
 _OPENAPI = orjson.dumps(schema.DOCUMENT)
 
 
@@ -194,6 +197,31 @@ class Routes:
             raise from_client_error(exc) from None
         return _json({"topic": body["topic"]}, 201)
 
+    async def list_groups(self, request: Request) -> Response:
+        _query(_no_query, request)
+        admin = self.gateway.admin
+        try:
+            names = await admin.subscription_groups()
+            stats = await asyncio.gather(*(groups.progress(admin, name) for name in names))
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc) from None
+        return _json({"groups": [groups.summary(name, s) for name, s in zip(names, stats)]})
+
+    async def group_progress(self, request: Request) -> Response:
+        _query(_no_query, request)
+        name = request.path_params["group"]
+        if not _GROUP_NAME.fullmatch(name) or len(name) > schema.GROUP_PATH["schema"]["maxLength"]:
+            raise Problem(400, f"{name!r} is not a group name (letters, digits, %|_- up to "
+                               f"{schema.GROUP_PATH['schema']['maxLength']} characters)", "path.group")
+        admin = self.gateway.admin
+        try:
+            if name not in await admin.subscription_groups():
+                raise Problem(404, f"no broker knows the subscription group {name}", "path.group")
+            stats = await groups.progress(admin, name)
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc) from None
+        return _json(groups.detail(name, stats))
+
 
 def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
     """Problems become problem+json answers; anything else is logged and answered 500, never a hang."""
@@ -223,6 +251,8 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         Route("/v1/topics/{topic}/messages", _guarded(r.publish), methods=["POST"]),
         Route("/v1/topics/{topic}/messages", _guarded(r.consume), methods=["GET"]),
         Route("/v1/topics/{topic}/stream", _guarded(r.stream), methods=["GET"]),
+        Route("/v1/groups", _guarded(r.list_groups), methods=["GET"]),
+        Route("/v1/groups/{group}", _guarded(r.group_progress), methods=["GET"]),
         Route("/v1/topics/{topic}/ack", _guarded(r.ack), methods=["POST"]),
         Route("/v1/topics/{topic}/nack", _guarded(r.nack), methods=["POST"]),
     ]

@@ -254,6 +254,61 @@ _STREAM_PATH = {
     },
 }
 
+GROUP_PATH = {"name": "group", "in": "path", "required": True, "schema": _NAME}
+
+SCHEMAS.update({
+    "GroupSummary": {
+        "type": "object",
+        "properties": {
+            "group": {"type": "string"},
+            "lag": {"type": ["integer", "null"],
+                    "description": "Messages not consumed yet: the sum over the group's queues (its retry "
+                                   "topic's included) of broker max offset - committed offset, as mqadmin "
+                                   "consumerProgress's Diff Total; null when the brokers keep no offsets for "
+                                   "the group (BROADCASTING, or nothing consumed and no consumer online)."},
+            "consumeTps": {"type": "number"},
+        },
+        "required": ["group", "lag", "consumeTps"],
+    },
+    "Groups": {
+        "type": "object",
+        "properties": {"groups": {"type": "array", "items": {"$ref": "#/components/schemas/GroupSummary"}}},
+        "required": ["groups"],
+    },
+    "GroupProgress": {
+        "allOf": [{"$ref": "#/components/schemas/GroupSummary"}],
+        "type": "object",
+        "properties": {"queues": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "topic": {"type": "string"}, "brokerName": {"type": "string"}, "queueId": {"type": "integer"},
+                "brokerOffset": {"type": "integer", "description": "The queue's max offset."},
+                "consumerOffset": {"type": "integer", "description": "The group's committed offset."},
+                "lag": {"type": "integer", "description": "brokerOffset - consumerOffset."},
+                "lastTimestamp": {"type": "integer", "description": "Store time (epoch ms) of the last "
+                                                                    "consumed message; 0 when unknown."},
+            },
+            "required": ["topic", "brokerName", "queueId", "brokerOffset", "consumerOffset", "lag"],
+        }}},
+        "required": ["queues"],
+    },
+})
+
+_GROUP_PATHS = {
+    "/v1/groups": {
+        "get": {"operationId": "listGroups",
+                "summary": "Every subscription group the brokers know, with its lag (mqadmin consumerProgress).",
+                "responses": {"200": _json("Groups", "The groups, sorted by name."), **_problems(400, 503, 504)}},
+    },
+    "/v1/groups/{group}": {
+        "parameters": [GROUP_PATH],
+        "get": {"operationId": "groupProgress",
+                "summary": "One group's offsets and lag per queue (mqadmin consumerProgress -g).",
+                "responses": {"200": _json("GroupProgress", "The group's queues, by topic, broker and queue."),
+                              **_problems(400, 404, 503, 504)}},
+    },
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "FerryMQ HTTP gateway", "version": "1",
@@ -312,6 +367,7 @@ DOCUMENT: dict[str, Any] = {
                      "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
         },
         **_STREAM_PATH,
+        **_GROUP_PATHS,
     },
     "components": {"schemas": SCHEMAS},
 }
