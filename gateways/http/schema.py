@@ -393,11 +393,29 @@ def body_checker(ref: str) -> Callable[[Any], Any]:
 
     def run(value: Any) -> Any:
         try:
-            return check(value)
+            return _whole_numbers(SCHEMAS[ref], check(value))
         except fastjsonschema.JsonSchemaValueException as exc:
             raise Invalid(_pointer(exc), _message(exc)) from None
 
     return run
+
+
+def _whole_numbers(schema: dict[str, Any], value: Any) -> Any:
+    """JSON's ``18.0`` is the integer 18 to JSON Schema: hand it on as the int it is, so it reaches a broker
+    as ``18``, where the schema asks for an integer."""
+    if "$ref" in schema:
+        schema = SCHEMAS[schema["$ref"].rsplit("/", 1)[1]]
+    if isinstance(value, float) and value.is_integer():
+        enum = schema.get("enum")
+        if schema.get("type") == "integer" or (enum and all(isinstance(e, int) for e in enum)):
+            return int(value)
+    elif isinstance(value, dict) and "properties" in schema:
+        for name, member in schema["properties"].items():
+            if name in value:
+                value[name] = _whole_numbers(member, value[name])
+    elif isinstance(value, list) and "items" in schema:
+        return [_whole_numbers(schema["items"], item) for item in value]
+    return value
 
 
 def query_checker(parameters: list[dict[str, Any]]) -> Callable[[Mapping[str, str]], dict[str, Any]]:
