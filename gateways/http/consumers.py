@@ -100,6 +100,11 @@ class GroupConsumer:
         return (not self._handed_out and not self.streams
                 and time.monotonic() - self.last_request > IDLE_SECONDS)
 
+    @property
+    def consuming(self) -> bool:
+        """Whether a topic is subscribed (a request whose subscription failed leaves none)."""
+        return bool(self._topics)
+
     async def subscribe(self, topic: str, expression: str, expression_type: str) -> None:
         """Consume ``topic`` with this expression; another expression for the same topic is a conflict, as
         two subscriptions of one group to one topic would have the brokers filter for either at random."""

@@ -94,14 +94,14 @@ class Gateway:
             if client is not None:
                 raise Problem(400, "client names a BROADCASTING consumer; a CLUSTERING group's requests "
                                    "share its messages whoever sends them", "query.client")
-            if any(group == name for group, _ in self.broadcasts):
+            if any(group == name and c.consuming for (group, _), c in self.broadcasts.items()):
                 raise Problem(409, f"group {name} is consumed with model=BROADCASTING at this gateway; a "
                                    f"group is consumed one way at a time", "query.model")
             return self.group(name, max_reconsume_times)
         if client is None:
             raise Problem(400, "a BROADCASTING consumer names itself with client (each client gets every "
                                "message and has its own offsets)", "query.client")
-        if name in self.groups:
+        if name in self.groups and self.groups[name].consuming:
             raise Problem(409, f"group {name} is consumed with model=CLUSTERING at this gateway; a group is "
                                f"consumed one way at a time", "query.model")
         consumer = self.broadcasts.get((name, client))

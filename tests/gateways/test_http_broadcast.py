@@ -117,3 +117,12 @@ def test_broadcast_offsets_are_kept_by_the_gateway_across_its_restart(tmp_path):
         assert client.receive("BcDurable", "BcDurableG", model="BROADCASTING", client="r", wait=1) == []
         assert list((tmp_path).rglob("offsets.json")), "no local offset file under the server's home"
         client.close()
+
+
+def test_a_refused_request_does_not_claim_the_group_for_its_model(server, gw):
+    topic, group = _names()
+    server.create_topic(topic, 1)
+    r = gw.request("GET", f"/v1/topics/{topic}/messages", params={
+        "group": group, "model": "BROADCASTING", "client": "z", "type": "SQL92", "expression": "a >>> 1", "wait": 0})
+    assert (r.status_code, r.json()["field"]) == (400, "query.expression"), r.text
+    assert gw.receive(topic, group, wait=0) == []  # CLUSTERING, as the group's only consumer here
