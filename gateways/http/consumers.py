@@ -170,6 +170,8 @@ class GroupConsumer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while not state.ready:
+            if self._topics.get(topic) is not state:  # stopped meanwhile
+                return []
             state.arrived.clear()
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -229,6 +231,7 @@ class GroupConsumer:
         for state in self._topics.values():
             while state.ready:
                 state.ready.popleft().settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
+            state.arrived.set()  # waiting requests answer now (with nothing)
         for pending in self._handed_out.values():
             pending.settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
         self._handed_out.clear()

@@ -29,7 +29,8 @@ def event(pending: Pending, data: dict) -> bytes:
 
 async def events(group: GroupConsumer, topic: str, *, inflight: int, heartbeat: float, invisible: float,
                  render: Callable[[Pending], dict]) -> AsyncIterator[bytes]:
-    """The stream's bytes, forever (the server ends it by cancelling when the client disconnects)."""
+    """The stream's bytes until the client disconnects (the server then cancels it) or the gateway stops
+    consuming the group (the stream ends: an EventSource reconnects)."""
     loop = asyncio.get_running_loop()
     held: set[Pending] = set()
     settled = asyncio.Event()
@@ -42,7 +43,7 @@ async def events(group: GroupConsumer, topic: str, *, inflight: int, heartbeat: 
     try:
         yield b": consuming " + topic.encode() + b" as group " + group.group.encode() + b"\n\n"
         written = loop.time()
-        while True:
+        while group.consuming:
             quiet_for = max(written + heartbeat - loop.time(), 0.0)
             taken: list[Pending] = []
             if len(held) < inflight:

@@ -50,6 +50,7 @@ class EventStream:
         self.http = http
         self.response = response
         self.comments = 0
+        self.ended = False
         content = _operation("GET", response.request.url.path)["responses"]["200"]["content"]
         self._check_event = _validator(content["text/event-stream"]["x-itemSchema"])
         self._check_data = _validator(content["text/event-stream"]["x-itemSchema"]["properties"]["data"]
@@ -58,11 +59,14 @@ class EventStream:
 
     def next(self, timeout: float) -> dict[str, Any] | None:
         """The next event's message (with the event's ``id`` under ``eventId``), or None when ``timeout``
-        seconds pass without one."""
+        seconds pass without one or the stream ends (``ended``)."""
         deadline = time.monotonic() + timeout
         fields: dict[str, str] = {}
-        while time.monotonic() < deadline:
-            line = next(self._lines)
+        while time.monotonic() < deadline and not self.ended:
+            line = next(self._lines, None)
+            if line is None:
+                self.ended = True
+                break
             if line.startswith(":"):
                 self.comments += 1
             elif line:

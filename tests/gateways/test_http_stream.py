@@ -136,3 +136,21 @@ def test_bad_stream_requests_are_refused_before_streaming(server, gw):
     assert gw.receive(topic, group, wait=0) == []
     r = gw.stream(topic, group, expression="Other")
     assert (r.status_code, r.json()["field"]) == (409, "query.expression")
+
+
+def test_a_stream_ends_when_the_gateway_stops(tmp_path):
+    from ferrymq.testing.server import FerryMQServer
+
+    with FerryMQServer(tmp_path, http=True) as srv:
+        srv.create_topic("SseStop", 1)
+        client = Gateway(srv.http_url)
+        stream = client.stream("SseStop", "SseStopG", heartbeat=8)  # a line each 8 s: under httpx's 10 s
+        try:
+            started = time.monotonic()
+            srv.stop()
+            assert stream.next(8) is None and stream.ended
+            assert time.monotonic() - started < 4  # not after the heartbeat or uvicorn's graceful timeout
+            assert "Traceback" not in srv.log, srv.log
+        finally:
+            stream.close()
+            client.close()
