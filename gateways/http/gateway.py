@@ -134,7 +134,8 @@ class Gateway:
             for table in (self.groups, self.broadcasts):
                 for key, group in list(table.items()):
                     if group.idle:
-                        log.info("HTTP consumers of group %s (%s): no request for a while; stopping, so the "
-                                 "group's other consumers take its queues", group.group, group.model.value)
+                        log.info("HTTP consumers of group %s (%s): no request for a while; stopping (a "
+                                 "clustering group's queues go to its other consumers, a broadcasting client "
+                                 "keeps its offsets)", group.group, group.model.value)
                         del table[key]
                         await group.stop()

@@ -71,7 +71,7 @@ class EventStream:
                 self.comments += 1
             elif line:
                 name, _, value = line.partition(":")
-                fields[name] = value[1:] if value.startswith(" ") else value
+                fields[name] = value.removeprefix(" ")
             elif fields:
                 self._check_event(fields)
                 message = json.loads(fields["data"])

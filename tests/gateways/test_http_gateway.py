@@ -301,7 +301,7 @@ def test_nothing_is_lost_or_repeated_across_a_restart_between_publish_and_ack(tm
 
 
 def test_whole_numbers_written_with_a_fraction_are_integers(server, gw):
-    topic, group = _names()
+    topic, _ = _names()
     r = gw.request("POST", "/v1/topics", json={"topic": topic, "queueNums": 3.0, "perm": 6.0})
     assert r.status_code == 201, r.text
     assert admin.route(server.namesrv_addr, topic).queue_datas[0].write_queue_nums == 3
