@@ -26,6 +26,7 @@ from ferrymq.wire.bodies import (
     MessageQueue,
     ResetOffsetBody,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicStatsTable,
     UnlockBatchRequestBody,
 )
@@ -353,6 +354,11 @@ class BrokerAPI:
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: create or replace the group's settings on one broker."""
         cmd = self._req(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())
         return self.call(addr, cmd).addCallback(lambda _: None)
+
+    def get_all_subscription_groups(self, addr: str) -> defer.Deferred:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG: every subscription group that broker keeps settings for."""
+        cmd = self._req(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return self.call(addr, cmd).addCallback(lambda r: SubscriptionGroupWrapper.decode(r.body))
 
     def get_consumer_connections(self, addr: str, group: str) -> defer.Deferred:
         """GET_CONSUMER_CONNECTION_LIST: the group's live clients and subscriptions as that broker knows them

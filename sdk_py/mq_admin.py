@@ -1,9 +1,12 @@
 """The admin calls an application needs next to its producers and consumers (Java ``MQAdminImpl`` and
 the topic part of ``DefaultMQAdminExt``): create a topic on brokers, list a topic's queues, and ask a
-queue for its min/max offset, earliest store time, or the offset of a point in time.
+queue for its min/max offset, earliest store time, or the offset of a point in time; list the consumer
+groups and read their offsets as ``mqadmin consumerProgress`` does.
 """
 
 from __future__ import annotations
+
+import io
 
 from twisted.internet import defer, task
 
@@ -127,3 +130,23 @@ class MQAdmin:
         """The group's committed offset of ``mq``, -1 when it has none."""
         addr = yield self._addr(mq)
         return (yield self.api.query_consumer_offset(addr, group, mq))
+
+    # ------------------------------------------------------------------ consumer groups
+
+    @defer.inlineCallbacks
+    def subscription_groups(self):
+        """The names of every subscription group the masters keep settings for, sorted."""
+        names: set[str] = set()
+        for addr in (yield self.master_addrs()):
+            wrapper = yield self.api.get_all_subscription_groups(addr)
+            names.update(wrapper.subscription_group_table)
+        return sorted(names)
+
+    def consume_stats(self, group: str, topic: str | None = None) -> defer.Deferred:
+        """The group's broker and committed offsets per queue on every broker of its route, as ``mqadmin
+        consumerProgress -g`` reads them (GET_CONSUME_STATS); fails when the brokers keep no offsets for it
+        (a broadcasting group, or none consumed yet with no consumer online)."""
+        from .admin_cli.command import Context
+        from .admin_cli.consumer import consume_stats
+
+        return consume_stats(Context(self, [], io.StringIO(), io.StringIO()), group, topic)

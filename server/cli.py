@@ -70,9 +70,10 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     from twisted.internet import reactor
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
-    thread = GatewayThread(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
-                                   **gateway_cfg.transaction_options()),
-                           bind, gateway_cfg.httpListenPort)
+    gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                      local_offset_dir=os.path.join(broker_cfg.storePathRootDir, "http-offsets"),
+                      **gateway_cfg.transaction_options())
+    thread = GatewayThread(gateway, bind, gateway_cfg.httpListenPort)
     try:
         thread.start()
     except OSError as exc:

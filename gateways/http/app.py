@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
 
-from . import messages, schema
+from . import groups, messages, schema, sse
 from .gateway import Gateway
 from .problems import Problem, from_client_error
 from .transactions import State
@@ -26,6 +27,7 @@ log = logging.getLogger("ferrymq.gateway.http")
 
 _publish_query = schema.query_checker(schema.PUBLISH_QUERY)
 _consume_query = schema.query_checker(schema.CONSUME_QUERY)
+_stream_query = schema.query_checker(schema.STREAM_QUERY)
 _no_query = schema.query_checker([])
 _check_envelope = schema.body_checker("Envelope")
 _check_batch = schema.body_checker("Batch")
@@ -34,6 +36,7 @@ _check_new_topic = schema.body_checker("NewTopic")
 _check_new_transaction = schema.body_checker("NewTransaction")
 _check_transaction_action = schema.body_checker("TransactionAction")
 
+_GROUP_NAME = re.compile(schema.GROUP_PATH["schema"]["pattern"])
 _OPENAPI = orjson.dumps(schema.DOCUMENT)
 
 
@@ -54,6 +57,14 @@ def _topic(request: Request) -> str:
     if problem:
         raise Problem(400, problem, "path.topic")
     return topic
+
+
+def _transaction_id(request: Request) -> str:
+    tx_id = request.path_params["id"]
+    if not schema.TRANSACTION_ID.fullmatch(tx_id):
+        raise Problem(400, f"{tx_id!r} is not a transaction id (the msgId of its half message: hex digits)",
+                      "path.id")
+    return tx_id
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -158,7 +169,7 @@ class Routes:
     async def consume(self, request: Request) -> Response:
         topic = _topic(request)
         query = _query(_consume_query, request)
-        group = self.gateway.group(query["group"], query["maxReconsumeTimes"])
+        group = self.gateway.consumer(query["group"], query["maxReconsumeTimes"], query["model"], query.get("client"))
         try:
             if not group.consumes(topic):  # a topic nobody can publish to is refused, not waited on
                 await self.gateway.admin.fetch_route(topic)
@@ -172,6 +183,19 @@ class Routes:
         return _json({"messages": [messages.to_json(p.msg, p.handle, p.broker_name, p.invisible_until)
                                    for p in taken]})
 
+    async def stream(self, request: Request) -> Response:
+        topic = _topic(request)
+        query = _query(_stream_query, request)
+        group = self.gateway.consumer(query["group"], query["maxReconsumeTimes"], query["model"], query.get("client"))
+        try:
+            await group.subscribe(topic, query["expression"], query["type"])
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc, "query.expression") from None
+        body = sse.events(group, topic, inflight=query["inflight"], heartbeat=query["heartbeat"],
+                          invisible=query["invisible"],
+                          render=lambda p: messages.to_json(p.msg, p.handle, p.broker_name, p.invisible_until))
+        return StreamingResponse(body, media_type="text/event-stream", headers=sse.HEADERS)
+
     async def ack(self, request: Request) -> Response:
         return await self._settle(request, consumed=True)
 
@@ -184,10 +208,7 @@ class Routes:
         body = await _json_body(request, _check_receipts)
         if consumed and "delayLevel" in body:
             raise Problem(400, "delayLevel is for nack only", "/delayLevel")
-        group = self.gateway.groups.get(body["group"])
-        if group is None:
-            raise Problem(404, f"no message of group {body['group']} is handed out at this gateway", "/group")
-        settled = group.settle(body["receiptHandles"], consumed, body.get("delayLevel", 0))
+        settled = self.gateway.settle(body["group"], body["receiptHandles"], consumed, body.get("delayLevel", 0))
         return _json({"settled": settled})
 
     async def list_topics(self, request: Request) -> Response:
@@ -232,10 +253,11 @@ class Routes:
 
     async def get_transaction(self, request: Request) -> Response:
         _query(_no_query, request)
-        return _json(self.gateway.transaction(request.path_params["id"]).to_json())
+        return _json(self.gateway.transaction(_transaction_id(request)).to_json())
 
     async def end_transaction(self, request: Request) -> Response:
         _query(_no_query, request)
+        _transaction_id(request)
         body = await _json_body(request, _check_transaction_action)
         state = State.COMMIT if body["action"] == "commit" else State.ROLLBACK
         try:
@@ -243,6 +265,31 @@ class Routes:
         except Exception as exc:  # noqa: BLE001 - Problems pass through unchanged
             raise from_client_error(exc) from None
         return _json(tx.to_json())
+
+    async def list_groups(self, request: Request) -> Response:
+        _query(_no_query, request)
+        admin = self.gateway.admin
+        try:
+            names = await admin.subscription_groups()
+            stats = await asyncio.gather(*(groups.progress(admin, name) for name in names))
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc) from None
+        return _json({"groups": [groups.summary(name, s) for name, s in zip(names, stats)]})
+
+    async def group_progress(self, request: Request) -> Response:
+        _query(_no_query, request)
+        name = request.path_params["group"]
+        if not _GROUP_NAME.fullmatch(name) or len(name) > schema.GROUP_PATH["schema"]["maxLength"]:
+            raise Problem(400, f"{name!r} is not a group name (letters, digits, %|_- up to "
+                               f"{schema.GROUP_PATH['schema']['maxLength']} characters)", "path.group")
+        admin = self.gateway.admin
+        try:
+            if name not in await admin.subscription_groups():
+                raise Problem(404, f"no broker knows the subscription group {name}", "path.group")
+            stats = await groups.progress(admin, name)
+        except Exception as exc:  # noqa: BLE001
+            raise from_client_error(exc) from None
+        return _json(groups.detail(name, stats))
 
 
 def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
@@ -272,6 +319,9 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> Starlette:
         Route("/v1/topics", _guarded(r.create_topic), methods=["POST"]),
         Route("/v1/topics/{topic}/messages", _guarded(r.publish), methods=["POST"]),
         Route("/v1/topics/{topic}/messages", _guarded(r.consume), methods=["GET"]),
+        Route("/v1/topics/{topic}/stream", _guarded(r.stream), methods=["GET"]),
+        Route("/v1/groups", _guarded(r.list_groups), methods=["GET"]),
+        Route("/v1/groups/{group}", _guarded(r.group_progress), methods=["GET"]),
         Route("/v1/topics/{topic}/ack", _guarded(r.ack), methods=["POST"]),
         Route("/v1/topics/{topic}/nack", _guarded(r.nack), methods=["POST"]),
         Route("/v1/topics/{topic}/transactions", _guarded(r.publish_transaction), methods=["POST"]),

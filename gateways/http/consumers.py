@@ -8,9 +8,13 @@ request takes it; it is then invisible to other requests until it is acked (CONS
 group's offset may move past it), nacked, or its invisibility time passes (both RECONSUME_LATER: it
 comes back later with reconsumeTimes + 1). A receipt handle names one such message in this gateway.
 
-A group that no request has asked for in ``idle_seconds`` (:data:`IDLE_SECONDS`), with nothing handed out, stops: its
-queues go to the group's other consumers, and the messages it had pulled but not handed out are
-delivered again from the committed offset.
+With ``model=BROADCASTING`` the consumer is one broadcasting consumer instance of the group: it owns
+every queue, keeps its offsets in a local file (Java's offsets.json), and a message nacked or not acked
+in time is skipped, as a Java broadcasting consumer drops what its listener fails (no retry topic).
+
+A group that no request has asked for in ``idle_seconds`` (:data:`IDLE_SECONDS`), with nothing handed
+out and no event stream open, stops: its queues go to the group's other consumers, and the messages it
+had pulled but not handed out are delivered again from the committed offset.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from ferrymq.sdk.aio import PushConsumer
 from ferrymq.sdk.consumer.push import ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus
+from ferrymq.sdk.consumer.rebalance import MessageModel
 from ferrymq.sdk.consumer.subscription import build_subscription
 from ferrymq.wire.message import MessageExt
 
@@ -41,7 +46,7 @@ _IN_FLIGHT = 4096
 
 
 @dataclass(eq=False)
-class _Pending:
+class Pending:
     """One pulled message and the consumer's wait for its outcome."""
 
     msg: MessageExt
@@ -63,31 +68,46 @@ class _Pending:
 class _Topic:
     expression: str
     expression_type: str
-    ready: deque[_Pending] = field(default_factory=deque)
+    ready: deque[Pending] = field(default_factory=deque)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def unknown_handle(group: str, handle: str, index: int) -> Problem:
+    return Problem(404, f"receipt handle {handle!r} names no message handed out to group {group} here: it was "
+                        f"acked or nacked already, its invisibility time passed (the message is delivered "
+                        f"again), or it is not this gateway's", f"/receiptHandles/{index}")
 
 
 class GroupConsumer:
     """The HTTP side of one consumer group in this gateway."""
 
     def __init__(self, group: str, client_kwargs: dict[str, Any], max_reconsume_times: int,
-                 idle_seconds: float = IDLE_SECONDS):
+                 model: MessageModel = MessageModel.CLUSTERING, idle_seconds: float = IDLE_SECONDS):
         self.group = group
         self.max_reconsume_times = max_reconsume_times
+        self.model = model
         self.idle_seconds = idle_seconds
         self._client_kwargs = client_kwargs
         self._consumer: PushConsumer | None = None
         self._topics: dict[str, _Topic] = {}
-        self._handed_out: dict[str, _Pending] = {}
+        self._handed_out: dict[str, Pending] = {}
         self._start_lock = asyncio.Lock()
         self.last_request = time.monotonic()
+        #: event streams open on this group (it is not idle while one is)
+        self.streams = 0
 
     def consumes(self, topic: str) -> bool:
         return topic in self._topics
 
     @property
     def idle(self) -> bool:
-        return not self._handed_out and time.monotonic() - self.last_request > self.idle_seconds
+        return (not self._handed_out and not self.streams
+                and time.monotonic() - self.last_request > self.idle_seconds)
+
+    @property
+    def consuming(self) -> bool:
+        """Whether a topic is subscribed (a request whose subscription failed leaves none)."""
+        return bool(self._topics)
 
     async def subscribe(self, topic: str, expression: str, expression_type: str) -> None:
         """Consume ``topic`` with this expression; another expression for the same topic is a conflict, as
@@ -110,7 +130,7 @@ class GroupConsumer:
                 return
             self._topics[topic] = _Topic(expression, expression_type)
             if self._consumer is None:
-                consumer = PushConsumer(self.group, consume_concurrency=_IN_FLIGHT,
+                consumer = PushConsumer(self.group, message_model=self.model, consume_concurrency=_IN_FLIGHT,
                                         max_reconsume_times=self.max_reconsume_times,
                                         pull_threshold_for_queue=_PULL_THRESHOLD_FOR_QUEUE,
                                         await_termination_when_shutdown=0.5, **self._client_kwargs)
@@ -136,8 +156,8 @@ class GroupConsumer:
             topic = self._topics.get(msg.topic)
             if topic is None:  # unsubscribed meanwhile
                 return ConsumeConcurrentlyStatus.RECONSUME_LATER
-            pending = _Pending(msg, context, asyncio.get_running_loop().create_future(),
-                               context.message_queue.broker_name)
+            pending = Pending(msg, context, asyncio.get_running_loop().create_future(),
+                              context.message_queue.broker_name)
             topic.ready.append(pending)
             topic.arrived.set()
             outcomes.append(pending.outcome)
@@ -146,7 +166,7 @@ class GroupConsumer:
             return ConsumeConcurrentlyStatus.RECONSUME_LATER
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
-    async def take(self, topic: str, max_messages: int, wait: float, invisible: float) -> list[_Pending]:
+    async def take(self, topic: str, max_messages: int, wait: float, invisible: float) -> list[Pending]:
         """Up to ``max_messages`` of ``topic``, waiting up to ``wait`` seconds for the first; each is
         handed out for ``invisible`` seconds."""
         self.last_request = time.monotonic()
@@ -154,6 +174,8 @@ class GroupConsumer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while not state.ready:
+            if self._topics.get(topic) is not state:  # stopped meanwhile
+                return []
             state.arrived.clear()
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -176,11 +198,14 @@ class GroupConsumer:
         self.last_request = time.monotonic()
         return taken
 
-    def _expired(self, pending: _Pending) -> None:
+    def _expired(self, pending: Pending) -> None:
         if self._handed_out.pop(pending.handle, None) is not None:
             log.info("group %s: message %s was not acked within its invisibility time; it is delivered again "
                      "later", self.group, pending.msg.msg_id)
             pending.settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
+
+    def holds(self, handle: str) -> bool:
+        return handle in self._handed_out
 
     def settle(self, handles: list[str], consumed: bool, delay_level: int = 0) -> int:
         """Ack (``consumed``) or nack the messages of ``handles``: all of them, or none when one is not
@@ -188,18 +213,19 @@ class GroupConsumer:
         self.last_request = time.monotonic()
         for i, handle in enumerate(handles):
             if handle not in self._handed_out:
-                raise Problem(404, f"receipt handle {handle!r} names no message handed out to group "
-                                   f"{self.group} here: it was acked or nacked already, its invisibility "
-                                   f"time passed (the message is delivered again), or it is not this "
-                                   f"gateway's", f"/receiptHandles/{i}")
+                raise unknown_handle(self.group, handle, i)
+        settled = 0
         for handle in handles:
-            pending = self._handed_out.pop(handle)
+            pending = self._handed_out.pop(handle, None)
+            if pending is None:  # named twice in this request
+                continue
+            settled += 1
             if consumed:
                 pending.settle(ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
             else:
                 pending.context.delay_level_when_next_consume = delay_level
                 pending.settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
-        return len(handles)
+        return settled
 
     async def stop(self) -> None:
         """Stop consuming; messages not acked are delivered again from the group's committed offset."""
@@ -209,6 +235,7 @@ class GroupConsumer:
         for state in self._topics.values():
             while state.ready:
                 state.ready.popleft().settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
+            state.arrived.set()  # waiting requests answer now (with nothing)
         for pending in self._handed_out.values():
             pending.settle(ConsumeConcurrentlyStatus.RECONSUME_LATER)
         self._handed_out.clear()

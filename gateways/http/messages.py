@@ -9,7 +9,6 @@ user properties, so a Java or Go consumer sees the same message an HTTP consumer
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,7 +39,7 @@ def from_envelope(topic: str, env: Mapping[str, Any], where: str = "") -> tuple[
     if env.get("bodyEncoding") == "base64":
         try:
             body = base64.b64decode(body_text, validate=True)
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or text that is not ASCII at all
             raise Problem(400, "body is not valid base64", f"{where}/body") from None
     else:
         body = body_text.encode()

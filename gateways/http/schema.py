@@ -8,6 +8,7 @@ compiles them as written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -176,6 +177,21 @@ PUBLISH_QUERY = [
     _query("deliverAt", {"type": "integer", "minimum": 0}, "Raw body only: delivery time, epoch ms."),
     _query("shardingKey", {"type": "string", "minLength": 1}, "Raw body only: ordered by this key."),
 ]
+#: how a consume or stream request consumes its group: RocketMQ's two message models
+MODEL_QUERY = [
+    _query("model", {"enum": ["CLUSTERING", "BROADCASTING"], "default": "CLUSTERING"},
+           "CLUSTERING: the group's messages are shared among its consumers (every HTTP request of the group "
+           "at this gateway is one consumer, beside Java or Go ones), offsets are the group's on the broker, "
+           "and nacked messages are retried. BROADCASTING: each client (the client parameter) is one "
+           "broadcasting consumer instance of the group and gets every message, from the end of each queue "
+           "when it first asks on; its offsets are kept by this gateway (a local offset file, as a Java "
+           "broadcasting consumer keeps them), so it continues where it left off after a pause or a gateway "
+           "restart; a message it nacks or does not ack in time is skipped (no retry topic in BROADCASTING). "
+           "A group is consumed one way at a time at one gateway (409)."),
+    _query("client", {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[a-zA-Z0-9_-]+$"},
+           "BROADCASTING only (and required there): the consumer instance this request consumes as; its "
+           "client id at the brokers is <gateway ip>@http-<client>."),
+]
 CONSUME_QUERY = [
     _GROUP,
     _query("expression", {"type": "string", "minLength": 1, "default": "*"},
@@ -189,6 +205,7 @@ CONSUME_QUERY = [
     _query("maxReconsumeTimes", {"type": "integer", "minimum": 0, "maximum": 16, "default": 16},
            "Deliveries again after a nack or an expired invisibility before the message goes to the group's "
            "dead-letter queue %DLQ%<group> (the Java consumer's maxReconsumeTimes)."),
+    *MODEL_QUERY,
 ]
 
 # Transactions. A half message has its own operation rather than a member of the publish envelope: it
@@ -279,7 +296,10 @@ SCHEMAS |= {
     },
 }
 
-_TRANSACTION_PATH = {"name": "id", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+#: a transaction id is its half message's UNIQ_KEY: hex digits (32 for an IPv4 producer, more for IPv6)
+_TRANSACTION_PATH = {"name": "id", "in": "path", "required": True,
+                     "schema": {"type": "string", "pattern": "^[0-9A-Fa-f]{16,128}$"}}
+TRANSACTION_ID = re.compile(_TRANSACTION_PATH["schema"]["pattern"])
 _CHECK_BACK_HEADERS = [
     {"name": "FerryMQ-Timestamp", "in": "header", "required": True, "schema": {"type": "string"},
      "description": "Epoch seconds of the call; refuse calls too old (replays)."},
@@ -308,12 +328,114 @@ TRANSACTION_PATHS: dict[str, Any] = {
     "/v1/transactions/{id}": {
         "parameters": [_TRANSACTION_PATH],
         "get": {"operationId": "getTransaction", "summary": "A transaction's state and check-back history.",
-                "responses": {"200": _json("Transaction", "As this gateway knows it."), **_problems(404)}},
+                "responses": {"200": _json("Transaction", "As this gateway knows it."), **_problems(400, 404)}},
         "post": {"operationId": "endTransaction", "summary": "Commit (deliver) or roll back (drop) the half message.",
                  "requestBody": {"required": True, "content": {"application/json": {
                      "schema": {"$ref": "#/components/schemas/TransactionAction"}}}},
                  "responses": {"200": _json("Transaction", "Resolved."), **_problems(400, 404, 409, 415, 502,
                                                                                      503, 504)}},
+    },
+}
+
+_CONSUME_BY_NAME = {p["name"]: p for p in CONSUME_QUERY}
+STREAM_QUERY = [
+    *(_CONSUME_BY_NAME[n] for n in ("group", "expression", "type", "invisible", "maxReconsumeTimes")),
+    _query("inflight", {"type": "integer", "minimum": 1, "maximum": 1024, "default": 32},
+           "Flow control: at most this many messages handed to the stream and not yet acked or nacked (or "
+           "expired); the next is sent when one of them is settled."),
+    _query("heartbeat", {"type": "number", "minimum": 1, "maximum": 60, "default": 15},
+           "Seconds between comment lines sent while no event is, so proxies keep the stream open."),
+    *MODEL_QUERY,
+]
+
+#: the stream's events, as OpenAPI 3.2 describes a sequential media type (itemSchema); 3.1 takes it as an extension
+STREAM_EVENT = {
+    "type": "object",
+    "description": "One Server-Sent Event: a message handed out to the stream until invisibleUntil.",
+    "properties": {
+        "event": {"const": "message"},
+        "id": {"type": "string", "description": "The message's receipt handle (ack or nack with it)."},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "contentSchema": {"$ref": "#/components/schemas/Message"},
+                 "description": "The message as the long poll answers it (a Message, JSON on one line)."},
+    },
+    "required": ["event", "id", "data"],
+}
+
+_STREAM_PATH = {
+    "/v1/topics/{topic}/stream": {
+        "parameters": [_TOPIC_PATH],
+        "get": {
+            "operationId": "stream",
+            "summary": "Receive messages as they arrive, as Server-Sent Events (push-style consumption).",
+            "description": "The same consumer of the group as the long poll: each message is one event (id: "
+                           "its receipt handle, data: the Message), settled with ack or nack. Comment lines "
+                           "keep the stream open while nothing arrives. Closing the stream stops delivery "
+                           "to it; messages it was handed and did not settle come back after their "
+                           "invisibility time, as for the long poll.",
+            "parameters": STREAM_QUERY,
+            "responses": {"200": {"description": "An endless stream of message events.",
+                                  "content": {"text/event-stream": {
+                                      "schema": {"type": "string",
+                                                 "description": "Events as x-itemSchema describes them."},
+                                      "x-itemSchema": STREAM_EVENT}}},
+                          **_problems(400, 404, 409, 503, 504)},
+        },
+    },
+}
+
+GROUP_PATH = {"name": "group", "in": "path", "required": True, "schema": _NAME}
+
+SCHEMAS.update({
+    "GroupSummary": {
+        "type": "object",
+        "properties": {
+            "group": {"type": "string"},
+            "lag": {"type": ["integer", "null"],
+                    "description": "Messages not consumed yet: the sum over the group's queues (its retry "
+                                   "topic's included) of broker max offset - committed offset, as mqadmin "
+                                   "consumerProgress's Diff Total; null when the brokers keep no offsets for "
+                                   "the group (BROADCASTING, or nothing consumed and no consumer online)."},
+            "consumeTps": {"type": "number"},
+        },
+        "required": ["group", "lag", "consumeTps"],
+    },
+    "Groups": {
+        "type": "object",
+        "properties": {"groups": {"type": "array", "items": {"$ref": "#/components/schemas/GroupSummary"}}},
+        "required": ["groups"],
+    },
+    "GroupProgress": {
+        "allOf": [{"$ref": "#/components/schemas/GroupSummary"}],
+        "type": "object",
+        "properties": {"queues": {"type": "array", "items": {
+            "type": "object",
+            "properties": {
+                "topic": {"type": "string"}, "brokerName": {"type": "string"}, "queueId": {"type": "integer"},
+                "brokerOffset": {"type": "integer", "description": "The queue's max offset."},
+                "consumerOffset": {"type": "integer", "description": "The group's committed offset."},
+                "lag": {"type": "integer", "description": "brokerOffset - consumerOffset."},
+                "lastTimestamp": {"type": "integer", "description": "Store time (epoch ms) of the last "
+                                                                    "consumed message; 0 when unknown."},
+            },
+            "required": ["topic", "brokerName", "queueId", "brokerOffset", "consumerOffset", "lag"],
+        }}},
+        "required": ["queues"],
+    },
+})
+
+_GROUP_PATHS = {
+    "/v1/groups": {
+        "get": {"operationId": "listGroups",
+                "summary": "Every subscription group the brokers know, with its lag (mqadmin consumerProgress).",
+                "responses": {"200": _json("Groups", "The groups, sorted by name."), **_problems(400, 503, 504)}},
+    },
+    "/v1/groups/{group}": {
+        "parameters": [GROUP_PATH],
+        "get": {"operationId": "groupProgress",
+                "summary": "One group's offsets and lag per queue (mqadmin consumerProgress -g).",
+                "responses": {"200": _json("GroupProgress", "The group's queues, by topic, broker and queue."),
+                              **_problems(400, 404, 503, 504)}},
     },
 }
 
@@ -375,6 +497,8 @@ DOCUMENT: dict[str, Any] = {
                      "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
         },
         **TRANSACTION_PATHS,
+        **_STREAM_PATH,
+        **_GROUP_PATHS,
     },
     "components": {"schemas": SCHEMAS},
 }
@@ -400,11 +524,29 @@ def body_checker(ref: str) -> Callable[[Any], Any]:
 
     def run(value: Any) -> Any:
         try:
-            return check(value)
+            return _whole_numbers(SCHEMAS[ref], check(value))
         except fastjsonschema.JsonSchemaValueException as exc:
             raise Invalid(_pointer(exc), _message(exc)) from None
 
     return run
+
+
+def _whole_numbers(schema: dict[str, Any], value: Any) -> Any:
+    """JSON's ``18.0`` is the integer 18 to JSON Schema: hand it on as the int it is, so it reaches a broker
+    as ``18``, where the schema asks for an integer."""
+    if "$ref" in schema:
+        schema = SCHEMAS[schema["$ref"].rsplit("/", 1)[1]]
+    if isinstance(value, float) and value.is_integer():
+        enum = schema.get("enum")
+        if schema.get("type") == "integer" or (enum and all(isinstance(e, int) for e in enum)):
+            return int(value)
+    elif isinstance(value, dict) and "properties" in schema:
+        for name, member in schema["properties"].items():
+            if name in value:
+                value[name] = _whole_numbers(member, value[name])
+    elif isinstance(value, list) and "items" in schema:
+        return [_whole_numbers(schema["items"], item) for item in value]
+    return value
 
 
 def query_checker(parameters: list[dict[str, Any]]) -> Callable[[Mapping[str, str]], dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from ferrymq.wire.bodies import TopicRouteData
+from ferrymq.wire.bodies import ConsumeStats, TopicRouteData
 
 from .. import mq_admin as core
 from .. import reactor_thread
@@ -72,3 +72,11 @@ class MQAdmin:
     async def query_consumer_offset(self, group: str, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq``, -1 when it has none."""
         return await call(self._core.query_consumer_offset, group, mq)
+
+    async def subscription_groups(self) -> list[str]:
+        """The names of every subscription group the masters keep settings for, sorted."""
+        return await call(self._core.subscription_groups)
+
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """The group's broker and committed offsets per queue, as ``mqadmin consumerProgress -g``."""
+        return await call(self._core.consume_stats, group, topic)

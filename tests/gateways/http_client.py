@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from typing import Any
 
 import fastjsonschema
@@ -33,6 +35,53 @@ def check_answer(response: httpx.Response) -> None:
     assert response.headers["content-type"].split(";")[0] == media, response.headers["content-type"]
     fastjsonschema.validate({"$schema": _DRAFT7, "components": DOCUMENT["components"], **spec["schema"]},
                             response.json())
+
+
+def _validator(schema: dict[str, Any]):
+    return fastjsonschema.compile({"$schema": _DRAFT7, "components": DOCUMENT["components"], **schema})
+
+
+class EventStream:
+    """An open ``text/event-stream`` answer read line by line; each event is held against the document's
+    x-itemSchema and its data against the schema that names (the heartbeats keep lines coming, so reading
+    with a deadline needs no thread)."""
+
+    def __init__(self, http: httpx.Client, response: httpx.Response):
+        self.http = http
+        self.response = response
+        self.comments = 0
+        self.ended = False
+        content = _operation("GET", response.request.url.path)["responses"]["200"]["content"]
+        self._check_event = _validator(content["text/event-stream"]["x-itemSchema"])
+        self._check_data = _validator(content["text/event-stream"]["x-itemSchema"]["properties"]["data"]
+                                      ["contentSchema"])
+        self._lines = response.iter_lines()
+
+    def next(self, timeout: float) -> dict[str, Any] | None:
+        """The next event's message (with the event's ``id`` under ``eventId``), or None when ``timeout``
+        seconds pass without one or the stream ends (``ended``)."""
+        deadline = time.monotonic() + timeout
+        fields: dict[str, str] = {}
+        while time.monotonic() < deadline and not self.ended:
+            line = next(self._lines, None)
+            if line is None:
+                self.ended = True
+                break
+            if line.startswith(":"):
+                self.comments += 1
+            elif line:
+                name, _, value = line.partition(":")
+                fields[name] = value.removeprefix(" ")
+            elif fields:
+                self._check_event(fields)
+                message = json.loads(fields["data"])
+                self._check_data(message)
+                return {**message, "eventId": fields["id"]}
+        return None
+
+    def close(self) -> None:
+        self.response.close()
+        self.http.close()
 
 
 class Gateway:
@@ -71,6 +120,19 @@ class Gateway:
             if len(got) >= count:
                 break
         return got
+
+    def stream(self, topic: str, group: str, **query: Any) -> EventStream | httpx.Response:
+        """An event stream on a connection of its own (closing it disconnects), or the refusal."""
+        http = httpx.Client(base_url=self.http.base_url, timeout=10)
+        request = http.build_request("GET", f"/v1/topics/{topic}/stream", params={"group": group, **query})
+        response = http.send(request, stream=True)
+        if response.status_code != 200:
+            response.read()
+            http.close()
+            check_answer(response)
+            return response
+        assert response.headers["content-type"].split(";")[0] == "text/event-stream", response.headers
+        return EventStream(http, response)
 
     def settle(self, verb: str, topic: str, group: str, handles: list[str], **extra: Any) -> httpx.Response:
         return self.request("POST", f"/v1/topics/{topic}/{verb}",

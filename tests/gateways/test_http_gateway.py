@@ -209,6 +209,8 @@ def test_topics_are_listed_and_created(server, gw):
     ({"json": {"tag": "x"}, "headers": {"Content-Type": "application/vnd.ferrymq.message+json"}}, 400, "/body"),
     ({"json": {"body": "!!", "bodyEncoding": "base64"},
       "headers": {"Content-Type": "application/vnd.ferrymq.message+json"}}, 400, "/body"),
+    ({"json": {"messages": [{"body": "n\u00e9", "bodyEncoding": "base64"}]},
+      "headers": {"Content-Type": "application/vnd.ferrymq.message+json"}}, 400, "/messages/0/body"),
     ({"json": {"body": "x", "properties": {"TAGS": "sneaky"}},
       "headers": {"Content-Type": "application/vnd.ferrymq.message+json"}}, 400, "/properties/TAGS"),
     ({"json": {"messages": [{"body": "a"}, {"body": "b", "delayLevel": 2}]},
@@ -217,7 +219,7 @@ def test_topics_are_listed_and_created(server, gw):
     ({"content": b"x" * 70000, "headers": {"Content-Type": "text/plain"}}, 413, "/"),
     ({"content": b"x", "params": {"delayLevel": "soon"}}, 400, "query.delayLevel"),
     ({"content": b"x", "params": {"colour": "red"}}, 400, "query.colour"),
-], ids=["bad-json", "unknown-member", "no-body", "bad-base64", "system-property", "delay-in-batch", "empty",
+], ids=["bad-json", "unknown-member", "no-body", "bad-base64", "non-ascii-base64", "system-property", "delay-in-batch", "empty",
         "too-large", "bad-delay", "unknown-param"])
 def test_bad_publishes_are_refused_naming_the_field(server, gw, kwargs, status, field):
     topic, _ = _names()
@@ -314,3 +316,12 @@ def test_a_long_poll_given_up_by_its_client_hands_out_nothing(server, gw):
     assert [m["body"] for m in got] == ["after the hang-up"] and got[0]["reconsumeTimes"] == 0
     assert time.monotonic() - started < 10  # not held back for an invisibility time
     gw.ack(topic, group, got)
+
+
+def test_whole_numbers_written_with_a_fraction_are_integers(server, gw):
+    topic, _ = _names()
+    r = gw.request("POST", "/v1/topics", json={"topic": topic, "queueNums": 3.0, "perm": 6.0})
+    assert r.status_code == 201, r.text
+    assert admin.route(server.namesrv_addr, topic).queue_datas[0].write_queue_nums == 3
+    r = gw.publish_envelope(topic, {"body": "x", "delayLevel": 1.0})
+    assert r.status_code == 200, r.text
