@@ -11,12 +11,20 @@ alive) lives above it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 from .errors import PacketError, protocol_error
 from .fields import MAX_FIELD_LENGTH, MAX_VARINT, decode_varint
 from .packet import FROM_CLIENT, FROM_SERVER, MQTT_3_1_1, MQTT_5, Packet, PacketType
-from .packets import ConnAck, Connect, Disconnect, Publish, Subscribe, Unsubscribe, decode_body
+from .packets import (
+    ConnAck,
+    Connect,
+    Disconnect,
+    Publish,
+    Subscribe,
+    Unsubscribe,
+    decode_body,
+)
 from .packets.connect import UnsupportedProtocolLevel
 from .reason_codes import ReasonCode, connect_return_code
 
@@ -49,7 +57,7 @@ class ProtocolViolation:
         return None
 
 
-Event = Union[Packet, ProtocolViolation]
+Event = Packet | ProtocolViolation
 
 
 class Decoder:

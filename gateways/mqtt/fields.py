@@ -85,7 +85,7 @@ def decode_text(raw: bytes) -> str:
 class Reader:
     """A cursor over one packet's body (``data[pos:end]``); every read past ``end`` is *Malformed Packet*."""
 
-    __slots__ = ("data", "pos", "end")
+    __slots__ = ("data", "end", "pos")
 
     def __init__(self, data, pos: int = 0, end: int | None = None):
         self.data = data

@@ -8,9 +8,10 @@ body; :mod:`.packets` adds the fixed header and dispatches on the type.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from .fields import Reader
+if TYPE_CHECKING:
+    from .fields import Reader
 
 #: Protocol levels (the CONNECT packet's *Protocol Level* byte) this codec speaks.
 MQTT_3_1_1 = 4

@@ -10,9 +10,9 @@ SUBSCRIBE); both are tuples, every other property is a single value or ``None`` 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Iterator, Union
 
 from .errors import PacketError, malformed, protocol_error
 from .fields import (
@@ -29,7 +29,7 @@ from .reason_codes import ReasonCode
 
 #: Where a property may appear: a packet type, or the Will Properties of a CONNECT.
 WILL = "will"
-Where = Union[P, str]
+Where = P | str
 
 
 class PropertyType(Enum):
@@ -52,7 +52,7 @@ class PropertyType(Enum):
 
 
 T = PropertyType
-_BOOLEAN = range(0, 2)
+_BOOLEAN = range(2)
 _U16_NONZERO = range(1, 0x1_0000)
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
-from ferrymq.gateways.mqtt.packet import MQTT_3_1_1, MQTT_5, PacketType as P
+from ferrymq.gateways.mqtt.packet import MQTT_3_1_1, MQTT_5
+from ferrymq.gateways.mqtt.packet import PacketType as P
 from ferrymq.gateways.mqtt.packets import (
     Auth,
     ConnAck,
@@ -24,22 +23,15 @@ from ferrymq.gateways.mqtt.packets import (
     Unsubscribe,
     Will,
 )
-from ferrymq.gateways.mqtt.properties import NO_PROPERTIES, PROPERTIES, WILL, Properties, PropertyType
-
-#: Reason codes each MQTT 5 packet may carry (spec 2.4, table 2-6).
-REASON_CODES = {
-    P.CONNACK: (0x00, 0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8A, 0x8C, 0x90, 0x95, 0x97,
-                0x99, 0x9A, 0x9B, 0x9C, 0x9D, 0x9F),
-    P.PUBACK: (0x00, 0x10, 0x80, 0x83, 0x87, 0x90, 0x91, 0x97, 0x99),
-    P.PUBREC: (0x00, 0x10, 0x80, 0x83, 0x87, 0x90, 0x91, 0x97, 0x99),
-    P.PUBREL: (0x00, 0x92),
-    P.PUBCOMP: (0x00, 0x92),
-    P.SUBACK: (0x00, 0x01, 0x02, 0x80, 0x83, 0x87, 0x8F, 0x91, 0x97, 0x9E, 0xA1, 0xA2),
-    P.UNSUBACK: (0x00, 0x11, 0x80, 0x83, 0x87, 0x8F, 0x91),
-    P.DISCONNECT: (0x00, 0x04, 0x80, 0x81, 0x82, 0x83, 0x87, 0x89, 0x8B, 0x8D, 0x8E, 0x8F, 0x90, 0x93, 0x94,
-                   0x95, 0x96, 0x97, 0x98, 0x99, 0x9A, 0x9B, 0x9C, 0x9D, 0x9E, 0x9F, 0xA0, 0xA1, 0xA2),
-    P.AUTH: (0x00, 0x18, 0x19),
-}
+from ferrymq.gateways.mqtt.properties import (
+    NO_PROPERTIES,
+    PROPERTIES,
+    WILL,
+    Properties,
+    PropertyType,
+)
+from ferrymq.gateways.mqtt.reason_codes import ALLOWED
+from hypothesis import strategies as st
 
 #: Any Unicode scalar value but U+0000 (surrogates cannot be UTF-8).
 text = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=12)
@@ -86,7 +78,7 @@ def properties(where, version: int = MQTT_5):
 
 
 def reason_code(packet_type, version):
-    return st.sampled_from(REASON_CODES[packet_type]) if version == MQTT_5 else st.just(0)
+    return st.sampled_from(sorted(ALLOWED[packet_type])) if version == MQTT_5 else st.just(0)
 
 
 def _acknowledgement(cls, version):

@@ -16,9 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import Phase, given, settings
-from hypothesis import strategies as st
-
 from ferrymq.gateways.mqtt.packet import MQTT_5
 from ferrymq.gateways.mqtt.packets import (
     Auth,
@@ -42,6 +39,8 @@ from ferrymq.gateways.mqtt.packets import (
     encode,
 )
 from ferrymq.gateways.mqtt.properties import PROPERTIES, Properties, PropertyType
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 
 from .strategies import VERSIONS, packets
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ferrymq.gateways.mqtt.topics import (
     SharedFilter,
     is_valid_filter,
