@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .reason_codes import ReasonCode
+from .reason_codes import ALLOWED, ReasonCode
 
 
 class PacketError(ValueError):
@@ -26,4 +26,12 @@ def protocol_error(message: str) -> PacketError:
     return PacketError(ReasonCode.PROTOCOL_ERROR, message)
 
 
-__all__ = ["PacketError", "malformed", "protocol_error"]
+def checked_reason_code(packet_type, reason_code: int) -> int:
+    """``reason_code`` if an MQTT 5 ``packet_type`` may carry it (:data:`~.reason_codes.ALLOWED`), else a
+    *Protocol Error*: a code the spec does not define for the packet has no meaning to act on."""
+    if reason_code not in ALLOWED[packet_type]:
+        raise protocol_error(f"reason code 0x{reason_code:02X} is not defined for {packet_type.name}")
+    return reason_code
+
+
+__all__ = ["PacketError", "malformed", "protocol_error", "checked_reason_code"]

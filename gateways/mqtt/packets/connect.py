@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import properties
-from ..errors import PacketError, malformed, protocol_error
+from ..errors import PacketError, checked_reason_code, malformed, protocol_error
 from ..fields import Reader, encode_binary, encode_u16, encode_utf8
 from ..packet import MQTT_3_1_1, MQTT_5, VERSIONS, Packet, PacketType
 from ..properties import NO_PROPERTIES, WILL, Properties
@@ -146,7 +146,10 @@ class ConnAck(Packet):
         if acknowledge_flags & 0xFE:
             raise malformed("reserved Connect Acknowledge Flags bits are set")
         reason_code = body.byte()
-        props = properties.decode(body, PacketType.CONNACK) if version == MQTT_5 else NO_PROPERTIES
+        props = NO_PROPERTIES
+        if version == MQTT_5:
+            checked_reason_code(PacketType.CONNACK, reason_code)
+            props = properties.decode(body, PacketType.CONNACK)
         body.expect_end("CONNACK")
         return cls(bool(acknowledge_flags), reason_code, props)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import properties
+from ..errors import checked_reason_code
 from ..fields import Reader
 from ..packet import MQTT_5, Packet, PacketType, optional_tail
 from ..properties import NO_PROPERTIES, Properties
@@ -33,7 +34,7 @@ class _ReasonAndProperties(Packet):
         reason_code = ReasonCode.SUCCESS
         props = NO_PROPERTIES
         if version == MQTT_5 and body.remaining:
-            reason_code = body.byte()
+            reason_code = checked_reason_code(cls.TYPE, body.byte())
             if body.remaining:
                 props = properties.decode(body, cls.TYPE)
         body.expect_end(cls.TYPE.name)

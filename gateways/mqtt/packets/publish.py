@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import properties
-from ..errors import PacketError, malformed, protocol_error
+from ..errors import PacketError, checked_reason_code, malformed, protocol_error
 from ..fields import Reader, encode_u16, encode_utf8
 from ..packet import MQTT_5, Packet, PacketType, optional_tail
 from ..properties import NO_PROPERTIES, Properties
@@ -99,7 +99,7 @@ class _Acknowledgement(Packet):
         reason_code = ReasonCode.SUCCESS
         props = NO_PROPERTIES
         if version == MQTT_5 and body.remaining:
-            reason_code = body.byte()
+            reason_code = checked_reason_code(cls.TYPE, body.byte())
             if body.remaining:
                 props = properties.decode(body, cls.TYPE)
         body.expect_end(cls.TYPE.name)

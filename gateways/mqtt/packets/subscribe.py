@@ -14,11 +14,14 @@ from ..errors import malformed, protocol_error
 from ..fields import Reader, encode_u16, encode_utf8
 from ..packet import MQTT_5, Packet, PacketType
 from ..properties import NO_PROPERTIES, Properties
+from ..reason_codes import ALLOWED
 from .publish import read_packet_identifier
 
 _NO_LOCAL = 0x04
 _RETAIN_AS_PUBLISHED = 0x08
 _RETAIN_HANDLING_SHIFT = 4
+#: The SUBACK return codes of MQTT 3.1.1: the granted QoS, or failure.
+_SUBACK_RETURN_CODES = frozenset((0x00, 0x01, 0x02, 0x80))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,18 @@ def _encode_properties(packet, version: int) -> bytes:
 
 def _decode_properties(cls, body: Reader, version: int) -> Properties:
     return properties.decode(body, cls.TYPE) if version == MQTT_5 else NO_PROPERTIES
+
+
+def _reason_codes(cls, body: Reader, version: int) -> tuple[int, ...]:
+    """The rest of a SUBACK or UNSUBACK: one reason code per filter (3.1.1 SUBACK: 0, 1, 2 or 0x80)."""
+    codes = tuple(body.rest())
+    allowed = ALLOWED[cls.TYPE] if version == MQTT_5 else _SUBACK_RETURN_CODES
+    if not codes:
+        raise protocol_error(f"{cls.TYPE.name} without a reason code")
+    for code in codes:
+        if code not in allowed:
+            raise protocol_error(f"reason code 0x{code:02X} is not defined for {cls.TYPE.name}")
+    return codes
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +118,7 @@ class SubAck(Packet):
     def _decode(cls, flags: int, body: Reader, version: int) -> SubAck:
         packet_identifier = read_packet_identifier(body)
         props = _decode_properties(cls, body, version)
-        return cls(packet_identifier, tuple(body.rest()), props)
+        return cls(packet_identifier, _reason_codes(cls, body, version), props)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +164,7 @@ class UnsubAck(Packet):
     def _decode(cls, flags: int, body: Reader, version: int) -> UnsubAck:
         packet_identifier = read_packet_identifier(body)
         props = _decode_properties(cls, body, version)
-        reason_codes = tuple(body.rest()) if version == MQTT_5 else ()
+        reason_codes = _reason_codes(cls, body, version) if version == MQTT_5 else ()
         body.expect_end("UNSUBACK")
         return cls(packet_identifier, reason_codes, props)
 

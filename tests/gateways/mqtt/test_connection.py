@@ -240,3 +240,24 @@ def test_nothing_is_decoded_after_disconnect():
 def test_garbage_never_raises(data):
     events = Decoder().feed(data)
     assert all(isinstance(e, (Connect, ProtocolViolation)) for e in events)
+
+
+@pytest.mark.parametrize("version, data", [
+    (MQTT_5, _packet(0x40, b"\x00\x01\x05")),             # PUBACK 0x05
+    (MQTT_5, _packet(0x62, b"\x00\x01\x10")),             # PUBREL 0x10 (a PUBACK code)
+    (MQTT_5, _packet(0xE0, b"\x03")),                     # DISCONNECT 0x03
+    (MQTT_5, _packet(0xF0, b"\x01\x00")),                 # AUTH 0x01
+])
+def test_reason_codes_a_packet_does_not_define_are_a_protocol_error(version, data):
+    assert violation(connected(version), data).reason_code == PROTOCOL
+
+
+@pytest.mark.parametrize("version, data", [
+    (MQTT_5, _packet(0x20, b"\x00\x03\x00")),             # CONNACK 0x03
+    (MQTT_5, _packet(0x90, b"\x00\x01\x00\x03")),         # SUBACK 0x03
+    (MQTT_3_1_1, _packet(0x90, b"\x00\x01\x87")),         # 3.1.1 SUBACK knows only 0, 1, 2, 0x80
+    (MQTT_5, _packet(0xB0, b"\x00\x01\x00")),             # UNSUBACK without a reason code
+    (MQTT_5, _packet(0xB0, b"\x00\x01\x00\x12")),         # UNSUBACK 0x12
+])
+def test_server_reason_codes_are_checked_by_a_client_side_decoder(version, data):
+    assert violation(Decoder("client", version=version), data).reason_code == PROTOCOL
