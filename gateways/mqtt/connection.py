@@ -2,14 +2,16 @@
 
 Like h11 it does no I/O and keeps only what the byte stream itself implies: the protocol level fixed by
 the CONNECT, that CONNECT comes first and only once, which side may send which packet, and the limits
-the server sets (maximum packet size, checked from the fixed header before the body is buffered, and
-maximum topic length). The first broken rule ends the stream with a :class:`ProtocolViolation` event
+the server sets (maximum packet size, checked from the fixed header before the body is buffered,
+maximum topic length), and MQTT 5 topic aliases, which belong to the network connection rather than the
+session (spec 3.3.2.3.4). The first broken rule ends the stream with a :class:`ProtocolViolation` event
 that says how to close; the session state machine (packet identifiers in flight, topic aliases, keep
 alive) lives above it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -66,16 +68,24 @@ class Decoder:
     ``side`` is the side this decoder runs on: a ``"server"`` reads a client's packets and learns the
     protocol level from its CONNECT; a ``"client"`` reads a server's packets and must be given
     ``version``. After a :class:`ProtocolViolation` or a DISCONNECT, further bytes are ignored.
+
+    ``topic_alias_maximum`` is the value this side announces (in CONNACK for a server): a PUBLISH with
+    a Topic Alias above it is *Topic Alias invalid*; otherwise the alias is learnt or, with an empty
+    topic name, resolved, so every PUBLISH event carries its full topic name.
+    ``maximum_topic_length`` counts characters.
     """
 
     def __init__(self, side: Literal["server", "client"] = "server", *, version: int | None = None,
-                 maximum_packet_size: int = MAX_PACKET_SIZE, maximum_topic_length: int = MAX_FIELD_LENGTH):
+                 maximum_packet_size: int = MAX_PACKET_SIZE, maximum_topic_length: int = MAX_FIELD_LENGTH,
+                 topic_alias_maximum: int = 0):
         if side == "client" and version is None:
             raise ValueError("a client-side decoder needs the protocol level it sent in its CONNECT")
         self.side = side
         self.version = version
         self.maximum_packet_size = maximum_packet_size
         self.maximum_topic_length = maximum_topic_length
+        self.topic_alias_maximum = topic_alias_maximum
+        self._topic_aliases: dict[int, str] = {}
         self._accepted = FROM_CLIENT if side == "server" else FROM_SERVER
         self._buffer = bytearray()
         self._finished = False
@@ -126,6 +136,8 @@ class Decoder:
         if isinstance(packet, Publish):
             if len(packet.topic_name) > self.maximum_topic_length:
                 raise PacketError(ReasonCode.TOPIC_NAME_INVALID, "topic name longer than the maximum")
+            if packet.properties.topic_alias is not None:
+                packet = self._resolve_alias(packet)
         elif isinstance(packet, (Subscribe, Unsubscribe)):
             filters = ([s.topic_filter for s in packet.subscriptions] if isinstance(packet, Subscribe)
                        else packet.topic_filters)
@@ -136,6 +148,19 @@ class Decoder:
         elif isinstance(packet, Disconnect):
             self._finished = True
         return packet
+
+    def _resolve_alias(self, packet: Publish) -> Publish:
+        alias = packet.properties.topic_alias
+        if alias > self.topic_alias_maximum:
+            raise PacketError(ReasonCode.TOPIC_ALIAS_INVALID,
+                              f"topic alias {alias} above the maximum {self.topic_alias_maximum}")
+        if packet.topic_name:
+            self._topic_aliases[alias] = packet.topic_name
+            return packet
+        topic_name = self._topic_aliases.get(alias)
+        if topic_name is None:
+            raise protocol_error(f"topic alias {alias} was never set on this connection")
+        return dataclasses.replace(packet, topic_name=topic_name)
 
     @property
     def _peer(self) -> str:

@@ -18,6 +18,7 @@ from ferrymq.gateways.mqtt.packets import (
     Unsubscribe,
     encode,
 )
+from ferrymq.gateways.mqtt.properties import Properties
 from ferrymq.gateways.mqtt.reason_codes import ConnectReturnCode, ReasonCode
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -43,12 +44,18 @@ def violation(decoder: Decoder, data: bytes) -> ProtocolViolation:
     return events[-1]
 
 
+def _streamable(packet) -> bool:
+    """A client's packet that leaves the stream open and needs no alias set before it."""
+    if isinstance(packet, Publish) and packet.properties.topic_alias is not None:
+        return False
+    return packet.TYPE in FROM_CLIENT and not isinstance(packet, (Connect, Disconnect))
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_packets_split_anywhere_come_out_whole_and_in_order(version, data):
-    client_packets = data.draw(st.lists(packets(version).filter(
-        lambda p: p.TYPE in FROM_CLIENT and not isinstance(p, (Connect, Disconnect))), max_size=6))
+    client_packets = data.draw(st.lists(packets(version).filter(_streamable), max_size=6))
     stream = encode(Connect("c", version), version) + b"".join(encode(p, version) for p in client_packets)
     cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=8)))
     decoder = Decoder()
@@ -261,3 +268,20 @@ def test_reason_codes_a_packet_does_not_define_are_a_protocol_error(version, dat
 ])
 def test_server_reason_codes_are_checked_by_a_client_side_decoder(version, data):
     assert violation(Decoder("client", version=version), data).reason_code == PROTOCOL
+
+
+def test_topic_aliases_are_learnt_and_resolved_per_connection():
+    decoder = connected(MQTT_5, topic_alias_maximum=2)
+    first = Publish("sensors/1", b"a", properties=Properties(topic_alias=2))
+    aliased = Publish("", b"b", properties=Properties(topic_alias=2))
+    reassigned = Publish("sensors/2", b"c", properties=Properties(topic_alias=2))
+    events = decoder.feed(b"".join(encode(p, MQTT_5) for p in (first, aliased, reassigned, aliased)))
+    assert [(e.topic_name, e.payload) for e in events] == [("sensors/1", b"a"), ("sensors/1", b"b"),
+                                                            ("sensors/2", b"c"), ("sensors/2", b"b")]
+    assert violation(connected(MQTT_5, topic_alias_maximum=2), encode(aliased, MQTT_5)).reason_code == PROTOCOL
+
+
+def test_a_topic_alias_above_the_announced_maximum_is_invalid():
+    publish = Publish("t", properties=Properties(topic_alias=1))
+    refused = violation(connected(MQTT_5), encode(publish, MQTT_5))
+    assert refused.reply() == Disconnect(ReasonCode.TOPIC_ALIAS_INVALID)
