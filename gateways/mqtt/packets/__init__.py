@@ -2,8 +2,9 @@
 
 :func:`encode` turns a packet into bytes for a protocol level, :func:`decode_packet` reads one whole
 packet; the streaming, connection-aware decoder is :class:`~ferrymq.gateways.mqtt.connection.Decoder`.
-Fields that MQTT 3.1.1 lacks (properties, reason codes on acknowledgements) are left out when encoding
-for 3.1.1, so a server can forward one message to subscribers of both versions.
+What MQTT 3.1.1 has no field for (properties; the reason codes of acknowledgements, UNSUBACK and
+DISCONNECT) is left out when encoding for 3.1.1, so a server builds one packet for clients of both
+versions. What would change the meaning (AUTH, MQTT 5 subscription options) is a ``ValueError``.
 """
 
 from __future__ import annotations

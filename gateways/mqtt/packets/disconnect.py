@@ -22,8 +22,6 @@ class _ReasonAndProperties(Packet):
 
     def _encode(self, version: int) -> bytes:
         if version != MQTT_5:
-            if self.reason_code != ReasonCode.SUCCESS or self.properties != NO_PROPERTIES:
-                raise ValueError(f"an MQTT 3.1.1 {self.TYPE.name} has no reason code or properties")
             return b""
         with_reason, with_properties = optional_tail(self.reason_code, self.properties != NO_PROPERTIES)
         return ((bytes((self.reason_code,)) if with_reason else b"")

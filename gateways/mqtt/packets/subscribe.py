@@ -155,8 +155,6 @@ class UnsubAck(Packet):
 
     def _encode(self, version: int) -> bytes:
         if version != MQTT_5:
-            if self.reason_codes:
-                raise ValueError("an MQTT 3.1.1 UNSUBACK has no reason codes")
             return encode_u16(self.packet_identifier)
         return encode_u16(self.packet_identifier) + _encode_properties(self, version) + bytes(self.reason_codes)
 

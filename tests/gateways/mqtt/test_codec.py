@@ -89,11 +89,12 @@ def test_fields_mqtt_3_1_1_lacks_are_left_out_when_encoding_for_it():
     publish = Publish("t", b"x", properties=Properties(content_type="text/plain", user_property=(("k", "v"),)))
     assert decode_packet(encode(publish, MQTT_3_1_1), MQTT_3_1_1) == Publish("t", b"x")
     assert decode_packet(encode(PubAck(7, 0x80), MQTT_3_1_1), MQTT_3_1_1) == PubAck(7)
+    assert decode_packet(encode(UnsubAck(7, (0x11,)), MQTT_3_1_1), MQTT_3_1_1) == UnsubAck(7)
+    assert encode(Disconnect(0x8E, Properties(reason_string="bye")), MQTT_3_1_1) == b"\xe0\x00"
 
 
 @pytest.mark.parametrize("packet, version", [
     (Auth(), MQTT_3_1_1),                                      # AUTH is MQTT 5 only
-    (UnsubAck(1, (0,)), MQTT_3_1_1),                           # 3.1.1 UNSUBACK has no reason codes
     (Connect("c", MQTT_5), MQTT_3_1_1),                        # the CONNECT names its own level
     (Connect("c", MQTT_3_1_1, password=b"p"), MQTT_3_1_1),     # 3.1.1: password needs a user name
     (Subscribe(1, (Subscription("a", 1, no_local=True),)), MQTT_3_1_1),
