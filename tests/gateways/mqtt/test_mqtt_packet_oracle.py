@@ -49,8 +49,9 @@ CACHE = HERE / ".cache" / "mqtt-packet"
 SCRIPT = HERE / "mqtt_packet_oracle.js"
 PACKAGE = "mqtt-packet@9"
 
-if shutil.which("node") is None or shutil.which("npm") is None:
-    pytest.skip("node and npm are not installed: the mqtt-packet oracle cannot run", allow_module_level=True)
+_MISSING = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+if _MISSING:
+    pytest.skip(f"{' and '.join(_MISSING)} not on PATH: the mqtt-packet oracle cannot run", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
