@@ -179,6 +179,8 @@ def encode(props, where: Where) -> bytes:
     """
     if props is NO_PROPERTIES:
         return b"\x00"
+    if where is P.SUBSCRIBE and len(props.subscription_identifier) > 1:
+        raise ValueError("a SUBSCRIBE carries at most one subscription_identifier")
     out = bytearray()
     for spec, value in items(props):
         if where not in spec.packets:

@@ -63,6 +63,8 @@ class Connect(Packet):
                  | (_CLEAN_START if self.clean_start else 0))
         will = self.will
         if will is not None:
+            if will.qos not in (0, 1, 2):
+                raise ValueError(f"Will QoS {will.qos}")
             flags |= _WILL | (will.qos << _WILL_QOS_SHIFT) | (_WILL_RETAIN if will.retain else 0)
         out = bytearray(encode_utf8(self.protocol_name))
         out.append(self.protocol_level)

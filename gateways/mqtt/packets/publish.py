@@ -47,6 +47,8 @@ class Publish(Packet):
         return (_DUP if self.dup else 0) | (self.qos << 1) | (_RETAIN if self.retain else 0)
 
     def _encode(self, version: int) -> bytes:
+        if self.qos not in (0, 1, 2):
+            raise ValueError(f"QoS {self.qos}")
         if (self.packet_identifier is None) != (self.qos == 0):
             raise ValueError("a PUBLISH has a packet identifier exactly when its QoS is above 0")
         head = encode_utf8(self.topic_name)

@@ -72,6 +72,8 @@ class Subscribe(Packet):
         out = bytearray(encode_u16(self.packet_identifier))
         out += _encode_properties(self, version)
         for subscription in self.subscriptions:
+            if subscription.qos not in (0, 1, 2) or subscription.retain_handling not in (0, 1, 2):
+                raise ValueError(f"subscription options of {subscription}")
             if version != MQTT_5 and subscription.options() & ~0x03:
                 raise ValueError("MQTT 3.1.1 subscriptions carry a QoS only")
             out += encode_utf8(subscription.topic_filter)

@@ -18,6 +18,7 @@ from ferrymq.gateways.mqtt.packets import (
     Subscribe,
     Subscription,
     UnsubAck,
+    Will,
     decode_packet,
     encode,
 )
@@ -101,6 +102,11 @@ def test_fields_mqtt_3_1_1_lacks_are_left_out_when_encoding_for_it():
     (Publish("t", qos=1), MQTT_5),                             # QoS 1 needs a packet identifier
     (Publish("t", properties=Properties(session_expiry_interval=1)), MQTT_5),  # not a PUBLISH property
     (Publish("t\x00"), MQTT_5),
+    (Publish("t", qos=3, packet_identifier=1), MQTT_5),
+    (Connect("c", MQTT_5, will=Will("w", qos=3)), MQTT_5),
+    (Subscribe(1, (Subscription("a", 3),)), MQTT_5),
+    (Subscribe(1, (Subscription("a", retain_handling=3),)), MQTT_5),
+    (Subscribe(1, (Subscription("a"),), Properties(subscription_identifier=(1, 2))), MQTT_5),
 ])
 def test_packets_the_spec_cannot_express_are_refused_when_encoding(packet, version):
     with pytest.raises(ValueError):
