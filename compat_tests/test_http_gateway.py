@@ -12,6 +12,7 @@ Every gateway answer is held against the gateway's OpenAPI document (tests/gatew
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 
@@ -201,11 +202,12 @@ def publish_bodies(gw: Gateway, topic: str, names: list[str]) -> None:
         assert gw.publish_envelope(topic, {"body": name}).status_code == 200
 
 
-def test_one_group_consumed_over_http_and_by_a_java_consumer(server, gw, java, record_property):
+def test_one_group_consumed_over_http_and_by_a_java_consumer(server, gw, java, mqadmin5, record_property):
     """An HTTP consumer and a Java push consumer of one group share the topic's four queues: 20 messages
     sent while both consume are all consumed, by both; once the Java consumer has left, the HTTP consumer
-    takes every queue (20 more, all over HTTP). The HTTP acks are the group's committed offsets: a Java
-    consumer joining afterwards receives the 8 messages sent then (its share), never an earlier one."""
+    takes every queue (20 more, all over HTTP). The HTTP acks are the group's committed offsets (`mqadmin
+    consumerProgress` shows no diff): a Java consumer joining afterwards receives the 8 messages sent then
+    (its share), never an earlier one."""
     topic, group = fresh("HttpShared")
     ns = server.namesrv_addr
     publish_bodies(gw, topic, ["warm-up"])
@@ -234,6 +236,8 @@ def test_one_group_consumed_over_http_and_by_a_java_consumer(server, gw, java, r
         while (behind := committed_behind(server, topic, group)) and time.monotonic() < deadline:
             time.sleep(0.5)
         assert behind == 0, f"{behind} acked messages are not behind {group}'s committed offsets"
+        progress = mqadmin5(ns, "consumerProgress", "-g", group)
+        assert re.search(r"^Consume Diff Total: 0$", progress, re.M), progress
         second = java.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=WAIT, instance="shared-b")
         second.wait_for("started")
         wait_for_consumers(server, group, 2)
