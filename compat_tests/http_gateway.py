@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from ferrymq.gateways.http.schema import ENVELOPE_TYPE
 
 from .apache import write_conf
@@ -53,7 +52,7 @@ class GatewayProcess:
         return f"http://{LOOPBACK}:{self.port}"
 
     @classmethod
-    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60) -> "GatewayProcess":
+    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60) -> GatewayProcess:
         home.mkdir(parents=True, exist_ok=True)
         port = free_port()
         conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, "httpListenPort": port})

@@ -18,10 +18,10 @@ from collections import Counter
 
 import orjson
 import pytest
-
 from ferrymq.testing import admin
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
+
 from tests.gateways.http_client import Gateway
 
 from .clients import Client
@@ -237,7 +237,7 @@ def test_one_group_consumed_over_http_and_by_a_java_consumer(server, gw, java, m
             time.sleep(0.5)
         assert behind == 0, f"{behind} acked messages are not behind {group}'s committed offsets"
         progress = mqadmin5(ns, "consumerProgress", "-g", group)
-        assert re.search(r"^Consume Diff Total: 0$", progress, re.M), progress
+        assert re.search(r"^Consume Diff Total: 0$", progress, re.MULTILINE), progress
         second = java.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=WAIT, instance="shared-b")
         second.wait_for("started")
         wait_for_consumers(server, group, 2)
