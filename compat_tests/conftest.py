@@ -12,6 +12,8 @@ Fixtures:
   go_harness                     GoHarness: go_harness("route", "-n", addr, "-t", topic)
   namesrv                        a name server under test, parametrized: "apache" and "ferrymq"
                                  (the Apache one is apache_bare_namesrv: no real broker registered)
+  server                         name server + broker of Apache and of FerryMQ (parametrized, session)
+  http_gateway                   the URL of an HTTP gateway in front of ``server``
 """
 
 from __future__ import annotations
@@ -208,8 +210,25 @@ def server(request, compat_home):
 
     # the server users' test suites get (the pytest plugin's), with the scenarios' settings
     with FerryMQServer(compat_home / "ferrymq-feature", {"brokerClusterName": "FeatureCluster",
-                                                         "brokerName": "feature-broker-a", **FEATURE_CONFIG}) as ferry:
-        yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.broker_name, ferry.cluster)
+                                                         "brokerName": "feature-broker-a", **FEATURE_CONFIG},
+                       http=True) as ferry:
+        yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.broker_name, ferry.cluster,
+                     http_url=ferry.http_url)
+
+
+@pytest.fixture(scope="session")
+def http_gateway(server, compat_home) -> str:
+    """The base URL of an HTTP gateway in front of ``server``: FerryMQ's own (its ``httpListenPort``), or
+    ``ferrymq gateway http`` in front of Apache (one per Apache server), ready to publish."""
+    from .http_gateway import GatewayProcess, wait_until_publishing
+
+    if server.http_url is not None:
+        wait_until_publishing(server.http_url)
+        yield server.http_url
+        return
+    gateway = GatewayProcess.start(_ferrymq_cli(), compat_home / "apache-http-gateway", server.namesrv_addr)
+    yield gateway.url
+    gateway.stop()
 
 
 @pytest.fixture(scope="session", params=[toolchain.ROCKETMQ_5], ids=lambda v: f"java-{v}")

@@ -44,6 +44,8 @@ class Server:
     broker_addr: str
     broker_name: str
     cluster: str
+    #: the HTTP gateway the server serves itself (FerryMQ's); None for Apache's
+    http_url: str | None = None
 
 
 def start_apache(home: Path) -> tuple[ApacheNamesrv, ApacheBroker]:

@@ -1,0 +1,70 @@
+"""The HTTP gateway in front of each server of the ``server`` fixture.
+
+On FerryMQ's side the gateway is the one ``ferrymq standalone`` serves itself (``httpListenPort``); in
+front of Apache RocketMQ it is ``ferrymq gateway http -n <Apache's name server>``, a child process
+(:class:`GatewayProcess`). Either is ready once ``GET /openapi.json`` answers and a publish is stored
+(:func:`wait_until_publishing`): the gateway's RocketMQ client starts after its HTTP port is bound.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+from ferrymq.gateways.http.schema import ENVELOPE_TYPE
+
+from .apache import write_conf
+from .processes import LOOPBACK, Child, free_port
+
+#: the topic the readiness check publishes to (auto-created on both servers)
+READY_TOPIC = "CompatHttpGatewayReady"
+
+
+def wait_until_publishing(url: str, timeout: float = 60, alive=lambda: True) -> None:
+    """Block until the gateway at ``url`` serves its document and stores a message; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    with httpx.Client(base_url=url, timeout=10) as http:
+        while time.monotonic() < deadline and alive():
+            try:
+                if http.get("/openapi.json").status_code == 200:
+                    r = http.post(f"/v1/topics/{READY_TOPIC}/messages", json={"body": "ready"},
+                                  headers={"Content-Type": ENVELOPE_TYPE})
+                    if r.status_code == 200:
+                        return
+                    last = f"publish answered {r.status_code}: {r.text[:500]}"
+            except httpx.TransportError as exc:
+                last = repr(exc)
+            time.sleep(0.2)
+    raise RuntimeError(f"the HTTP gateway at {url} does not publish: {last}")
+
+
+class GatewayProcess:
+    """``ferrymq gateway http -n NAMESRV`` on a free loopback port, its log in ``home``."""
+
+    def __init__(self, child: Child, port: int):
+        self.child = child
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+    @classmethod
+    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60) -> GatewayProcess:
+        home.mkdir(parents=True, exist_ok=True)
+        port = free_port()
+        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, "httpListenPort": port})
+        child = Child("ferrymq gateway http", [str(cli), "gateway", "http", "-n", namesrv_addr, "-c", str(conf)],
+                      home / "gateway.out").start()
+        gateway = cls(child, port)
+        try:
+            wait_until_publishing(gateway.url, timeout, alive=child.alive)
+        except RuntimeError as exc:
+            child.kill()
+            raise RuntimeError(f"{exc}; log {child.log}:\n{child.log_tail()}") from None
+        return gateway
+
+    def stop(self) -> None:
+        self.child.kill()

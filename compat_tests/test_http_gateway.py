@@ -1,0 +1,299 @@
+"""Issue 22: the HTTP gateway among the official clients, in front of Apache RocketMQ and of FerryMQ.
+
+On each server of ``server`` (Apache 5.5.0, ``ferrymq standalone``, both with servers.FEATURE_CONFIG) the
+gateway is ``http_gateway``: FerryMQ's own, or ``ferrymq gateway http`` in front of Apache. Messages
+published over HTTP reach the Java 5.5.0 and Go push consumers as sent; messages of the Java and Go
+producers reach HTTP consumers as sent; an HTTP consumer is one more consumer of its group (queues shared
+by rebalance, the group's offsets, its retry topic and dead-letter queue). A scenario that passes on
+Apache and fails on FerryMQ is a FerryMQ bug.
+
+Every gateway answer is held against the gateway's OpenAPI document (tests/gateways/http_client.py).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+
+import orjson
+import pytest
+from ferrymq.testing import admin
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
+
+from tests.gateways.http_client import Gateway
+
+from .clients import Client
+from .socket_client import call
+from .test_official_clients import WAIT, bodies, fresh, write_spec
+
+
+@pytest.fixture
+def gw(http_gateway):
+    client = Gateway(http_gateway)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def java(java5) -> Client:
+    return Client(f"java-{java5.version}", java5)
+
+
+@pytest.fixture(scope="session")
+def go(go_harness) -> Client:
+    return Client("go", go_harness)
+
+
+def user_properties(received: dict, names) -> dict[str, str]:
+    """The properties named ``names`` of a message a Java or Go consumer printed."""
+    props = received["properties"] or {}
+    return {name: props[name] for name in names if name in props}
+
+
+def consume_over_http(gw: Gateway, topic: str, group: str, want: set[str], *, others=lambda: (),
+                      timeout: float = WAIT, **query) -> list[dict]:
+    """Receive and ack over HTTP until every body of ``want`` was received, here or by the group's other
+    consumers (``others()``: the bodies they received), or ``timeout`` passes; the messages received here."""
+    got: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msgs = gw.receive(topic, group, wait=1, max=32, **query)
+        if msgs:
+            gw.ack(topic, group, msgs)
+            got += msgs
+        if want <= {m["body"] for m in got} | set(others()):
+            break
+    return got
+
+
+# ---------------------------------------------------------------------------------------------- HTTP -> Java, Go
+
+#: published over HTTP: tag and typed user properties
+HTTP_PUBLISHED: list[tuple[str, dict[str, object]]] = [
+    ("TagA", {"region": "eu", "n": 3, "price": 12.5, "vip": True}),
+    ("TagB", {"region": "eu", "n": 1, "price": 0.25, "vip": False}),
+    ("TagA", {"region": "us", "n": 7, "price": 99.75, "vip": True}),
+    ("TagC", {"region": "eu", "n": 10, "price": -1.5, "vip": False}),
+    ("TagA", {"region": "eu", "n": 5, "price": 30.0, "vip": True}),
+]
+TAG_EXPRESSION = "TagA"
+SQL_EXPRESSION = "n > 2 AND region = 'eu' AND price < 20.5"
+#: indexes of HTTP_PUBLISHED each subscription selects
+TAG_SELECTS = {0, 2, 4}
+SQL_SELECTS = {0, 3}
+
+
+def as_text(value: object) -> str:
+    """A property value as RocketMQ keeps it: a number or a boolean as its JSON text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def test_published_over_http_reaches_java_tag_and_go_sql92_consumers(server, http_gateway, gw, java, go):
+    """Five envelopes with a tag, two keys and string/integer/float/boolean properties, published over HTTP:
+    a Java push consumer subscribed to `TagA` and a Go push consumer subscribed to an SQL92 expression on
+    the properties each receive exactly the messages they select (nothing more within 2 s), each with its
+    body, tag, keys and properties as sent (numbers and booleans as their text) and the msgId the gateway
+    answered."""
+    topic, group = fresh("HttpOut")
+    sent = {}
+    for i, (tag, props) in enumerate(HTTP_PUBLISHED):
+        r = gw.publish_envelope(topic, {"body": f"http-{i}", "tag": tag, "keys": [f"order-{i}", f"user-{i}"],
+                                        "properties": props})
+        assert r.status_code == 200, r.text
+        sent[f"http-{i}"] = r.json()["msgId"]
+    ns = server.namesrv_addr
+    consumers = {
+        "java": (java.spawn("consume", n=ns, t=topic, g=f"{group}_java", expr=TAG_EXPRESSION,
+                            count=len(TAG_SELECTS), timeout=WAIT, linger=2), TAG_SELECTS),
+        "go": (go.spawn("consume", n=ns, t=topic, g=f"{group}_go", sql=SQL_EXPRESSION, count=len(SQL_SELECTS),
+                        timeout=WAIT, linger=2), SQL_SELECTS),
+    }
+    try:
+        results = {name: (running.finish(WAIT + 30), selects) for name, (running, selects) in consumers.items()}
+    finally:
+        for running, _ in consumers.values():
+            running.kill()
+    for name, (res, selects) in results.items():
+        res.check()
+        assert sorted(bodies(res)) == sorted(f"http-{i}" for i in selects), f"{name}:\n{res.explain()}"
+        for e in res.of("received"):
+            i = int(e["body"].removeprefix("http-"))
+            tag, props = HTTP_PUBLISHED[i]
+            assert (e["msgId"], e["tags"], e["keys"]) == (sent[e["body"]], tag, f"order-{i} user-{i}"), \
+                f"{name}: {e}"
+            assert user_properties(e, props) == {k: as_text(v) for k, v in props.items()}, f"{name}: {e}"
+
+
+# ---------------------------------------------------------------------------------------------- Java, Go -> HTTP
+
+
+#: HTTP consumer groups filtering the producers' messages: type -> (expression, the bodies it selects)
+HTTP_FILTERS = {"TAG": ("TagJava0 || TagGo2", {"java-0", "go-2"}),
+                "SQL92": ("origin = 'go' AND ratio > 1.0", {"go-1", "go-2"})}
+
+
+def test_java_and_go_producers_reach_http_consumers(server, gw, java, go, tmp_path):
+    """The Java and the Go producer each send three messages with a tag, two keys and user properties; an
+    HTTP consumer receives all six with their bodies, tags, keys and properties as sent, and each with the
+    msgId its producer got. HTTP consumers of two more groups, subscribed with a tag expression and with
+    an SQL92 expression, receive exactly the messages they select (nothing more within 1 s)."""
+    topic, group = fresh("HttpIn")
+    ns = server.namesrv_addr
+    specs = {name: [{"body": f"{name}-{i}", "tag": f"Tag{name.title()}{i}", "keys": f"{name}-key-{i} shared-{i}",
+                     "props": {"origin": name, "seq": str(i), "ratio": f"{i}.5"}} for i in range(3)]
+             for name in ("java", "go")}
+    msg_ids = {}
+    for name, producer in (("java", java), ("go", go)):
+        res = producer("send", n=ns, t=topic, spec=write_spec(tmp_path, specs[name])).check()
+        assert len(res.of("sent")) == 3, res.explain()
+        for e in res.of("sent"):
+            msg_ids[specs[name][e["index"]]["body"]] = e["msgId"]
+    got = consume_over_http(gw, topic, group, set(msg_ids))
+    assert sorted(m["body"] for m in got) == sorted(msg_ids), got
+    expected = {e["body"]: e for spec in specs.values() for e in spec}
+    for m in got:
+        e = expected[m["body"]]
+        assert (m["msgId"], m["tag"], m["keys"], m["properties"]) == \
+            (msg_ids[m["body"]], e["tag"], e["keys"].split(), e["props"]), m
+    for kind, (expression, want) in HTTP_FILTERS.items():
+        filtered = f"{group}_{kind.lower()}"
+        picked = consume_over_http(gw, topic, filtered, want, expression=expression, type=kind)
+        picked += gw.receive(topic, filtered, wait=1, expression=expression, type=kind)
+        assert sorted(m["body"] for m in picked) == sorted(want), f"{kind} {expression}: {picked}"
+
+
+# ---------------------------------------------------------------------------------------------- one group, two kinds
+
+
+def consumers_of(server, group: str) -> int:
+    """How many consumers of ``group`` the broker lists."""
+    reply = call(server.broker_addr, request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}),
+                 timeout=3)
+    if reply.code != ResponseCode.SUCCESS:
+        return 0
+    return len(orjson.loads(reply.body)["consumerIdList"])
+
+
+def wait_for_consumers(server, group: str, count: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while consumers_of(server, group) != count:
+        assert time.monotonic() < deadline, f"{server.kind} lists {consumers_of(server, group)} consumers of " \
+                                            f"{group}, not {count}, after {timeout} s"
+        time.sleep(0.1)
+
+
+def committed_behind(server, topic: str, group: str) -> int:
+    """Messages of ``topic`` stored beyond the group's committed offsets, over all its queues."""
+    (queues,) = {q.read_queue_nums for q in admin.route(server.namesrv_addr, topic).queue_datas}
+    behind = 0
+    for queue_id in range(queues):
+        top = call(server.broker_addr, request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue_id)}))
+        assert top.code == ResponseCode.SUCCESS, top
+        behind += int(top.ext("offset")) - (admin.consumer_offset(server.broker_addr, group, topic, queue_id) or 0)
+    return behind
+
+
+def publish_bodies(gw: Gateway, topic: str, names: list[str]) -> None:
+    for name in names:
+        assert gw.publish_envelope(topic, {"body": name}).status_code == 200
+
+
+def test_one_group_consumed_over_http_and_by_a_java_consumer(server, gw, java, mqadmin5, record_property):
+    """An HTTP consumer and a Java push consumer of one group share the topic's four queues: 20 messages
+    sent while both consume are all consumed, by both; once the Java consumer has left, the HTTP consumer
+    takes every queue (20 more, all over HTTP). The HTTP acks are the group's committed offsets (`mqadmin
+    consumerProgress` shows no diff): a Java consumer joining afterwards receives the 8 messages sent then
+    (its share), never an earlier one."""
+    topic, group = fresh("HttpShared")
+    ns = server.namesrv_addr
+    publish_bodies(gw, topic, ["warm-up"])
+    received = consume_over_http(gw, topic, group, {"warm-up"})
+    first = java.spawn("consume", n=ns, t=topic, g=group, count=1000, idle=3, timeout=WAIT, instance="shared-a")
+    second = None
+    try:
+        first.wait_for("started")
+        wait_for_consumers(server, group, 2)
+        time.sleep(1.5)  # both rebalance: the Java client every second, the gateway's on the broker's notice
+        round1 = [f"round1 #{i}" for i in range(20)]
+        publish_bodies(gw, topic, round1)
+        received += consume_over_http(gw, topic, group, set(round1), others=lambda: bodies(first.result()))
+        java_round1 = bodies(first.finish(WAIT))  # it leaves 3 s after its last message
+        wait_for_consumers(server, group, 1)
+        round2 = [f"round2 #{i}" for i in range(20)]
+        publish_bodies(gw, topic, round2)
+        received += consume_over_http(gw, topic, group, set(round2))
+        http_bodies = [m["body"] for m in received]
+        assert set(round1) <= set(http_bodies) | set(java_round1), f"round 1 lost: {http_bodies} {java_round1}"
+        assert set(round2) <= set(http_bodies), f"round 2 lost over HTTP: {http_bodies}"
+        assert set(java_round1) & set(round1) and set(http_bodies) & set(round1), \
+            f"the queues were not shared: HTTP {http_bodies}, Java {java_round1}"
+        # the acks reach the broker with the gateway's next offset commit (every 5 s)
+        deadline = time.monotonic() + 15
+        while (behind := committed_behind(server, topic, group)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert behind == 0, f"{behind} acked messages are not behind {group}'s committed offsets"
+        progress = mqadmin5(ns, "consumerProgress", "-g", group)
+        assert re.search(r"^Consume Diff Total: 0$", progress, re.MULTILINE), progress
+        second = java.spawn("consume", n=ns, t=topic, g=group, count=1000, timeout=WAIT, instance="shared-b")
+        second.wait_for("started")
+        wait_for_consumers(server, group, 2)
+        time.sleep(1.5)
+        round3 = [f"round3 #{i}" for i in range(8)]
+        publish_bodies(gw, topic, round3)
+        received += consume_over_http(gw, topic, group, set(round3), others=lambda: bodies(second.result()))
+        time.sleep(1)  # late duplicates
+        second.kill()
+        java_round3 = bodies(second.finish(10))
+    finally:
+        first.kill()
+        if second is not None:
+            second.kill()
+    http_bodies = [m["body"] for m in received]
+    assert set(round3) <= set(http_bodies) | set(java_round3), f"round 3 lost: {http_bodies} {java_round3}"
+    assert java_round3 and set(java_round3) <= set(round3), \
+        f"the Java consumer joining after the HTTP acks got {java_round3}: not (only) round 3"
+    seen = Counter(http_bodies + java_round1 + java_round3)
+    duplicates = sum(n - 1 for n in seen.values())
+    record_property("duplicates", duplicates)
+    assert duplicates <= 20, f"{duplicates} duplicates: more than one round re-delivered"
+
+
+# ---------------------------------------------------------------------------------------------- retry, DLQ
+
+
+def test_nacked_twice_over_http_is_dead_lettered_for_java(server, gw, java):
+    """Consumed over HTTP with maxReconsumeTimes=1: nacked, the message comes back once (reconsumeTimes 1,
+    same msgId); nacked again, it goes to %DLQ%<group>, where a Java push consumer receives it with its
+    original msgId, body, tag and keys, reconsumeTimes 2 and RETRY_TOPIC naming its topic; it does not come
+    back over HTTP."""
+    topic, group = fresh("HttpDlq")
+    r = gw.publish_envelope(topic, {"body": "doomed", "keys": "doomed-key", "tag": "TagD"})
+    assert r.status_code == 200, r.text
+    msg_id = r.json()["msgId"]
+    query = {"maxReconsumeTimes": 1}
+    deliveries = []
+    for attempt in range(2):
+        got = []
+        deadline = time.monotonic() + WAIT
+        while not got and time.monotonic() < deadline:
+            got = gw.receive(topic, group, wait=2, **query)
+        assert [m["body"] for m in got] == ["doomed"], f"delivery {attempt + 1}: {got}"
+        deliveries += got
+        nacked = gw.settle("nack", topic, group, [got[0]["receiptHandle"]], delayLevel=1)
+        assert nacked.status_code == 200, nacked.text
+    assert [(m["msgId"], m["reconsumeTimes"]) for m in deliveries] == [(msg_id, 0), (msg_id, 1)], deliveries
+    dlq = java.spawn("consume", n=server.namesrv_addr, t=f"%DLQ%{group}", g=f"{group}_dlq", count=1, timeout=WAIT)
+    try:
+        again = gw.receive(topic, group, wait=3, **query)
+        res = dlq.finish(WAIT + 30).check()
+    finally:
+        dlq.kill()
+    assert again == [], f"the dead-lettered message came back over HTTP: {again}"
+    (dead,) = res.of("received")
+    assert (dead["msgId"], dead["body"], dead["keys"], dead["tags"]) == (msg_id, "doomed", "doomed-key", "TagD"), \
+        res.explain()
+    assert (dead["reconsumeTimes"], dead["properties"].get("RETRY_TOPIC")) == (2, topic), res.explain()
