@@ -1,6 +1,6 @@
 """HTTP gateway publish and consume beside the remoting sync send: one broker, one run, 64 at once.
 
-Run: ``.venv/bin/python -m benchmarks.http_bench [--quick | --full] [--rounds N] [--out FILE]``.
+Run: ``.venv/bin/python -m benchmarks.http_bench [--quick | --full] [--rounds N] [--gateway process] [--out FILE]``.
 
 One ``ferrymq standalone`` (ASYNC_FLUSH, temp store, loopback, the HTTP gateway served as by default, on
 its own thread) is driven in rounds. Each round runs, in an order that flips every round so drift of the
@@ -19,8 +19,10 @@ shared machine favours neither side:
 
 Both send sides are closed loops of 64, so each one's latency is 64 over its own rate (Little's law): the
 p99 difference is what the gateway adds at saturation. The load tools' CPU is reported beside each
-figure (in cores: CPU seconds over wall seconds), and the broker's CPU per message (its process serves
-HTTP too), so a reader can tell whether the tool or the server was the limit. Figures are medians over
+figure (in cores: CPU seconds over wall seconds), and the server's CPU per message (the broker process,
+which serves HTTP too, and the gateway's own process with ``--gateway process``: the broker with
+``httpListenPort=0`` and ``ferrymq gateway http`` in front of it), so a reader can tell whether the tool
+or the server was the limit. Figures are medians over
 the rounds, with their range; the ratio and the p99 difference are taken within each round first.
 Target (issue 22): HTTP publish >= 0.5x the remoting sync send, and <= 2 ms more p99.
 """
@@ -42,7 +44,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from benchmarks.sidebyside import javatools, parse
-from benchmarks.sidebyside.brokers import FerrySide
+from benchmarks.sidebyside.brokers import FerrySide, ferrymq_executable
 from benchmarks.sidebyside.procstat import tree_cpu_s
 from benchmarks.sidebyside.runner import machine
 from compat_tests.processes import LOOPBACK, Child, free_port
@@ -64,6 +66,7 @@ class Plan:
     queues: int = 8
     flush: str = "ASYNC_FLUSH"
     segment_mib: int = 64
+    gateway: str = "thread"  # "thread": served by the broker process (the default); "process": `ferrymq gateway http`
 
     @classmethod
     def quick(cls, **overrides) -> "Plan":
@@ -130,9 +133,9 @@ FIGURES = (
     ("remoting_p50_ms", "remoting sync send p50", "ms", "remoting", "p50_ms"),
     ("remoting_p99_ms", "remoting sync send p99", "ms", "remoting", "p99_ms"),
     ("consume_tps", "HTTP consume (GET max=32, then ack)", "msg/s", "consume", "tps"),
-    ("publish_broker_us", "broker CPU per message, HTTP publish", "µs", "publish", "broker_cpu_us_per_msg"),
-    ("remoting_broker_us", "broker CPU per message, remoting sync send", "µs", "remoting", "broker_cpu_us_per_msg"),
-    ("consume_broker_us", "broker CPU per message, HTTP consume", "µs", "consume", "broker_cpu_us_per_msg"),
+    ("publish_broker_us", "server CPU per message, HTTP publish", "µs", "publish", "broker_cpu_us_per_msg"),
+    ("remoting_broker_us", "server CPU per message, remoting sync send", "µs", "remoting", "broker_cpu_us_per_msg"),
+    ("consume_broker_us", "server CPU per message, HTTP consume", "µs", "consume", "broker_cpu_us_per_msg"),
     ("publish_tool_cores", "wrk CPU", "cores", "publish", "tool_cores"),
     ("remoting_tool_cores", "Java senders CPU", "cores", "remoting", "tool_cores"),
     ("consume_tool_cores", "consume client CPU", "cores", "consume", "tool_cores"),
@@ -224,8 +227,10 @@ class Bench:
         self.wrk = ensure_wrk()
         self.tools = javatools.load_tools()
         self.http_port = free_port()
-        self.side = FerrySide(home / "ferrymq", plan.flush, {"httpListenPort": self.http_port,
+        in_broker = plan.gateway == "thread"
+        self.side = FerrySide(home / "ferrymq", plan.flush, {"httpListenPort": self.http_port if in_broker else 0,
                                                              "mappedFileSizeCommitLog": plan.segment_mib << 20})
+        self.gateway: Child | None = None  # the gateway's own process, when it has one
         self.script = home / "publish.lua"
         self.script.write_text(wrk_script(plan.message_size))
 
@@ -248,6 +253,12 @@ class Bench:
             probe.kill()
         if "TOPICS_READY" not in probe.log_tail(100000):
             raise RuntimeError(f"the broker did not take the benchmark topics; {self.side.describe_failure()}")
+        if self.plan.gateway == "process":
+            conf = self.home / "gateway.conf"
+            conf.write_text(f"bindAddress={LOOPBACK}\nhttpListenPort={self.http_port}\n")
+            self.gateway = Child("FerryMQ HTTP gateway", [ferrymq_executable(), "gateway", "http", "-n",
+                                                          self.side.namesrv_addr, "-c", str(conf)],
+                                 self.home / "gateway.out").start()
         self._wait_for_gateway()
 
     def _wait_for_gateway(self, timeout_s: float = 60.0) -> None:
@@ -264,23 +275,31 @@ class Bench:
         raise RuntimeError(f"the HTTP gateway did not answer within {timeout_s:.0f} s; {self.side.describe_failure()}")
 
     def stop(self) -> None:
+        if self.gateway is not None:
+            self.gateway.kill()
         self.side.stop()
+
+    def server_cpu_s(self) -> float:
+        """CPU of the broker process and, when it has its own, the gateway's."""
+        cpu = tree_cpu_s(self.side.broker_pid)
+        if self.gateway is not None and self.gateway.alive():
+            cpu += tree_cpu_s(self.gateway.proc.pid)
+        return cpu
 
     # -- phases
 
     def _timed(self, run, messages_of) -> dict[str, float]:
-        """Run one load tool; add the broker's CPU per message and the tool's CPU in cores."""
-        pid = self.side.broker_pid
-        broker0, tool0, wall0 = tree_cpu_s(pid), _children_cpu_s(), time.monotonic()
+        """Run one load tool; add the server's CPU per message and the tool's CPU in cores."""
+        broker0, tool0, wall0 = self.server_cpu_s(), _children_cpu_s(), time.monotonic()
         figures = run()
-        broker, tool, wall = tree_cpu_s(pid) - broker0, _children_cpu_s() - tool0, time.monotonic() - wall0
+        broker, tool, wall = self.server_cpu_s() - broker0, _children_cpu_s() - tool0, time.monotonic() - wall0
         messages = messages_of(figures)
         figures["broker_cpu_us_per_msg"] = round(1e6 * broker / messages, 1) if messages else 0.0
         figures["tool_cores"] = round(tool / wall, 2)
         return figures
 
     def remoting(self, r: int) -> dict[str, float]:
-        """LoadProbe sync: its run includes the warm-up, and the broker's CPU counts over the whole run."""
+        """LoadProbe sync: its run includes the warm-up, and the server's CPU counts over the whole run."""
         p = self.plan
         seconds = int(p.warmup_s + p.seconds)
         argv = self.tools.probe(self.home, "sync", namesrv=self.side.namesrv_addr, topic=f"http_bench_sync_r{r}",
@@ -307,11 +326,10 @@ class Bench:
     def consume(self, r: int, count: int) -> dict[str, float]:
         """Take and ack ``count`` messages of round ``r``'s HTTP topic; this process is the client."""
         topic, group = f"http_bench_publish_r{r}", f"http_bench_group_r{r}"
-        pid = self.side.broker_pid
-        broker0, client0 = tree_cpu_s(pid), time.process_time()
+        broker0, client0 = self.server_cpu_s(), time.process_time()
         res = asyncio.run(consume_all(self.url(""), topic, group, count, self.plan.consume_workers,
                                       self.plan.consume_max, timeout_s=120 + count / 500))
-        broker, client = tree_cpu_s(pid) - broker0, time.process_time() - client0
+        broker, client = self.server_cpu_s() - broker0, time.process_time() - client0
         res["broker_cpu_us_per_msg"] = round(1e6 * broker / res["acked"], 1) if res["acked"] else 0.0
         res["tool_cores"] = round(client / res["wall_s"], 2)
         if res["acked"] < count:
@@ -383,10 +401,13 @@ def main(argv: list[str] | None = None) -> dict:
     size.add_argument("--full", action="store_true", help="5 rounds of 30 s phases (about 10 minutes)")
     p.add_argument("--rounds", type=int, help="rounds (medians are taken over them)")
     p.add_argument("--seconds", type=float, help="measured seconds of each send phase")
+    p.add_argument("--gateway", choices=("thread", "process"),
+                   help="thread: the gateway served by the broker process, as by default (the default); process: "
+                        "the broker with httpListenPort=0 and `ferrymq gateway http` in front of it")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work dir (broker and tool logs)")
     args = p.parse_args(argv if argv is not None else [])
-    overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds}.items() if v is not None}
+    overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds, "gateway": args.gateway}.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)
     started = time.time()
     home = Path(tempfile.mkdtemp(prefix="ferrymq-http-bench-"))
