@@ -22,8 +22,8 @@ p99 difference is what the gateway adds at saturation. The load tools' CPU is re
 figure (in cores: CPU seconds over wall seconds), and the server's CPU per message (the broker process,
 which serves HTTP too, and the gateway's own process with ``--gateway process``: the broker with
 ``httpListenPort=0`` and ``ferrymq gateway http`` in front of it), so a reader can tell whether the tool
-or the server was the limit. Figures are medians over
-the rounds, with their range; the ratio and the p99 difference are taken within each round first.
+or the server was the limit. Figures are medians over the rounds, with their range; the ratio and the
+p99 difference are taken within each round first.
 Target (issue 22): HTTP publish >= 0.5x the remoting sync send, and <= 2 ms more p99.
 """
 
