@@ -116,13 +116,17 @@ def main(argv: list[str] | None = None) -> dict:
                    help="commit-log segment size (mappedFileSizeCommitLog) in MiB: a few tens put the writer in "
                         "segments written full of zeros ahead of it, as in the side-by-side's timed phases "
                         "(which follow a 1 GiB backlog); by default it writes the fresh store's first segment")
+    p.add_argument("--http", choices=("on", "off"), default="on",
+                   help="the HTTP gateway: on (the default, idle on a port of its own) or off (httpListenPort=0)")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = p.parse_args(argv)
     phases = set(args.phases.split(","))
     tools = javatools.load_tools()
     home = Path(tempfile.mkdtemp(prefix="ferrymq-hotpath-"))
-    side = FerrySide(home / "ferrymq", args.flush,
-                     {"mappedFileSizeCommitLog": args.segment_mib << 20} if args.segment_mib else None)
+    overrides: dict[str, object] = {"httpListenPort": 0} if args.http == "off" else {}
+    if args.segment_mib:
+        overrides["mappedFileSizeCommitLog"] = args.segment_mib << 20
+    side = FerrySide(home / "ferrymq", args.flush, overrides)
     results: dict[str, object] = {}
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,10 @@
 """Serving the gateway: uvicorn on an asyncio loop of its own.
 
+The loop is uvloop's and uvicorn parses HTTP with httptools when they are installed (both are
+dependencies): httptools takes about a third off the broker process's CPU per HTTP publish and uvloop a
+quarter of what is left, in a process whose threads share one interpreter lock with the broker
+(docs/benchmarks.md, "HTTP gateway").
+
 Inside a FerryMQ server the gateway's loop runs in a thread beside the Twisted reactor, which keeps
 serving the remoting protocol on its own (epoll) loop: HTTP requests cost the broker's clients nothing
 until they come, and the gateway reaches the broker through the RocketMQ client it is. Alone
@@ -29,6 +34,20 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self):
         yield
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop where it is installed (the gateway's socket work in C), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def _run(main) -> None:
+    with asyncio.Runner(loop_factory=_new_loop) as runner:
+        runner.run(main)
 
 
 def _config(gateway: Gateway, host: str, port: int, manage_gateway: bool) -> uvicorn.Config:
@@ -69,7 +88,7 @@ class GatewayThread:
 
         def run() -> None:
             try:
-                asyncio.run(serve())
+                _run(serve())
             except BaseException as exc:  # noqa: BLE001 - uvicorn exits (SystemExit) when it cannot bind
                 self._error = exc
             finally:
@@ -133,7 +152,7 @@ def serve_forever(gateway: Gateway, host: str, port: int) -> None:
         await task
 
     try:
-        asyncio.run(serve())
+        _run(serve())
     except SystemExit:  # uvicorn exits when it cannot bind
         pass
     if not server.started:

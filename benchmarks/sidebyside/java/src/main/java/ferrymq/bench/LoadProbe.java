@@ -39,6 +39,8 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   <li>{@code async}: async send throughput with a bounded number of requests in flight (Apache's Producer
  *       {@code -y true} bounds only its executor queue, so on a small machine nearly every request times out
  *       or is shed as "broker busy");</li>
+ *   <li>{@code sync}: sync send throughput with the percentiles of each send's round trip (Apache's Producer
+ *       prints only the average and the maximum);</li>
  *   <li>{@code latency}: send-to-push-consumer-receipt percentiles at a fixed offered load (Apache's Consumer
  *       only prints averages and maxima);</li>
  *   <li>{@code fill}: write an exact backlog;</li>
@@ -68,6 +70,9 @@ public final class LoadProbe {
             case "async":
                 async(opts);
                 break;
+            case "sync":
+                sync(opts);
+                break;
             case "fill":
                 fill(opts);
                 break;
@@ -82,7 +87,7 @@ public final class LoadProbe {
     }
 
     private static void usage(String why) {
-        System.err.println("LoadProbe: " + why + "; usage: LoadProbe probe|latency|fill|drain --namesrv HOST:PORT --topic T ...");
+        System.err.println("LoadProbe: " + why + "; usage: LoadProbe probe|sync|async|latency|fill|drain --namesrv HOST:PORT --topic T ...");
         System.exit(64);
     }
 
@@ -246,6 +251,73 @@ public final class LoadProbe {
         result(String.format(Locale.ROOT,
             "{\"tps\": %.1f, \"ok\": %d, \"failed\": %d, \"inflight\": %d, \"measured_s\": %.3f, \"failures\": \"%s\"}",
             okMeasured / secs, ok.get(), failed.get(), inflight, secs, topReasons(reasons)));
+        p.shutdown();
+    }
+
+    /**
+     * --threads senders, each sending the next message when the last one is answered, for --seconds; the rate and
+     * the round-trip percentiles over the sends started in the last --measure seconds (the time before warms up
+     * the JVM and the broker).
+     */
+    private static void sync(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        long seconds = num(o, "seconds", 20);
+        long measure = Math.min(num(o, "measure", 9), seconds);
+        int threads = (int) num(o, "threads", 64);
+        byte[] b = body((int) num(o, "size", 1024));
+        DefaultMQProducer p = producer(o, "bench_sync_producer", 3000);
+        AtomicLong failed = new AtomicLong();
+        ConcurrentHashMap<String, Long> reasons = new ConcurrentHashMap<>();
+        long t0 = System.nanoTime();
+        long measureFrom = t0 + (seconds - measure) * 1_000_000_000L;
+        long end = t0 + seconds * 1_000_000_000L;
+        long[][] samples = new long[threads][];
+        int[] counts = new int[threads];
+        Thread[] senders = new Thread[threads];
+        for (int t = 0; t < threads; t++) {
+            final int me = t;
+            senders[t] = new Thread(() -> {
+                long[] mine = new long[1 << 14];
+                int n = 0;
+                long start;
+                while ((start = System.nanoTime()) < end) {
+                    try {
+                        p.send(new Message(topic, b));
+                        if (start >= measureFrom) {
+                            if (n == mine.length) {
+                                mine = Arrays.copyOf(mine, n * 2);
+                            }
+                            mine[n++] = System.nanoTime() - start;
+                        }
+                    } catch (Exception e) {
+                        failed.incrementAndGet();
+                        countReason(reasons, e);
+                    }
+                }
+                samples[me] = mine;
+                counts[me] = n;
+            }, "sender-" + t);
+            senders[t].start();
+        }
+        for (Thread s : senders) {
+            s.join();
+        }
+        int total = 0;
+        for (int n : counts) {
+            total += n;
+        }
+        long[] sorted = new long[total];
+        int at = 0;
+        for (int t = 0; t < threads; t++) {
+            System.arraycopy(samples[t], 0, sorted, at, counts[t]);
+            at += counts[t];
+        }
+        Arrays.sort(sorted);
+        result(String.format(Locale.ROOT,
+            "{\"tps\": %.1f, \"ok\": %d, \"failed\": %d, \"threads\": %d, \"measured_s\": %d, \"p50_ms\": %.3f, "
+                + "\"p90_ms\": %.3f, \"p99_ms\": %.3f, \"p999_ms\": %.3f, \"max_ms\": %.3f, \"failures\": \"%s\"}",
+            total / (double) measure, total, failed.get(), threads, measure, pct(sorted, 0.50), pct(sorted, 0.90),
+            pct(sorted, 0.99), pct(sorted, 0.999), total == 0 ? Double.NaN : sorted[total - 1] / 1e6, topReasons(reasons)));
         p.shutdown();
     }
 
