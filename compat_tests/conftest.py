@@ -206,12 +206,13 @@ def server(request, compat_home):
         return
     from ferrymq.testing import FerryMQServer
 
+    from .http_gateway import GATEWAY_CONFIG
     from .servers import FEATURE_CONFIG
 
     # the server users' test suites get (the pytest plugin's), with the scenarios' settings
     with FerryMQServer(compat_home / "ferrymq-feature", {"brokerClusterName": "FeatureCluster",
-                                                         "brokerName": "feature-broker-a", **FEATURE_CONFIG},
-                       http=True) as ferry:
+                                                         "brokerName": "feature-broker-a", **FEATURE_CONFIG,
+                                                         **GATEWAY_CONFIG}, http=True) as ferry:
         yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.broker_name, ferry.cluster,
                      http_url=ferry.http_url)
 

@@ -19,6 +19,10 @@ from .processes import LOOPBACK, Child, free_port
 
 #: the topic the readiness check publishes to (auto-created on both servers)
 READY_TOPIC = "CompatHttpGatewayReady"
+#: the key both gateways sign transaction check-back calls with; the scenarios' receivers verify with it
+CHECK_BACK_SECRET = "compat-check-back-secret"
+#: the gateway keys of both servers: FerryMQ's broker keys, and ``ferrymq gateway http``'s config file
+GATEWAY_CONFIG: dict[str, object] = {"httpCheckBackSecret": CHECK_BACK_SECRET}
 
 
 def wait_until_publishing(url: str, timeout: float = 60, alive=lambda: True) -> None:
@@ -55,7 +59,7 @@ class GatewayProcess:
     def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60) -> GatewayProcess:
         home.mkdir(parents=True, exist_ok=True)
         port = free_port()
-        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, "httpListenPort": port})
+        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, "httpListenPort": port, **GATEWAY_CONFIG})
         child = Child("ferrymq gateway http", [str(cli), "gateway", "http", "-n", namesrv_addr, "-c", str(conf)],
                       home / "gateway.out").start()
         gateway = cls(child, port)

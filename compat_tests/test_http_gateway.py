@@ -4,8 +4,9 @@ On each server of ``server`` (Apache 5.5.0, ``ferrymq standalone``, both with se
 gateway is ``http_gateway``: FerryMQ's own, or ``ferrymq gateway http`` in front of Apache. Messages
 published over HTTP reach the Java 5.5.0 and Go push consumers as sent; messages of the Java and Go
 producers reach HTTP consumers as sent; an HTTP consumer is one more consumer of its group (queues shared
-by rebalance, the group's offsets, its retry topic and dead-letter queue). A scenario that passes on
-Apache and fails on FerryMQ is a FerryMQ bug.
+by rebalance, the group's offsets, its retry topic and dead-letter queue); a transaction published over
+HTTP is resolved by the broker's check-back through the gateway to a signed HTTP call. A scenario that
+passes on Apache and fails on FerryMQ is a FerryMQ bug.
 
 Every gateway answer is held against the gateway's OpenAPI document (tests/gateways/http_client.py).
 """
@@ -22,9 +23,11 @@ from ferrymq.testing import admin
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 
+from tests.gateways.check_back_receiver import Receiver
 from tests.gateways.http_client import Gateway
 
 from .clients import Client
+from .http_gateway import CHECK_BACK_SECRET
 from .socket_client import call
 from .test_official_clients import WAIT, bodies, fresh, write_spec
 
@@ -297,3 +300,77 @@ def test_nacked_twice_over_http_is_dead_lettered_for_java(server, gw, java):
     assert (dead["msgId"], dead["body"], dead["keys"], dead["tags"]) == (msg_id, "doomed", "doomed-key", "TagD"), \
         res.explain()
     assert (dead["reconsumeTimes"], dead["properties"].get("RETRY_TOPIC")) == (2, topic), res.explain()
+
+
+# ---------------------------------------------------------------------------------------------- transactions
+
+
+@pytest.fixture
+def receiver():
+    """A loopback check-back receiver verifying the gateways' signatures (tests/gateways/check_back_receiver)."""
+    r = Receiver(CHECK_BACK_SECRET)
+    yield r
+    r.close()
+
+
+def begin_transaction(gw: Gateway, topic: str, producer_group: str, check_back_url: str, message: dict) -> dict:
+    """Publish a half message over HTTP and leave it unresolved; the transaction the gateway answered."""
+    r = gw.request("POST", f"/v1/topics/{topic}/transactions",
+                   json={"producerGroup": producer_group, "checkBackUrl": check_back_url, "message": message})
+    assert r.status_code == 201, r.text
+    assert r.json()["state"] == "UNKNOWN", r.text
+    return r.json()
+
+
+def transaction(gw: Gateway, tx_id: str) -> dict:
+    r = gw.request("GET", f"/v1/transactions/{tx_id}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+#: the committed half message's user properties (string, float, boolean)
+TX_PROPERTIES = {"order": "order-7", "amount": 12.5, "paid": True}
+
+
+def test_transaction_over_http_resolved_by_check_back_reaches_java(server, gw, java, receiver):
+    """Two half messages published over HTTP with a producer group and a check-back URL, and left
+    unresolved: the broker checks them back through the gateway, whose calls the receiver verifies
+    (HMAC-SHA256 with the gateway's httpCheckBackSecret). Answered ROLLBACK, the first never reaches a
+    Java push consumer (nothing within 3 s of it receiving the other); answered UNKNOWN, then COMMIT on
+    the next check, the second reaches it once, with the msgId the gateway answered, its body, tag, keys
+    and properties. Each transaction's check-backs in GET /v1/transactions/{id} are the receiver's calls:
+    as many, with the same checkTimes and answers."""
+    topic, group = fresh("HttpTx")
+    producers = f"{group}_producer"
+    plans = {"tx-rollback": ["ROLLBACK"], "tx-commit": ["UNKNOWN", "COMMIT"]}
+    rolled_back = begin_transaction(gw, topic, producers, receiver.url,
+                                    {"body": "tx-rollback", "tag": "TagTx", "keys": ["order-6"]})
+    committed = begin_transaction(gw, topic, producers, receiver.url,
+                                  {"body": "tx-commit", "tag": "TagTx", "keys": ["order-7", "user-7"],
+                                   "properties": TX_PROPERTIES})
+    txs = {"tx-rollback": rolled_back, "tx-commit": committed}
+    for body, tx in txs.items():
+        receiver.plans[tx["transactionId"]] = list(plans[body])
+    consumer = java.spawn("consume", n=server.namesrv_addr, t=topic, g=group, count=1, timeout=WAIT, linger=3)
+    try:
+        res = consumer.finish(WAIT + 30).check()
+    finally:
+        consumer.kill()
+    (received,) = res.of("received")
+    assert (received["msgId"], received["body"], received["tags"], received["keys"]) == \
+        (committed["msgId"], "tx-commit", "TagTx", "order-7 user-7"), res.explain()
+    assert user_properties(received, TX_PROPERTIES) == {k: as_text(v) for k, v in TX_PROPERTIES.items()}, \
+        res.explain()
+    for body, tx in txs.items():
+        seen = transaction(gw, tx["transactionId"])
+        calls = receiver.calls_of(tx["transactionId"])
+        assert (seen["state"], seen["resolvedBy"]) == (plans[body][-1], "checkBack"), seen
+        assert all(c["verified"] for c in calls), f"{body}: a check-back call did not verify"
+        assert [(c["json"]["checkTimes"], c["answered"]) for c in calls] == list(enumerate(plans[body], 1)), \
+            f"{body}: {[c['json'] for c in calls]}"
+        assert {(c["json"]["msgId"], c["json"]["producerGroup"], c["json"]["topic"]) for c in calls} == \
+            {(tx["msgId"], producers, topic)}, f"{body}: {[c['json'] for c in calls]}"
+        assert [(c["checkTimes"], c["answer"], c["url"], c["status"]) for c in seen["checkBacks"]] == \
+            [(c["json"]["checkTimes"], c["answered"], receiver.url, 200) for c in calls], f"{body}: {seen}"
+    assert transaction(gw, rolled_back["transactionId"])["resolvedAt"] <= received["receivedAt"], \
+        "the rolled-back transaction was resolved after the Java consumer's 3 s watch began"

@@ -5,12 +5,9 @@ Every answer of the gateway is held against /openapi.json (http_client.check_ans
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +15,7 @@ import pytest
 
 from ferrymq.gateways.http.transactions import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 
+from .check_back_receiver import Receiver
 from .http_client import Gateway
 
 pytestmark = pytest.mark.timeout(120)
@@ -34,62 +32,6 @@ BROKER_KEYS = {"transactionTimeOut": 500, "transactionCheckInterval": 1000, "tra
 SLOW = CHECK_BACK_TIMEOUT + 1.0
 
 
-class Receiver:
-    """The HTTP service whose local transactions are checked back: it verifies each call's signature
-    (401 when it does not verify, as a real receiver would) and answers from a plan per transaction id:
-    a state, an HTTP status, ``"garbled"`` or ``"slow"`` (past the gateway's timeout); UNKNOWN when the
-    plan is used up."""
-
-    def __init__(self, secret: str):
-        self.secret = secret.encode()
-        self.plans: dict[str, list[Any]] = {}
-        self.calls: list[dict[str, Any]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers["Content-Length"]))
-                call = {"raw": raw, "timestamp": self.headers[TIMESTAMP_HEADER],
-                        "signature": self.headers[SIGNATURE_HEADER], "json": json.loads(raw)}
-                receiver.calls.append(call)
-                if not verify(receiver.secret, call["timestamp"], raw, call["signature"]):
-                    return self._answer(401, b"bad signature")
-                plan = receiver.plans.get(call["json"]["transactionId"], [])
-                step = plan.pop(0) if plan else "UNKNOWN"
-                if isinstance(step, int):
-                    return self._answer(step, b"failed")
-                if step == "garbled":
-                    return self._answer(200, b"<html>yes</html>")
-                if step == "slow":
-                    time.sleep(SLOW)
-                    step = "COMMIT"  # too late: the gateway has counted UNKNOWN already
-                self._answer(200, json.dumps({"state": step}).encode())
-
-            def _answer(self, status: int, body: bytes) -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except OSError:  # the gateway gave up waiting
-                    pass
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/checks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def calls_of(self, tx_id: str) -> list[dict[str, Any]]:
-        return [c for c in self.calls if c["json"]["transactionId"] == tx_id]
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from ferrymq.testing.server import FerryMQServer
@@ -100,7 +42,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def receiver():
-    r = Receiver(SECRET)
+    r = Receiver(SECRET, slow=SLOW)
     yield r
     r.close()
 
