@@ -126,6 +126,9 @@ class Arguments:
             ("BrokerAPI", "delete_topic"): (self.broker_addr, SCRATCH_TOPIC),
             ("NamesrvAdmin", "wipe_write_perm"): ("no-such-broker",),  # the test cluster's broker keeps writing
             ("NamesrvAdmin", "add_write_perm"): ("no-such-broker",),
+            ("Producer", "end_transaction"): (
+                topic, "broker-sdk", self.received.msg_id, None, self.received.msg_id, self.received.queue_offset,
+                LocalTransactionState.ROLLBACK_MESSAGE),
             ("Producer", "check_transaction_state"): (
                 self.broker_addr, CheckTransactionStateRequestHeader(0, self.received.commitlog_offset),
                 self.received),
