@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ferrymq.sdk.message import Message
 from ferrymq.wire.message import SYSTEM_PROPERTIES, MessageConst
-from ferrymq.wire.topics import is_retry_or_dlq, is_system_topic, validate_topic
+from ferrymq.wire.topics import is_retry_or_dlq, is_system_topic, validate_group, validate_topic
 
 from ..properties import CONTENT_TYPE
 from .packets import Publish
@@ -115,6 +115,18 @@ def subscription(topic_filter: str) -> TopicSubscription:
     topic = rocketmq_topic(first)
     exact = slash and rest and not has_wildcard(rest) and _is_tag_expressible(rest)
     return TopicSubscription(topic, rest if exact else None)
+
+
+def share_group(share_name: str) -> str:
+    """The RocketMQ consumer group of ``$share/{share_name}/...``: the share name itself, so that every
+    gateway's members of a share split its messages as one clustering group does (and a RocketMQ consumer
+    of that group takes its share too). It must be a legal group name: else *Topic Filter invalid*."""
+    problem = validate_group(share_name)
+    if problem is None and ("%" in share_name or "|" in share_name):
+        problem = f"{share_name} uses RocketMQ's reserved characters '%' and '|'"
+    if problem is not None:
+        raise MappingError(ReasonCode.TOPIC_FILTER_INVALID, f"the share name is the RocketMQ group: {problem}")
+    return share_name
 
 
 def _is_tag_expressible(tag: str) -> bool:
@@ -223,4 +235,4 @@ def _int(text: str | None) -> int | None:
 
 __all__ = ["MQTT_TOPIC", "QOS", "RESPONSE_TOPIC", "CORRELATION_DATA", "PAYLOAD_FORMAT", "EXPIRE_AT",
            "GATEWAY_PROPERTIES", "ROCKETMQ_QOS", "MappingError", "rocketmq_topic", "split_topic", "mqtt_topic",
-           "TopicSubscription", "subscription", "tag_expression", "to_rocketmq", "Delivery", "to_delivery"]
+           "TopicSubscription", "subscription", "share_group", "tag_expression", "to_rocketmq", "Delivery", "to_delivery"]

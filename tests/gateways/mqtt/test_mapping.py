@@ -142,3 +142,11 @@ def test_user_properties_rocketmq_cannot_hold_are_refused(pairs):
     with pytest.raises(MappingError) as caught:
         mapping.to_rocketmq(publish, NOW)
     assert caught.value.reason_code == ReasonCode.IMPLEMENTATION_SPECIFIC_ERROR
+
+
+def test_a_share_name_is_the_consumer_group_and_must_be_a_legal_one():
+    assert mapping.share_group("fleet-1") == "fleet-1"
+    for name in ("a.b", "%RETRY%x", "x" * 121):
+        with pytest.raises(MappingError) as caught:
+            mapping.share_group(name)
+        assert caught.value.reason_code == ReasonCode.TOPIC_FILTER_INVALID
