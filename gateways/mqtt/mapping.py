@@ -106,13 +106,17 @@ def subscription(topic_filter: str) -> TopicSubscription:
     """The RocketMQ side of a (valid, non-shared) topic filter.
 
     A wildcard in the first level would subscribe to every RocketMQ topic: *Wildcard Subscriptions not
-    supported* (0xA2), the nearest MQTT 5 code (wildcards below the first level are supported).
+    supported* (0xA2), the nearest MQTT 5 code (wildcards below the first level are supported). A first
+    level that is no device topic is *Topic Filter invalid* (SUBACK has no *Topic Name invalid*).
     """
     first, slash, rest = topic_filter.partition("/")
     if has_wildcard(first):
         raise MappingError(ReasonCode.WILDCARD_SUBSCRIPTIONS_NOT_SUPPORTED,
                            "the first level of a topic filter names the RocketMQ topic and cannot be a wildcard")
-    topic = rocketmq_topic(first)
+    try:
+        topic = rocketmq_topic(first)
+    except MappingError as error:
+        raise MappingError(ReasonCode.TOPIC_FILTER_INVALID, str(error)) from None
     exact = slash and rest and not has_wildcard(rest) and _is_tag_expressible(rest)
     return TopicSubscription(topic, rest if exact else None)
 

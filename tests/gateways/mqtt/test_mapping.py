@@ -70,7 +70,7 @@ def test_exact_filters_are_tags_and_wildcards_every_tag(topic_filter, expected):
 @pytest.mark.parametrize("topic_filter, code", [
     ("#", ReasonCode.WILDCARD_SUBSCRIPTIONS_NOT_SUPPORTED),
     ("+/temp", ReasonCode.WILDCARD_SUBSCRIPTIONS_NOT_SUPPORTED),
-    ("$SYS/#", ReasonCode.TOPIC_NAME_INVALID),
+    ("$SYS/#", ReasonCode.TOPIC_FILTER_INVALID),
 ])
 def test_filters_without_a_topic_are_refused(topic_filter, code):
     with pytest.raises(MappingError) as caught:

@@ -258,7 +258,7 @@ def test_subscribe_answers_each_filter(version):
     reply, change = device.subscribe("t/a", "#", "t/#/x", "$share/g/t/+", "$SYS/#", "$share/a.b/t/a", qos=2)
     if version == MQTT_5:
         assert reply.reason_codes == (2, ReasonCode.WILDCARD_SUBSCRIPTIONS_NOT_SUPPORTED,
-                                      ReasonCode.TOPIC_FILTER_INVALID, 2, ReasonCode.TOPIC_NAME_INVALID,
+                                      ReasonCode.TOPIC_FILTER_INVALID, 2, ReasonCode.TOPIC_FILTER_INVALID,
                                       ReasonCode.TOPIC_FILTER_INVALID)
     else:
         assert reply.reason_codes == (2, 0x80, 0x80, 2, 0x80, 0x80)
