@@ -42,7 +42,7 @@ from ferrymq.sdk.producer import Producer
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
 
 from . import mapping, topics
-from .session import Session, Sessions, deliver
+from .session import Ack, Release, Session, Sessions, deliver
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
 
@@ -195,16 +195,13 @@ class Gateway:
 
     # ------------------------------------------------------------------ subscriptions
 
-    def subscriptions_changed(self, session: Session) -> None:
-        """Re-derive what the consumers subscribe from every session's filters (cheap next to the
-        round trips a change costs anyway)."""
+    def subscriptions_changed(self) -> None:
+        """Re-derive what the consumers subscribe from every session's filters (a SUBSCRIBE, UNSUBSCRIBE
+        or the end of a session): cheap next to the round trips a change costs anyway."""
         if self._fan_out is not None:
             self._fan_out.update()
         for name in {shared.group for shared in _shares_of(self.sessions.values())} | set(self._shares):
             self._share_consumer(name).update()
-
-    def session_ended(self, session: Session) -> None:
-        self.subscriptions_changed(session)
 
     def _fan_out_expressions(self) -> dict[str, str]:
         tags: dict[str, list] = {}
@@ -280,8 +277,6 @@ class Gateway:
 def settle(actions: Iterable) -> None:
     """Complete the delivery tokens of :class:`~.session.Ack` (done) and :class:`~.session.Release`
     (handed back) actions; the fan-out's deliveries carry no token (they completed when handed over)."""
-    from .session import Ack, Release
-
     for action in actions:
         if isinstance(action, Ack) and action.token is not None and not action.token.called:
             action.token.callback(True)

@@ -79,7 +79,7 @@ class MQTTProtocol(Protocol):
             elif isinstance(action, Forward):
                 self._forward(action)
             elif isinstance(action, ChangeSubscriptions):
-                self.gateway.subscriptions_changed(action.session)
+                self.gateway.subscriptions_changed()
                 self.transport.write(encode(action.reply, self.conn.version))
             elif isinstance(action, Connected):
                 if action.taken_over is not None:
@@ -91,7 +91,7 @@ class MQTTProtocol(Protocol):
                 self._timer = None
                 self._arm()
             elif isinstance(action, SessionEnded):
-                self.gateway.session_ended(action.session)
+                self.gateway.subscriptions_changed()
             elif isinstance(action, (Ack, Release)):
                 settle([action])
 

@@ -30,24 +30,37 @@ class Device:
     """One connected client; ``messages`` holds what it received, in order."""
 
     def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
-                 will: tuple[str, bytes, int] | None = None):
+                 will: tuple[str, bytes, int] | None = None, clean: bool = True):
+        """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
+        Start 0 with a Session Expiry Interval of an hour."""
         self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
         self.version = version
-        kwargs = {"clean_session": True} if version == V311 else {}
+        kwargs = {"clean_session": clean} if version == V311 else {}
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id, protocol=version, **kwargs)
         self.messages: queue.Queue[mqtt.MQTTMessage] = queue.Queue()
         self._connected = threading.Event()
         self._acks: dict[int, threading.Event] = {}
         self.reason_codes: dict[int, list] = {}
-        self.client.on_connect = lambda c, u, flags, rc, props: self._connected.set()
+        self.session_present = None
+        self.client.on_connect = self._on_connect
         self.client.on_message = lambda c, u, msg: self.messages.put(msg)
         self.client.on_subscribe = self._acked
         if will is not None:
             self.client.will_set(*will)
-        self.client.connect(LOOPBACK, port, keepalive)
+        connect = {}
+        if version == V5:
+            props = Properties(PacketTypes.CONNECT)
+            if not clean:
+                props.SessionExpiryInterval = 3600
+            connect = {"clean_start": clean, "properties": props}
+        self.client.connect(LOOPBACK, port, keepalive, **connect)
         self.client.loop_start()
         if not self._connected.wait(TIMEOUT):
             raise TimeoutError(f"{self.client_id}: no CONNACK")
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        self.session_present = flags.session_present
+        self._connected.set()
 
     def _acked(self, client, userdata, mid, reason_codes, properties) -> None:
         self.reason_codes[mid] = reason_codes

@@ -6,6 +6,7 @@ is FerryMQ's. The cross-protocol tests (FerryMQ only) meet the Python SDK's cons
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 import uuid
@@ -199,3 +200,126 @@ def test_refusals_carry_mqtt5_reason_codes(ferrymq_mqtt):
         assert [c.value for c in codes] == [0xA2, 0x8F, 1]
     finally:
         device.close()
+
+
+def test_a_shared_subscription_gives_each_message_to_one_member(brokers):
+    for name, port in brokers:
+        topic = _topic()
+        share = f"$share/g{uuid.uuid4().hex[:8]}/{topic}/#"
+        members = [Device(port, V5), Device(port, V311)]
+        publisher = Device(port, V5)
+        try:
+            for member in members:
+                member.subscribe(share)
+            for i in range(6):
+                publisher.publish(f"{topic}/m", str(i).encode(), 1)
+            got = []
+            deadline = time.monotonic() + 15
+            while len(got) < 6 and time.monotonic() < deadline:
+                for member in members:
+                    while not member.messages.empty():
+                        got.append(member.messages.get().payload)
+                time.sleep(0.05)
+            time.sleep(0.3)
+            for member in members:
+                member.nothing_more(0.2)
+            assert sorted(got) == [str(i).encode() for i in range(6)], name
+        finally:
+            for device in (*members, publisher):
+                device.close()
+
+
+@pytest.mark.parametrize("version", [V311, V5])
+def test_a_persistent_session_gets_what_was_published_while_it_was_away(brokers, version):
+    for name, port in brokers:
+        topic = _topic()
+        client_id = f"persist-{uuid.uuid4().hex[:8]}"
+        device = Device(port, version, client_id, clean=False)
+        publisher = Device(port, version)
+        try:
+            assert device.session_present is False
+            device.subscribe(f"{topic}/#", qos=1)
+            device.close()
+            publisher.publish(f"{topic}/while-away", b"kept", 1)
+            publisher.publish(f"{topic}/at-qos0", b"dropped", 0)  # QoS 0 is not queued for an absent client
+            time.sleep(0.3)
+            device = Device(port, version, client_id, clean=False)
+            assert device.session_present is True, name
+            (msg,) = device.receive(1)
+            assert (msg.topic, msg.payload, msg.qos) == (f"{topic}/while-away", b"kept", 1), name
+            device.nothing_more(0.3)
+            device.close()
+            fresh = Device(port, version, client_id, clean=True)
+            assert fresh.session_present is False, name
+            fresh.close()
+        finally:
+            publisher.close()
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+
+def _raw(port: int, version: int = 5):
+    """A socket that has sent a CONNECT, a client-side decoder, and the CONNACK."""
+    from ferrymq.gateways.mqtt.connection import Decoder
+    from ferrymq.gateways.mqtt.packets import Connect, encode
+
+    sock = socket.create_connection(("127.0.0.1", port), 5)
+    sock.sendall(encode(Connect(f"raw-{uuid.uuid4().hex[:8]}", version), version))
+    decoder = Decoder("client", version=version)
+    events = []
+    while not events:
+        events += decoder.feed(sock.recv(4096))
+    return sock, decoder, events[0]
+
+
+def _until_closed(sock, decoder) -> list:
+    sock.settimeout(5)
+    got = []
+    while True:
+        try:
+            data = sock.recv(65536)
+        except ConnectionResetError:
+            return got
+        if not data:
+            return got
+        got += decoder.feed(data)
+
+
+def test_a_qos2_flood_beyond_receive_maximum_is_disconnected_and_harms_no_one_else(ferrymq_mqtt):
+    """mosquitto 2.0.11 announces Receive Maximum 20 but does not enforce it, so this is FerryMQ's alone."""
+    from ferrymq.gateways.mqtt.packets import Disconnect, Publish, PubRec, encode
+
+    topic = _topic()
+    bystander, watcher = Device(ferrymq_mqtt.mqtt_port, V5), Device(ferrymq_mqtt.mqtt_port, V5)
+    watcher.subscribe(f"{topic}/#")
+    sock, decoder, connack = _raw(ferrymq_mqtt.mqtt_port)
+    limit = connack.properties.receive_maximum
+    try:
+        sock.sendall(b"".join(encode(Publish(f"{topic}/flood", b"x", 2, packet_identifier=i + 1), 5)
+                              for i in range(limit + 1)))
+        got = _until_closed(sock, decoder)
+        assert got[-1] == Disconnect(0x93)
+        assert all(isinstance(p, PubRec) for p in got[:-1]) and len(got) <= limit + 1
+        bystander.publish(f"{topic}/fine", b"still here", 1)
+        # the flood's messages stored before the close arrive too (at most the limit), then the bystander's
+        payloads = [m.payload for m in watcher.receive(1)]
+        while payloads[-1] != b"still here":
+            payloads += [m.payload for m in watcher.receive(1)]
+        assert set(payloads[:-1]) <= {b"x"} and len(payloads) - 1 <= limit
+    finally:
+        sock.close()
+        bystander.close()
+        watcher.close()
+
+
+def test_garbage_and_a_packet_before_connect_close_the_connection(ferrymq_mqtt):
+    from ferrymq.gateways.mqtt.packets import Disconnect, PingReq, encode
+
+    sock, decoder, _ = _raw(ferrymq_mqtt.mqtt_port)
+    sock.sendall(b"\x00\x00")
+    assert _until_closed(sock, decoder) == [Disconnect(0x81)]  # reserved packet type 0: Malformed Packet
+    sock.close()
+    with socket.create_connection(("127.0.0.1", ferrymq_mqtt.mqtt_port), 5) as sock:
+        sock.sendall(encode(PingReq(), 5))
+        sock.settimeout(5)
+        assert sock.recv(100) == b""  # closed, nothing sent: there is no protocol level to answer in
