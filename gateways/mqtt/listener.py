@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 from twisted.internet.protocol import Factory, Protocol
 
 from .gateway import Gateway, settle
@@ -26,12 +26,15 @@ from .session import (
     ServerConnection,
     Session,
     SessionEnded,
+    expire,
 )
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
 
 #: the largest packet a device may send: a RocketMQ message's default maximum body and its headers
 MAXIMUM_PACKET_SIZE = (4 << 20) + 64 * 1024
+#: seconds between sweeps for detached sessions whose expiry interval has passed
+EXPIRY_SWEEP_SECONDS = 1.0
 
 
 class MQTTProtocol(Protocol):
@@ -149,6 +152,8 @@ class MQTTListener:
         self.port = port
         self.factory = MQTTFactory(gateway, reactor)
         self._listening = None
+        self._sweep = task.LoopingCall(self._expire_sessions)
+        self._sweep.clock = self.reactor
 
     def listen(self) -> None:
         """Bind now (``CannotListenError`` if the port is taken)."""
@@ -162,10 +167,19 @@ class MQTTListener:
         except Exception as exc:  # noqa: BLE001 - devices are refused until it works
             log.error("the MQTT gateway's RocketMQ client did not start: %s", exc)
             return
+        self._sweep.start(EXPIRY_SWEEP_SECONDS, now=False)
         log.info("MQTT gateway listening on %s:%d (docs/mqtt.md)", self.host, self.port)
+
+    def _expire_sessions(self) -> None:
+        actions = expire(self.gateway.sessions, time.time())
+        if actions:
+            settle(actions)
+            self.gateway.subscriptions_changed()
 
     @defer.inlineCallbacks
     def stop(self):
+        if self._sweep.running:
+            self._sweep.stop()
         if self._listening is not None:
             yield self._listening.stopListening()
         for protocol in list(self.factory.protocols.values()):

@@ -176,6 +176,9 @@ class Session:
     expiry_interval: int = 0
     #: the connection the session is attached to, if any
     owner: ServerConnection | None = None
+    #: when a detached session ends (its Session Expiry Interval after its connection closed); ``None``
+    #: while attached or when it never expires
+    expires_at: float | None = None
     _next_id: int = 0
 
     def matching(self, topic_name: str, share: str | None) -> list[str]:
@@ -324,6 +327,10 @@ class ServerConnection:
         actions: list[Action] = []
         session = self.sessions.get(client_id)
         taken_over = session.owner if session is not None else None
+        if session is not None and session.expires_at is not None and session.expires_at <= now:
+            del self.sessions[client_id]  # expired before the next sweep came to it
+            actions += _end(session)
+            session = None
         if session is not None and connect.clean_start:
             session.owner = None  # the connection taken over has no session left to end
             del self.sessions[client_id]
@@ -333,6 +340,7 @@ class ServerConnection:
         if session is None:
             session = self.sessions[client_id] = Session(client_id)
         session.owner = self
+        session.expires_at = None
         session.expiry_interval = expiry
         self.session = session
         connack_props = NO_PROPERTIES
@@ -560,6 +568,8 @@ class ServerConnection:
                 if self.sessions.get(session.client_id) is session:
                     del self.sessions[session.client_id]
                 actions += _end(session)
+            elif session.expiry_interval != NEVER_EXPIRES:
+                session.expires_at = self._now + session.expiry_interval
         return actions
 
 
@@ -593,6 +603,17 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
     return connection._drain() if connection is not None else []
 
 
+def expire(sessions: Sessions, now: float) -> list[Action]:
+    """End the detached sessions whose Session Expiry Interval has passed (spec 3.1.2.11.2); the caller
+    sweeps now and then, and a CONNECT finds an expired session ended even between sweeps."""
+    actions: list[Action] = []
+    for client_id, session in list(sessions.items()):
+        if session.owner is None and session.expires_at is not None and session.expires_at <= now:
+            del sessions[client_id]
+            actions += _end(session)
+    return actions
+
+
 def _end(session: Session) -> list[Action]:
     tokens = session.tokens()
     session.in_flight.clear()
@@ -610,4 +631,4 @@ def _will_message(will: Will, now: float) -> Message:
 
 __all__ = ["RECEIVE_MAXIMUM", "TOPIC_ALIAS_MAXIMUM", "QUEUE_LIMIT", "CONNECT_TIMEOUT", "NEVER_EXPIRES",
            "Send", "Close", "Forward", "ChangeSubscriptions", "Ack", "Release", "Connected", "SessionEnded",
-           "Action", "Session", "Sessions", "ServerConnection", "State", "deliver"]
+           "Action", "Session", "Sessions", "ServerConnection", "State", "deliver", "expire"]

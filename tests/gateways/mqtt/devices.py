@@ -30,9 +30,9 @@ class Device:
     """One connected client; ``messages`` holds what it received, in order."""
 
     def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
-                 will: tuple[str, bytes, int] | None = None, clean: bool = True):
+                 will: tuple[str, bytes, int] | None = None, clean: bool = True, session_expiry: int = 3600):
         """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
-        Start 0 with a Session Expiry Interval of an hour."""
+        Start 0 with a Session Expiry Interval of ``session_expiry`` seconds."""
         self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
         self.version = version
         kwargs = {"clean_session": clean} if version == V311 else {}
@@ -51,7 +51,7 @@ class Device:
         if version == V5:
             props = Properties(PacketTypes.CONNECT)
             if not clean:
-                props.SessionExpiryInterval = 3600
+                props.SessionExpiryInterval = session_expiry
             connect = {"clean_start": clean, "properties": props}
         self.client.connect(LOOPBACK, port, keepalive, **connect)
         self.client.loop_start()

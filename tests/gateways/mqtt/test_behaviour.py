@@ -323,3 +323,18 @@ def test_garbage_and_a_packet_before_connect_close_the_connection(ferrymq_mqtt):
         sock.sendall(encode(PingReq(), 5))
         sock.settimeout(5)
         assert sock.recv(100) == b""  # closed, nothing sent: there is no protocol level to answer in
+
+
+def test_an_mqtt5_session_ends_when_its_expiry_interval_passes(brokers):
+    for name, port in brokers:
+        client_id = f"expiring-{uuid.uuid4().hex[:8]}"
+        device = Device(port, V5, client_id, clean=False, session_expiry=1)
+        device.subscribe(f"{_topic()}/#")
+        device.close()
+        again = Device(port, V5, client_id, clean=False, session_expiry=1)
+        assert again.session_present is True, name
+        again.close()
+        time.sleep(2.5)
+        later = Device(port, V5, client_id, clean=False, session_expiry=1)
+        assert later.session_present is False, name
+        later.close()

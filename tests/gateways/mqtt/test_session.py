@@ -402,3 +402,38 @@ def test_garbage_closes_with_the_decoders_reason_code():
     device.connect(will=Will("t/status", b"offline"))
     actions = device.conn.receive_data(b"\x00\x00", 1.0)
     assert sent(actions) == [Disconnect(ReasonCode.MALFORMED_PACKET)] and of(actions, Forward)
+
+
+def test_a_detached_session_ends_when_its_expiry_interval_has_passed():
+    from ferrymq.gateways.mqtt.session import expire
+
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(clean_start=False, properties=Properties(session_expiry_interval=60))
+    device.subscribe("t/a", qos=1)
+    assert expire(sessions, 1000.0) == []  # attached: never
+    device.conn.connection_lost(10.0)
+    assert deliver(sessions["dev1"], delivery(), "waiting") == []
+    assert expire(sessions, 69.9) == []
+    actions = expire(sessions, 70.0)
+    assert of(actions, SessionEnded) and of(actions, Release) == [Release(("waiting",))] and sessions == {}
+
+
+def test_a_connect_after_the_expiry_finds_no_session_even_before_a_sweep():
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(clean_start=False, properties=Properties(session_expiry_interval=5))
+    device.conn.connection_lost(0.0)
+    again = Device(sessions, MQTT_5, now=6.0)
+    actions = again.conn.receive_data(encode(Connect("dev1", MQTT_5, clean_start=False), MQTT_5), 6.0)
+    assert of(actions, SessionEnded) and not of(actions, Connected)[0].session_present
+
+
+def test_a_3_1_1_session_without_clean_session_never_expires():
+    from ferrymq.gateways.mqtt.session import expire
+
+    sessions = {}
+    device = Device(sessions, MQTT_3_1_1)
+    device.connect(clean_start=False)
+    device.conn.connection_lost(0.0)
+    assert expire(sessions, 10.0 ** 9) == [] and "dev1" in sessions
