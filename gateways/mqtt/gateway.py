@@ -237,9 +237,10 @@ class Gateway:
             delivery = mapping.to_delivery(msg.topic, msg.properties, msg.body, now_ms)
             if delivery is None or not self._fan_out.consumer.is_new(msg):
                 continue
+            stored_at = msg.store_timestamp / 1000
             for session in list(self.sessions.values()):
-                if session.matching(delivery.topic_name, None):
-                    self._run(session, deliver(session, delivery, None))
+                if session.matching(delivery, None, stored_at):
+                    self._run(session, deliver(session, delivery, None, stored_at=stored_at))
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     def _share_listener(self, name: str, msgs: list[MessageExt]):

@@ -43,10 +43,12 @@ CORRELATION_DATA = "mqttCorrelationData"
 PAYLOAD_FORMAT = "mqttPayloadFormat"
 #: the end of the MQTT 5 Message Expiry Interval, epoch ms: the interval left is computed on delivery
 EXPIRE_AT = "mqttExpireAt"
+#: the client identifier of the device that published the message (MQTT 5 No Local needs it)
+CLIENT_ID = "mqttClientId"
 
 #: the properties this mapping writes besides user properties; a device may not set them as user properties
 GATEWAY_PROPERTIES = frozenset((MQTT_TOPIC, QOS, RESPONSE_TOPIC, CORRELATION_DATA, PAYLOAD_FORMAT, EXPIRE_AT,
-                                CONTENT_TYPE))
+                                CLIENT_ID, CONTENT_TYPE))
 #: the QoS of a message a RocketMQ client sent: stored once by the broker, delivered at least once
 ROCKETMQ_QOS = 1
 #: property names and values cannot hold RocketMQ's separators (``name\x01value\x02``)
@@ -167,13 +169,16 @@ def _check_user_properties(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     return props
 
 
-def to_rocketmq(publish: Publish, now_ms: int) -> Message:
-    """The RocketMQ message a device's PUBLISH becomes (its topic name resolved from any alias)."""
+def to_rocketmq(publish: Publish, now_ms: int, client_id: str | None = None) -> Message:
+    """The RocketMQ message a device's PUBLISH becomes (its topic name resolved from any alias);
+    ``client_id`` is the publishing device's."""
     topic, tag = split_topic(publish.topic_name)
     p = publish.properties
     props = _check_user_properties(p.user_property)
     props[MQTT_TOPIC] = publish.topic_name
     props[QOS] = str(publish.qos)
+    if client_id is not None:
+        props[CLIENT_ID] = client_id
     if p.content_type is not None:
         props[CONTENT_TYPE] = p.content_type
     if p.response_topic is not None:
@@ -195,6 +200,8 @@ class Delivery:
     payload: bytes
     qos: int
     properties: Properties = NO_PROPERTIES
+    #: the client identifier of the device that published it (``None``: a RocketMQ client did)
+    publisher: str | None = None
 
 
 def to_delivery(topic: str, properties: Mapping[str, str], body: bytes, now_ms: int) -> Delivery | None:
@@ -227,7 +234,7 @@ def to_delivery(topic: str, properties: Mapping[str, str], body: bytes, now_ms: 
         fields["user_property"] = user
     qos = _int(properties.get(QOS))
     return Delivery(topic_name, body, qos if qos in (0, 1, 2) else ROCKETMQ_QOS,
-                    Properties(**fields) if fields else NO_PROPERTIES)
+                    Properties(**fields) if fields else NO_PROPERTIES, properties.get(CLIENT_ID))
 
 
 def _int(text: str | None) -> int | None:
@@ -237,6 +244,6 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-__all__ = ["MQTT_TOPIC", "QOS", "RESPONSE_TOPIC", "CORRELATION_DATA", "PAYLOAD_FORMAT", "EXPIRE_AT",
+__all__ = ["MQTT_TOPIC", "QOS", "RESPONSE_TOPIC", "CORRELATION_DATA", "PAYLOAD_FORMAT", "EXPIRE_AT", "CLIENT_ID",
            "GATEWAY_PROPERTIES", "ROCKETMQ_QOS", "MappingError", "rocketmq_topic", "split_topic", "mqtt_topic",
            "TopicSubscription", "subscription", "share_group", "tag_expression", "to_rocketmq", "Delivery", "to_delivery"]

@@ -167,6 +167,8 @@ class Session:
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
     #: MQTT 5 Subscription Identifier of a filter, if it has one
     subscription_ids: dict[str, int] = field(default_factory=dict)
+    #: when each filter was subscribed (wall-clock seconds): it matches only messages stored since
+    subscribed_at: dict[str, float] = field(default_factory=dict)
     #: QoS 1/2 messages sent to the client and not yet acknowledged, by packet identifier
     in_flight: dict[int, InFlight] = field(default_factory=dict)
     #: messages waiting for a connection or a free slot in the client's Receive Maximum
@@ -181,12 +183,17 @@ class Session:
     expires_at: float | None = None
     _next_id: int = 0
 
-    def matching(self, topic_name: str, share: str | None) -> list[str]:
-        """The filters a message for ``topic_name`` is delivered for: ``share`` alone (the one shared
-        subscription whose group got it), or every non-shared filter that matches."""
+    def matching(self, delivery: mapping.Delivery, share: str | None = None, stored_at: float | None = None) -> list[str]:
+        """The filters ``delivery`` is for: ``share`` alone (the one shared subscription whose group got
+        it), or every non-shared filter that matches its topic, except those subscribed after the message
+        was stored (``stored_at``, wall-clock seconds, when known) and No Local ones of its own publisher."""
         if share is not None:
             return [share] if share in self.subscriptions else []
-        return [f for f in self.subscriptions if not f.startswith(topics.SHARE_PREFIX) and topics.matches(f, topic_name)]
+        own = delivery.publisher == self.client_id
+        return [f for f, sub in self.subscriptions.items()
+                if not f.startswith(topics.SHARE_PREFIX) and topics.matches(f, delivery.topic_name)
+                and not (own and sub.no_local)
+                and (stored_at is None or self.subscribed_at.get(f, 0.0) <= stored_at)]
 
     def next_packet_identifier(self) -> int:
         for _ in range(0xFFFF):
@@ -318,7 +325,7 @@ class ServerConnection:
             expiry = 0 if connect.clean_start else NEVER_EXPIRES
         if connect.will is not None:
             try:
-                _will_message(connect.will, now)
+                _will_message(connect.will, now, client_id)
             except mapping.MappingError as error:
                 return self._refuse(error.reason_code)
         self.keep_alive = connect.keep_alive
@@ -386,7 +393,7 @@ class ServerConnection:
         if publish.qos and self.version == MQTT_5 and self._unacknowledged() >= self.receive_maximum:
             return self._close(Disconnect(ReasonCode.RECEIVE_MAXIMUM_EXCEEDED), publish_will=True)
         try:
-            message = mapping.to_rocketmq(publish, int(now * 1000))
+            message = mapping.to_rocketmq(publish, int(now * 1000), self.session.client_id)
         except mapping.MappingError as error:
             return self._publish_refused(publish.qos, pid, error.reason_code, str(error))
         if publish.qos:
@@ -431,10 +438,11 @@ class ServerConnection:
 
     # ------------------------------------------------------------------ PUBLISH to the client
 
-    def deliver(self, delivery: mapping.Delivery, token: Any, share: str | None = None) -> list[Action]:
+    def deliver(self, delivery: mapping.Delivery, token: Any, share: str | None = None,
+                stored_at: float | None = None) -> list[Action]:
         """Send a RocketMQ message to this connection's client, as its subscriptions ask (see
         :func:`deliver`)."""
-        return deliver(self.session, delivery, token, share)
+        return deliver(self.session, delivery, token, share, stored_at)
 
     def _drain(self) -> list[Action]:
         """Send queued messages while the client's Receive Maximum leaves room."""
@@ -478,6 +486,8 @@ class ServerConnection:
             code = self._check_filter(sub)
             if code is None:
                 code = min(sub.qos, 2)
+                if sub.topic_filter not in session.subscriptions:
+                    session.subscribed_at[sub.topic_filter] = self._now
                 session.subscriptions[sub.topic_filter] = sub
                 if identifier is None:
                     session.subscription_ids.pop(sub.topic_filter, None)
@@ -514,6 +524,7 @@ class ServerConnection:
                 codes.append(ReasonCode.NO_SUBSCRIPTION_EXISTED)
             else:
                 session.subscription_ids.pop(topic_filter, None)
+                session.subscribed_at.pop(topic_filter, None)
                 removed.append(topic_filter)
                 codes.append(ReasonCode.SUCCESS)
         return [ChangeSubscriptions(session, (), tuple(removed),
@@ -559,7 +570,7 @@ class ServerConnection:
             actions.append(Send(reply))
         actions.append(Close())
         if was_connected and publish_will and self.will is not None:
-            actions.append(Forward(_will_message(self.will, self._now), self.will.qos))
+            actions.append(Forward(_will_message(self.will, self._now, self.session.client_id), self.will.qos))
         self.will = None
         session = self.session
         if session is not None and session.owner is self:
@@ -573,14 +584,16 @@ class ServerConnection:
         return actions
 
 
-def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str | None = None) -> list[Action]:
-    """Give ``session`` a RocketMQ message (``share``: the shared subscription whose group delivered it).
+def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str | None = None,
+            stored_at: float | None = None) -> list[Action]:
+    """Give ``session`` a RocketMQ message (``share``: the shared subscription whose group delivered it;
+    ``stored_at``: when the broker stored it, see :meth:`Session.matching`).
 
     One PUBLISH at the highest QoS its matching subscriptions grant, capped by the message's own, with
     their subscription identifiers (spec 3.3.4). QoS 0 goes now or never; QoS 1 and 2 go when the
     client's Receive Maximum has room, and wait in the session (detached or not) until then.
     """
-    filters = session.matching(delivery.topic_name, share)
+    filters = session.matching(delivery, share, stored_at)
     if not filters:
         return [Ack(token)]
     qos = min(delivery.qos, max(session.subscriptions[f].qos for f in filters))
@@ -621,12 +634,12 @@ def _end(session: Session) -> list[Action]:
     return [SessionEnded(session), *([Release(tokens)] if tokens else [])]
 
 
-def _will_message(will: Will, now: float) -> Message:
+def _will_message(will: Will, now: float, client_id: str) -> Message:
     """The will as RocketMQ stores it: as if the client had published it (``MappingError`` if it cannot
     be, which :meth:`ServerConnection._connect` finds out before accepting the will)."""
     publish = Publish(will.topic, will.payload, will.qos, packet_identifier=1 if will.qos else None,
                       properties=will.properties)
-    return mapping.to_rocketmq(publish, int(now * 1000))
+    return mapping.to_rocketmq(publish, int(now * 1000), client_id)
 
 
 __all__ = ["RECEIVE_MAXIMUM", "TOPIC_ALIAS_MAXIMUM", "QUEUE_LIMIT", "CONNECT_TIMEOUT", "NEVER_EXPIRES",

@@ -10,6 +10,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from ferrymq.testing.ports import LOOPBACK
 
@@ -66,9 +67,10 @@ class Device:
         self.reason_codes[mid] = reason_codes
         self._acks.setdefault(mid, threading.Event()).set()
 
-    def subscribe(self, *filters: str, qos: int = 1) -> list:
+    def subscribe(self, *filters: str, qos: int = 1, no_local: bool = False) -> list:
         """Subscribe and wait for the SUBACK; its reason codes."""
-        _, mid = self.client.subscribe([(f, qos) for f in filters])
+        options = SubscribeOptions(qos=qos, noLocal=True) if no_local else qos
+        _, mid = self.client.subscribe([(f, options) for f in filters])
         assert self._acks.setdefault(mid, threading.Event()).wait(TIMEOUT), f"{self.client_id}: no SUBACK"
         return self.reason_codes[mid]
 

@@ -338,3 +338,18 @@ def test_an_mqtt5_session_ends_when_its_expiry_interval_passes(brokers):
         later = Device(port, V5, client_id, clean=False, session_expiry=1)
         assert later.session_present is False, name
         later.close()
+
+
+def test_no_local_keeps_a_devices_own_messages_from_it(brokers):
+    for name, port in brokers:
+        topic = _topic()
+        device, other = Device(port, V5), Device(port, V5)
+        try:
+            device.subscribe(f"{topic}/#", no_local=True)
+            device.publish(f"{topic}/mine", b"mine", 1)
+            other.publish(f"{topic}/theirs", b"theirs", 1)
+            assert [m.payload for m in device.receive(1)] == [b"theirs"], name
+            device.nothing_more(0.3)
+        finally:
+            device.close()
+            other.close()

@@ -437,3 +437,27 @@ def test_a_3_1_1_session_without_clean_session_never_expires():
     device.connect(clean_start=False)
     device.conn.connection_lost(0.0)
     assert expire(sessions, 10.0 ** 9) == [] and "dev1" in sessions
+
+
+def test_no_local_keeps_a_clients_own_messages_from_it():
+    device = Device({}, MQTT_5)
+    device.connect()
+    device.send(Subscribe(1, (Subscription("t/#", 1, no_local=True), Subscription("t/a", 0))))
+    (forward,) = device.send(Publish("t/a", b"mine", 1, packet_identifier=1))
+    assert forward.message.properties[mapping.CLIENT_ID] == "dev1"
+    own = mapping.to_delivery(forward.message.topic, forward.message.properties, b"mine", 0)
+    assert own.publisher == "dev1"
+    (publish,) = sent(device.conn.deliver(own, "tok"))
+    assert publish.qos == 0  # only the filter without No Local matched
+    others = mapping.Delivery("t/a", b"theirs", 1, publisher="dev2")
+    assert sent(device.conn.deliver(others, "tok"))[0].qos == 1
+
+
+def test_a_filter_matches_only_messages_stored_since_it_was_subscribed():
+    device = Device({}, MQTT_5)
+    device.connect()
+    device.send(Subscribe(1, (Subscription("t/#", 1),)), now=100.0)
+    assert device.conn.deliver(delivery(), "old", stored_at=99.9) == [Ack("old")]
+    assert sent(device.conn.deliver(delivery(), "new", stored_at=100.0))
+    device.send(Subscribe(2, (Subscription("t/#", 2),)), now=200.0)  # a changed subscription keeps its time
+    assert sent(device.conn.deliver(delivery(), "kept", stored_at=150.0))
