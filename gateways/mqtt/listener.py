@@ -171,9 +171,15 @@ class MQTTListener:
         log.info("MQTT gateway listening on %s:%d (docs/mqtt.md)", self.host, self.port)
 
     def _expire_sessions(self) -> None:
+        """Sessions that expired, and delayed wills that are due (no connection is left to run them)."""
         actions = expire(self.gateway.sessions, time.time())
-        if actions:
-            settle(actions)
+        for action in actions:
+            if isinstance(action, Forward):
+                self.gateway.send(action.message).addErrback(
+                    lambda f, topic=action.message.topic: log.warning("MQTT will to %s not stored: %s", topic,
+                                                                      f.getErrorMessage()))
+        settle(actions)
+        if any(isinstance(action, SessionEnded) for action in actions):
             self.gateway.subscriptions_changed()
 
     @defer.inlineCallbacks

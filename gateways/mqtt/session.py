@@ -181,6 +181,8 @@ class Session:
     #: when a detached session ends (its Session Expiry Interval after its connection closed); ``None``
     #: while attached or when it never expires
     expires_at: float | None = None
+    #: an MQTT 5 will waiting for its Will Delay Interval (due time), dropped if the client comes back first
+    pending_will: tuple[Will, float] | None = None
     _next_id: int = 0
 
     def matching(self, delivery: mapping.Delivery, share: str | None = None, stored_at: float | None = None) -> list[str]:
@@ -336,18 +338,19 @@ class ServerConnection:
         taken_over = session.owner if session is not None else None
         if session is not None and session.expires_at is not None and session.expires_at <= now:
             del self.sessions[client_id]  # expired before the next sweep came to it
-            actions += _end(session)
+            actions += _end(session, now)
             session = None
         if session is not None and connect.clean_start:
             session.owner = None  # the connection taken over has no session left to end
             del self.sessions[client_id]
-            actions += _end(session)
+            actions += _end(session, now)
             session = None
         present = session is not None
         if session is None:
             session = self.sessions[client_id] = Session(client_id)
         session.owner = self
         session.expires_at = None
+        session.pending_will = None  # back before the will's delay passed: it is not published
         session.expiry_interval = expiry
         self.session = session
         connack_props = NO_PROPERTIES
@@ -569,16 +572,25 @@ class ServerConnection:
         if reply is not None and (self.version == MQTT_5 or isinstance(reply, ConnAck)):
             actions.append(Send(reply))
         actions.append(Close())
-        if was_connected and publish_will and self.will is not None:
-            actions.append(Forward(_will_message(self.will, self._now, self.session.client_id), self.will.qos))
+        will = self.will if was_connected and publish_will else None
         self.will = None
         session = self.session
+        if will is not None and will.properties.will_delay_interval and session is not None:
+            # MQTT 5 Will Delay: published when the delay passes or the session ends, whichever is first;
+            # not at all if the client resumes the session before (it already has, if taken over)
+            if session.owner is self and session.expiry_interval != 0:
+                session.pending_will = (will, self._now + will.properties.will_delay_interval)
+                will = None
+            elif session.owner is not self and session.owner is not None:
+                will = None
+        if will is not None:
+            actions.append(Forward(_will_message(will, self._now, self.session.client_id), will.qos))
         if session is not None and session.owner is self:
             session.owner = None
             if session.expiry_interval == 0:
                 if self.sessions.get(session.client_id) is session:
                     del self.sessions[session.client_id]
-                actions += _end(session)
+                actions += _end(session, self._now)
             elif session.expiry_interval != NEVER_EXPIRES:
                 session.expires_at = self._now + session.expiry_interval
         return actions
@@ -617,21 +629,34 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
 
 
 def expire(sessions: Sessions, now: float) -> list[Action]:
-    """End the detached sessions whose Session Expiry Interval has passed (spec 3.1.2.11.2); the caller
-    sweeps now and then, and a CONNECT finds an expired session ended even between sweeps."""
+    """End the detached sessions whose Session Expiry Interval has passed (spec 3.1.2.11.2), and publish
+    the delayed wills that are due; the caller sweeps now and then, and a CONNECT finds an expired
+    session ended even between sweeps."""
     actions: list[Action] = []
     for client_id, session in list(sessions.items()):
-        if session.owner is None and session.expires_at is not None and session.expires_at <= now:
+        if session.owner is not None:
+            continue
+        if session.expires_at is not None and session.expires_at <= now:
             del sessions[client_id]
-            actions += _end(session)
+            actions += _end(session, now)
+        elif session.pending_will is not None and session.pending_will[1] <= now:
+            actions += _publish_pending_will(session, now)
     return actions
 
 
-def _end(session: Session) -> list[Action]:
+def _end(session: Session, now: float) -> list[Action]:
     tokens = session.tokens()
     session.in_flight.clear()
     session.queued.clear()
-    return [SessionEnded(session), *([Release(tokens)] if tokens else [])]
+    return [*_publish_pending_will(session, now), SessionEnded(session), *([Release(tokens)] if tokens else [])]
+
+
+def _publish_pending_will(session: Session, now: float) -> list[Action]:
+    if session.pending_will is None:
+        return []
+    will, _ = session.pending_will
+    session.pending_will = None
+    return [Forward(_will_message(will, now, session.client_id), will.qos)]
 
 
 def _will_message(will: Will, now: float, client_id: str) -> Message:

@@ -31,7 +31,8 @@ class Device:
     """One connected client; ``messages`` holds what it received, in order."""
 
     def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
-                 will: tuple[str, bytes, int] | None = None, clean: bool = True, session_expiry: int = 3600):
+                 will: tuple[str, bytes, int] | None = None, clean: bool = True, session_expiry: int = 3600,
+                 will_delay: int = 0):
         """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
         Start 0 with a Session Expiry Interval of ``session_expiry`` seconds."""
         self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
@@ -47,7 +48,11 @@ class Device:
         self.client.on_message = lambda c, u, msg: self.messages.put(msg)
         self.client.on_subscribe = self._acked
         if will is not None:
-            self.client.will_set(*will)
+            will_props = None
+            if will_delay:
+                will_props = Properties(PacketTypes.WILLMESSAGE)
+                will_props.WillDelayInterval = will_delay
+            self.client.will_set(*will, properties=will_props)
         connect = {}
         if version == V5:
             props = Properties(PacketTypes.CONNECT)

@@ -353,3 +353,25 @@ def test_no_local_keeps_a_devices_own_messages_from_it(brokers):
         finally:
             device.close()
             other.close()
+
+
+def test_an_mqtt5_will_waits_for_its_delay_and_is_dropped_if_the_device_returns(brokers):
+    for name, port in brokers:
+        topic = _topic()
+        watcher = Device(port, V5)
+        try:
+            watcher.subscribe(f"{topic}/#")
+            back_id, gone_id = f"back-{uuid.uuid4().hex[:8]}", f"gone-{uuid.uuid4().hex[:8]}"
+            back = Device(port, V5, back_id, clean=False, will=(f"{topic}/back", b"never", 1), will_delay=2)
+            gone = Device(port, V5, gone_id, clean=False, will=(f"{topic}/gone", b"offline", 1), will_delay=1)
+            dropped_at = time.monotonic()
+            back.drop()
+            gone.drop()
+            returned = Device(port, V5, back_id, clean=False)  # within the delay: no will
+            (will,) = watcher.receive(1)
+            assert (will.topic, will.payload) == (f"{topic}/gone", b"offline"), name
+            assert time.monotonic() - dropped_at >= 0.9, name
+            watcher.nothing_more(1.5)  # past the returned device's delay
+            returned.close()
+        finally:
+            watcher.close()

@@ -461,3 +461,39 @@ def test_a_filter_matches_only_messages_stored_since_it_was_subscribed():
     assert sent(device.conn.deliver(delivery(), "new", stored_at=100.0))
     device.send(Subscribe(2, (Subscription("t/#", 2),)), now=200.0)  # a changed subscription keeps its time
     assert sent(device.conn.deliver(delivery(), "kept", stored_at=150.0))
+
+
+def _delayed_will(delay: int) -> Will:
+    return Will("t/status", b"offline", 1, properties=Properties(will_delay_interval=delay))
+
+
+def test_a_delayed_will_is_published_when_its_delay_passes():
+    from ferrymq.gateways.mqtt.session import expire
+
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(clean_start=False, will=_delayed_will(5), properties=Properties(session_expiry_interval=60))
+    assert not of(device.conn.connection_lost(10.0), Forward)
+    assert expire(sessions, 14.9) == []
+    (will,) = of(expire(sessions, 15.0), Forward)
+    assert will.message.body == b"offline" and expire(sessions, 16.0) == []
+
+
+def test_a_delayed_will_is_dropped_when_the_client_comes_back_first():
+    from ferrymq.gateways.mqtt.session import expire
+
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(clean_start=False, will=_delayed_will(5), properties=Properties(session_expiry_interval=60))
+    device.conn.connection_lost(10.0)
+    again = Device(sessions, MQTT_5)
+    assert not of(again.conn.receive_data(encode(Connect("dev1", MQTT_5, clean_start=False), MQTT_5), 12.0), Forward)
+    again.conn.connection_lost(13.0)
+    assert not of(expire(sessions, 20.0), Forward)
+
+
+def test_a_delayed_will_goes_with_its_session_when_that_ends_first():
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(will=_delayed_will(30))  # Session Expiry Interval 0: the session ends with the connection
+    assert of(device.conn.connection_lost(1.0), Forward)
