@@ -82,6 +82,24 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     return thread
 
 
+def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
+    """The MQTT gateway served by this broker process, listening already; None when mqttListenPort=0."""
+    gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
+    if gateway_cfg.mqttListenPort == 0:
+        return None
+    from ferrymq.gateways.mqtt.gateway import Gateway
+    from ferrymq.gateways.mqtt.listener import MQTTListener
+    from twisted.internet import reactor
+
+    bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
+    listener = MQTTListener(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize),
+                            bind, gateway_cfg.mqttListenPort)
+    with _listening("mqttListenPort", bind):
+        listener.listen()
+    reactor.callWhenRunning(listener.start_client)
+    return listener
+
+
 def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """Start the broker and return it (an object with ``stop() -> Deferred``).
 
@@ -221,14 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "gateway",
-        help="run a gateway in front of any RocketMQ cluster: ferrymq gateway http -n 127.0.0.1:9876",
+        help="run a gateway in front of any RocketMQ cluster: ferrymq gateway http|mqtt -n 127.0.0.1:9876",
         formatter_class=fmt,
-        description="Serve HTTP clients (docs/http.md) in front of the cluster of the given name servers, "
-        "Apache RocketMQ's included, as a RocketMQ client of it.",
-        epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, maxMessageSize.",
+        description="Serve HTTP clients (docs/http.md) or MQTT devices (docs/mqtt.md) in front of the cluster "
+        "of the given name servers, Apache RocketMQ's included, as a RocketMQ client of it.",
+        epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, mqttListenPort, maxMessageSize.",
     )
     _add_common(p, "gateway")
-    p.add_argument("protocol", choices=["http"], help="the gateway to run")
+    p.add_argument("protocol", choices=["http", "mqtt"], help="the gateway to run")
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
 
     sub.add_parser(
@@ -362,9 +380,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
                   cfg.PlannedFeatures)
     _warn_not_yet(props)
-    gateway = _http_gateway(broker_cfg, props)
-    # the gateway stops first, so its clients can still unregister from the broker
-    return _run_reactor([_StopInOrder(*filter(None, [gateway, _broker_factory(broker_cfg, props)]))], args)
+    gateways = [_http_gateway(broker_cfg, props), _mqtt_gateway(broker_cfg, props)]
+    # the gateways stop first, so their clients can still unregister from the broker
+    return _run_reactor([_StopInOrder(*filter(None, [*gateways, _broker_factory(broker_cfg, props)]))], args)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -388,9 +406,10 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
-    gateway = _http_gateway(broker_cfg, props)
-    # the gateway stops first, then the broker, which can still unregister from the name server
-    return _run_reactor([_StopInOrder(*filter(None, [gateway, _broker_factory(broker_cfg, props), namesrv]))], args)
+    gateways = [_http_gateway(broker_cfg, props), _mqtt_gateway(broker_cfg, props)]
+    # the gateways stop first, then the broker, which can still unregister from the name server
+    return _run_reactor([_StopInOrder(*filter(None, [*gateways, _broker_factory(broker_cfg, props), namesrv]))],
+                        args)
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:
@@ -408,6 +427,11 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         return 0
     if not broker_cfg.namesrvAddr:
         raise cfg.ConfigError("the gateway needs the cluster's name servers: -n host:port (or namesrvAddr=)")
+    if args.protocol == "mqtt":
+        if gateway_cfg.mqttListenPort == 0:
+            raise cfg.ConfigError("mqttListenPort=0 turns the MQTT gateway off; give it a port")
+        listener = _mqtt_gateway(broker_cfg, {**props, "bindAddress": netty_cfg.bindAddress})
+        return _run_reactor([listener], args)
     if gateway_cfg.httpListenPort == 0:
         raise cfg.ConfigError("httpListenPort=0 turns the HTTP gateway off; give it a port")
     from ferrymq.gateways.http.gateway import Gateway

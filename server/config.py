@@ -287,13 +287,17 @@ class PlannedFeatures:
 
 #: the HTTP gateway's default port (``httpListenPort``)
 HTTP_PORT = 8080
+#: the MQTT gateway's default port (``mqttListenPort``), MQTT's registered port
+MQTT_PORT = 1883
 
 
 @dataclass
 class GatewayConfig:
-    """The gateways a broker process serves beside the remoting protocol (docs/http.md)."""
+    """The gateways a broker process serves beside the remoting protocol (docs/http.md, docs/mqtt.md)."""
 
     httpListenPort: int = key(HTTP_PORT, "Port of the HTTP gateway (docs/http.md), on bindAddress; 0 turns it off.",
+                              check=port)
+    mqttListenPort: int = key(MQTT_PORT, "Port of the MQTT gateway (docs/mqtt.md), on bindAddress; 0 turns it off.",
                               check=port)
     httpCheckBackSecret: str = key("", "HMAC-SHA256 key signing the HTTP gateway's transaction check-back calls "
                                        "(docs/http.md); empty refuses transactional publishes over HTTP.")

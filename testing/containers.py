@@ -57,6 +57,7 @@ class FerryMQContainer(DockerContainer):
         self.namesrv_port = namesrv_port or free_port("0.0.0.0")
         self.broker_port = broker_port or free_port("0.0.0.0", also_free=(-2,))
         self.http_port = free_port("0.0.0.0")  #: the HTTP gateway's (docs/http.md)
+        self.mqtt_port = free_port("0.0.0.0")  #: the MQTT gateway's (docs/mqtt.md)
         self.advertised_ip = advertised_ip
         self.ready_timeout = ready_timeout
         if conf is None or isinstance(conf, Mapping):  # a test's store is small unless the caller says
@@ -75,9 +76,10 @@ class FerryMQContainer(DockerContainer):
         self.with_env(ENV_PREFIX + "namesrvListenPort", str(self.namesrv_port))
         self.with_env(ENV_PREFIX + "listenPort", str(self.broker_port))
         self.with_env(ENV_PREFIX + "httpListenPort", str(self.http_port))
+        self.with_env(ENV_PREFIX + "mqttListenPort", str(self.mqtt_port))
         self.with_env(ENV_PREFIX + "brokerIP1", self.advertised_ip)
         if not self.host_network:
-            for port in (self.namesrv_port, self.broker_port, self.broker_port - 2, self.http_port):
+            for port in (self.namesrv_port, self.broker_port, self.broker_port - 2, self.http_port, self.mqtt_port):
                 self.with_bind_ports(port, port)
 
     def start(self) -> FerryMQContainer:

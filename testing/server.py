@@ -31,6 +31,8 @@ BROKER_UP = re.compile(r"broker \S+ \(cluster \S+\) listening on [\d.]+:(\d+)")
 BROKER_PORT_TAKEN = re.compile(r"\blistenPort \d+ is in use")
 #: the HTTP gateway's client is up: requests are served from now on
 HTTP_UP = re.compile(r"HTTP gateway listening on [\d.]+:(\d+)")
+#: the MQTT gateway's client is up: devices are served from now on
+MQTT_UP = re.compile(r"MQTT gateway listening on [\d.]+:(\d+)")
 
 #: A store of small files for tests (an 8 MiB commit-log segment still holds the largest message, 4 MiB),
 #: with nothing written ahead of the writer: a few MB on disk instead of Apache's gigabytes.
@@ -73,11 +75,12 @@ class FerryMQServer:
     so clients reconnect to the same addresses. Usable as a context manager.
 
     The HTTP gateway is off unless ``http`` is true (or ``httpListenPort`` is given): then ``http_url`` is
-    its base URL, on a free loopback port.
+    its base URL, on a free loopback port. The MQTT gateway likewise with ``mqtt`` (``mqttListenPort``):
+    devices connect to ``mqtt_port`` on the loopback address.
     """
 
     def __init__(self, home: Path | str, conf: Mapping[str, object] | None = None, *, start_timeout: float = 30.0,
-                 http: bool = False):
+                 http: bool = False, mqtt: bool = False):
         self.home = Path(home)
         self.conf = {**TEST_DEFAULTS, **{key: conf_value(value) for key, value in (conf or {}).items()}}
         self.start_timeout = start_timeout
@@ -86,6 +89,8 @@ class FerryMQServer:
         self.broker_port = int(self.conf.pop("listenPort", 0))
         self.http_port = int(self.conf.pop("httpListenPort", 0))
         self.http = http or self.http_port != 0
+        self.mqtt_port = int(self.conf.pop("mqttListenPort", 0))
+        self.mqtt = mqtt or self.mqtt_port != 0
         self._proc: subprocess.Popen | None = None
 
     # ------------------------------------------------------------------ what clients use
@@ -217,8 +222,10 @@ class FerryMQServer:
         conf = self.home / "standalone.conf"
         if self.http and not self.http_port:
             self.http_port = free_port()
+        if self.mqtt and not self.mqtt_port:
+            self.mqtt_port = free_port()
         keys = {**self.conf, "namesrvListenPort": str(self.namesrv_port), "listenPort": str(broker_port),
-                "httpListenPort": str(self.http_port)}
+                "httpListenPort": str(self.http_port), "mqttListenPort": str(self.mqtt_port)}
         keys.setdefault("storePathRootDir", str(self.home / "store"))
         keys.setdefault("kvConfigPath", str(self.home / "namesrv" / "kvConfig.json"))
         keys.setdefault("configStorePath", str(self.home / "namesrv" / "namesrv.properties"))
@@ -251,7 +258,7 @@ class FerryMQServer:
             if namesrv_port is None and (found := NAMESRV_UP.search(text)):
                 namesrv_port = int(found.group(1))
             broker_up = broker_up or BROKER_UP.search(text)
-            if self.http and not HTTP_UP.search(text):
+            if (self.http and not HTTP_UP.search(text)) or (self.mqtt and not MQTT_UP.search(text)):
                 time.sleep(0.005)
                 continue
             if namesrv_port and broker_up and self._registered(namesrv_port, broker_port):

@@ -181,6 +181,11 @@ class MessageConst:
     KEY_SEPARATOR = " "
 
 
+#: Every property name the broker and the clients use themselves (Java's ``MessageConst.STRING_HASH_SET``,
+#: and more): what is left of a message's properties are its user properties.
+SYSTEM_PROPERTIES = frozenset(v for k, v in vars(MessageConst).items() if k.isupper() and isinstance(v, str))
+
+
 # ---------------------------------------------------------------------------------------------
 # Properties string
 # ---------------------------------------------------------------------------------------------

@@ -213,6 +213,7 @@ class FerrySide(Side):
             "namesrvListenPort": self.namesrv_port,
             # served as by default (measured with the gateway running, idle), on a port free here
             "httpListenPort": free_port(),
+            "mqttListenPort": free_port(),
             "kvConfigPath": self.home / "namesrv" / "kvConfig.json",
             "configStorePath": self.home / "namesrv" / "namesrv.properties",
             **self.overrides,

@@ -13,17 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferrymq.sdk.message import Message, SendResult
-from ferrymq.wire.message import MessageConst, MessageExt
+from ferrymq.wire.message import SYSTEM_PROPERTIES, MessageConst, MessageExt
 
+from ..properties import CONTENT_TYPE
 from .problems import Problem
 
-#: the property a body's media type is kept in (raw publishes and ``contentType``)
-CONTENT_TYPE = "CONTENT_TYPE"
-
 #: properties the broker and clients use themselves: an envelope may not set them as user properties
-_SYSTEM = frozenset(
-    v for k, v in vars(MessageConst).items() if k.isupper() and isinstance(v, str)
-) - {CONTENT_TYPE}
+_SYSTEM = SYSTEM_PROPERTIES
 
 
 def _text(value: Any) -> str:

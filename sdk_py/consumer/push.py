@@ -168,7 +168,9 @@ class PushConsumer:
     def effective_max_reconsume_times(self) -> int:
         return 16 if self.max_reconsume_times == -1 else self.max_reconsume_times
 
-    def consume_timestamp_ms(self) -> int:
+    def consume_timestamp_ms(self, topic: str | None = None) -> int:
+        """Where CONSUME_FROM_TIMESTAMP starts a queue of ``topic`` that has no committed offset (the same
+        for every topic here; a subclass may start each topic at its own time)."""
         if self.consume_timestamp is None:
             return int((time.time() - 30 * 60) * 1000)
         return int(time.mktime(time.strptime(self.consume_timestamp, "%Y%m%d%H%M%S")) * 1000)

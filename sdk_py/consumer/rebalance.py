@@ -171,7 +171,7 @@ class Rebalancer:
         if retry:
             off = yield c.instance.api.get_max_offset(addr, mq)
             return off
-        off = yield c.instance.api.search_offset(addr, mq, c.consume_timestamp_ms())
+        off = yield c.instance.api.search_offset(addr, mq, c.consume_timestamp_ms(mq.topic))
         return off
 
     # ------------------------------------------------------------------ orderly locks

@@ -1,0 +1,298 @@
+"""The MQTT gateway's RocketMQ side, on the Deferred SDK in the reactor that serves the devices.
+
+One producer stores what devices publish. Deliveries to devices come from two kinds of consumer:
+
+- **one BROADCASTING consumer for the whole gateway** serves every non-shared subscription: it pulls
+  each subscribed RocketMQ topic once (tag expression: the union of the exact filters' tags, or ``*``,
+  :func:`~.mapping.tag_expression`) and the gateway hands each message to every session whose filters
+  match, as an MQTT broker fans out. A consumer per client would pull every message once per client and
+  keep a RocketMQ client registration per device, which does not scale to fleets of idle devices;
+- **one CLUSTERING consumer per share name** (``$share/{name}/...``, group ``{name}``) serves the shared
+  subscriptions: RocketMQ splits the topic's queues between the gateways (and any RocketMQ consumer of
+  that group), and this gateway gives each message to one of its members, round robin. The message's
+  consume completes when that member has acknowledged it; a member gone first hands it back
+  (RECONSUME_LATER, delivered again through the group's retry topic).
+
+Each topic starts, for a consumer, at the messages stored since it was first subscribed here (a consumer
+that overrides the SDK's consume timestamp per topic), so a device gets what was published after its
+SUBACK even when the topic's queues are found later (a topic created by that first publish).
+
+Sessions live in memory only: a restart of the gateway ends them (persistence in the store is to come).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from itertools import count
+from typing import Any
+
+from twisted.internet import defer
+
+from ferrymq.sdk.client_config import ClientConfig
+from ferrymq.sdk.client_instance import ClientInstance
+from ferrymq.sdk.consumer.push import ConsumeConcurrentlyStatus, PushConsumer
+from ferrymq.sdk.consumer.rebalance import ConsumeFromWhere, MessageModel
+from ferrymq.sdk.message import Message
+from ferrymq.sdk.producer import Producer
+from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
+
+from . import mapping, topics
+from .session import Ack, Release, Session, Sessions, deliver
+
+log = logging.getLogger("ferrymq.gateway.mqtt")
+
+#: the producer group of what devices publish; it shows in the brokers' producer lists
+PRODUCER_GROUP = "FERRYMQ_MQTT_PRODUCER"
+#: the group of the gateway's broadcasting consumer (BROADCASTING: every gateway gets every message)
+FAN_OUT_GROUP = "FERRYMQ_MQTT_FAN_OUT"
+
+
+class _SinceSubscribed(PushConsumer):
+    """A consumer whose queues without a committed offset start where their topic was subscribed, and
+    that passes over what was stored before (a queue resumed from an offset kept from an earlier
+    subscription of the topic)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, consume_from_where=ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, **kwargs)
+        self.since: dict[str, int] = {}
+
+    def consume_timestamp_ms(self, topic: str | None = None) -> int:
+        return self.since.get(topic, int(time.time() * 1000))
+
+    def is_new(self, msg: MessageExt) -> bool:
+        since = self.since.get(msg.topic)
+        return since is not None and msg.store_timestamp >= since
+
+
+class _Consumer:
+    """One RocketMQ consumer of the gateway, started at its first subscription; ``expressions`` gives the
+    tag expression each of its topics needs now (a topic it returns nothing for is unsubscribed)."""
+
+    def __init__(self, consumer: _SinceSubscribed, expressions: Callable[[], dict[str, str]]):
+        self.consumer = consumer
+        self.expressions = expressions
+        self._started: defer.Deferred | None = None
+
+    def update(self) -> None:
+        wanted = self.expressions()
+        consumer = self.consumer
+        removed = False
+        for topic in [t for t in consumer.subscriptions if not t.startswith("%RETRY%") and t not in wanted]:
+            consumer.unsubscribe(topic)
+            consumer.since.pop(topic, None)
+            removed = True
+        for topic, expression in wanted.items():
+            current = consumer.subscriptions.get(topic)
+            if current is None:
+                consumer.since[topic] = int(time.time() * 1000)
+            if current is None or current.sub_string != expression:
+                consumer.subscribe(topic, expression)  # announced (heartbeat, rebalance) by the SDK when running
+        if self._started is None:
+            if wanted:
+                self._started = consumer.start()
+                self._started.addErrback(self._failed)
+        elif removed and consumer.running:
+            consumer.do_rebalance()  # drop the queues of topics no session subscribes any more
+
+    def _failed(self, failure) -> None:
+        log.error("MQTT gateway consumer %s did not start: %s", self.consumer.group, failure.getErrorMessage())
+        self._started = None
+
+    def nudge(self, topic: str) -> None:
+        """A message was just stored in ``topic``: if its queues are not known yet, find them now rather
+        than at the next periodic rebalance."""
+        consumer = self.consumer
+        if consumer.running and topic in consumer.subscriptions and not consumer.rebalancer.topic_queues.get(topic):
+            # the route names the broker, which learns the subscription from a heartbeat before any pull
+            d = consumer.instance.update_route(topic)
+            d.addCallback(lambda _: consumer.instance.send_heartbeat_to_all())
+            d.addCallback(lambda _: consumer.do_rebalance())
+            d.addErrback(lambda f: log.info("MQTT gateway: queues of %s: %s", topic, f.getErrorMessage()))
+
+    def stop(self) -> defer.Deferred:
+        return self.consumer.shutdown() if self.consumer.running else defer.succeed(None)
+
+
+class Gateway:
+    """The sessions of every device connected here, and the RocketMQ clients serving them."""
+
+    def __init__(self, namesrv_addr: str, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+                 client_config: dict[str, Any] | None = None):
+        self.namesrv_addr = namesrv_addr
+        self.max_message_size = max_message_size
+        self._config_kwargs = dict(client_config or {})
+        self._config_kwargs.setdefault("instance_name", f"ferrymq-mqtt-{os.getpid()}")
+        self.sessions: Sessions = {}
+        #: how to run a session's actions on the connection it is attached to (set by the listener)
+        self.run_actions: Callable[[Session, list], None] = lambda session, actions: None
+        self._instance: ClientInstance | None = None
+        self.producer: Producer | None = None
+        self._offset_dir: str | None = None
+        self._fan_out: _Consumer | None = None
+        self._shares: dict[str, _Consumer] = {}
+        self._turn = count()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @defer.inlineCallbacks
+    def start(self):
+        config = ClientConfig(self.namesrv_addr, **self._config_kwargs)
+        self._instance = ClientInstance(config)
+        self.producer = Producer(PRODUCER_GROUP, config=config, instance=self._instance,
+                                 max_message_size=self.max_message_size)
+        yield self.producer.start()
+        # a broadcasting consumer's offsets are local; the sessions they serve end with the process, so
+        # every start begins at the subscriptions' own times
+        self._offset_dir = tempfile.mkdtemp(prefix="ferrymq-mqtt-")
+        self._fan_out = _Consumer(
+            _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
+                             message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
+                             await_termination_when_shutdown=0.5),
+            self._fan_out_expressions)
+        self._fan_out.consumer.register_listener(self._fan_out_listener)
+        log.info("MQTT gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
+
+    @defer.inlineCallbacks
+    def stop(self):
+        for consumer in [*self._shares.values(), *filter(None, [self._fan_out])]:
+            try:
+                yield consumer.stop()
+            except Exception as exc:  # noqa: BLE001 - the rest stops regardless
+                log.warning("MQTT gateway consumer %s did not stop cleanly: %s", consumer.consumer.group, exc)
+        self._shares.clear()
+        if self.producer is not None:
+            producer, self.producer = self.producer, None
+            yield producer.shutdown()
+        if self._instance is not None:
+            yield self._instance.shutdown()
+        if self._offset_dir is not None:
+            shutil.rmtree(self._offset_dir, ignore_errors=True)
+
+    @property
+    def ready(self) -> bool:
+        return self.producer is not None and self._fan_out is not None
+
+    # ------------------------------------------------------------------ device -> RocketMQ
+
+    def send(self, message: Message) -> defer.Deferred:
+        """Store ``message``; the Deferred fires once the broker answered (QoS 1 and 2 acknowledge then)."""
+        if self.producer is None:
+            return defer.fail(RuntimeError("the MQTT gateway's RocketMQ client is not started"))
+        d = self.producer.send(message)
+
+        def stored(result):
+            for consumer in [self._fan_out, *self._shares.values()]:
+                if consumer is not None:
+                    consumer.nudge(message.topic)
+            return result
+
+        return d.addCallback(stored)
+
+    # ------------------------------------------------------------------ subscriptions
+
+    def subscriptions_changed(self) -> None:
+        """Re-derive what the consumers subscribe from every session's filters (a SUBSCRIBE, UNSUBSCRIBE
+        or the end of a session): cheap next to the round trips a change costs anyway."""
+        if self._fan_out is not None:
+            self._fan_out.update()
+        for name in {shared.group for shared in _shares_of(self.sessions.values())} | set(self._shares):
+            self._share_consumer(name).update()
+
+    def _fan_out_expressions(self) -> dict[str, str]:
+        tags: dict[str, list] = {}
+        for session in self.sessions.values():
+            for topic_filter in session.subscriptions:
+                if not topic_filter.startswith(topics.SHARE_PREFIX):
+                    sub = mapping.subscription(topic_filter)
+                    tags.setdefault(sub.topic, []).append(sub.tag)
+        return {topic: mapping.tag_expression(t) for topic, t in tags.items()}
+
+    def _share_consumer(self, name: str) -> _Consumer:
+        consumer = self._shares.get(name)
+        if consumer is None:
+            def expressions() -> dict[str, str]:
+                tags: dict[str, list] = {}
+                for shared in _shares_of(self.sessions.values()):
+                    if shared.group == name:
+                        sub = mapping.subscription(shared.topic_filter)
+                        tags.setdefault(sub.topic, []).append(sub.tag)
+                return {topic: mapping.tag_expression(t) for topic, t in tags.items()}
+
+            push = _SinceSubscribed(mapping.share_group(name), config=self._instance.config, instance=self._instance,
+                                    await_termination_when_shutdown=0.5)
+            push.register_listener(lambda msgs, context: self._share_listener(name, msgs))
+            consumer = self._shares[name] = _Consumer(push, expressions)
+        return consumer
+
+    # ------------------------------------------------------------------ RocketMQ -> devices
+
+    def _fan_out_listener(self, msgs: list[MessageExt], context) -> ConsumeConcurrentlyStatus:
+        now_ms = int(time.time() * 1000)
+        for msg in msgs:
+            delivery = mapping.to_delivery(msg.topic, msg.properties, msg.body, now_ms)
+            if delivery is None or not self._fan_out.consumer.is_new(msg):
+                continue
+            stored_at = msg.store_timestamp / 1000
+            for session in list(self.sessions.values()):
+                if session.matching(delivery, None, stored_at):
+                    self._run(session, deliver(session, delivery, None, stored_at=stored_at))
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def _share_listener(self, name: str, msgs: list[MessageExt]):
+        """One message (the consumer's batch size is 1) to one member of share ``name``: the consume
+        finishes when the member acknowledges it."""
+        outcomes = []
+        now_ms = int(time.time() * 1000)
+        for msg in msgs:
+            delivery = mapping.to_delivery(msg.topic, msg.properties, msg.body, now_ms)
+            if delivery is None:
+                continue
+            members = [(session, f) for session in self.sessions.values() for f in session.subscriptions
+                       if (shared := topics.parse_shared(f)) is not None and shared.group == name
+                       and topics.matches(shared.topic_filter, delivery.topic_name)]
+            if not members:
+                continue
+            connected = [m for m in members if m[0].owner is not None] or members
+            session, topic_filter = connected[next(self._turn) % len(connected)]
+            outcome = defer.Deferred()
+            outcomes.append(outcome)
+            self._run(session, deliver(session, delivery, outcome, share=topic_filter))
+        if not outcomes:
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+        return defer.gatherResults(outcomes).addCallback(
+            lambda results: ConsumeConcurrentlyStatus.CONSUME_SUCCESS if all(results)
+            else ConsumeConcurrentlyStatus.RECONSUME_LATER)
+
+    def _run(self, session: Session, actions: list) -> None:
+        if session.owner is not None:
+            self.run_actions(session, actions)
+        else:
+            settle(actions)
+
+
+def settle(actions: Iterable) -> None:
+    """Complete the delivery tokens of :class:`~.session.Ack` (done) and :class:`~.session.Release`
+    (handed back) actions; the fan-out's deliveries carry no token (they completed when handed over)."""
+    for action in actions:
+        if isinstance(action, Ack) and action.token is not None and not action.token.called:
+            action.token.callback(True)
+        elif isinstance(action, Release):
+            for token in action.tokens:
+                if token is not None and not token.called:
+                    token.callback(False)
+
+
+def _shares_of(sessions: Iterable[Session]) -> Iterable[topics.SharedFilter]:
+    for session in sessions:
+        for topic_filter in session.subscriptions:
+            shared = topics.parse_shared(topic_filter)
+            if shared is not None:
+                yield shared
+
+
+__all__ = ["PRODUCER_GROUP", "FAN_OUT_GROUP", "Gateway", "settle"]

@@ -1,0 +1,196 @@
+"""The MQTT listener: Twisted protocols that feed :class:`~.session.ServerConnection` and carry out its actions.
+
+Everything runs in the reactor thread, the broker's own inside a FerryMQ server: the RocketMQ client is
+the Deferred SDK, so a device's message reaches the broker without a thread hop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from twisted.internet import defer, task
+from twisted.internet.protocol import Factory, Protocol
+
+from .gateway import Gateway, settle
+from .packets import encode
+from .reason_codes import ReasonCode
+from .session import (
+    Ack,
+    ChangeSubscriptions,
+    Close,
+    Connected,
+    Forward,
+    Release,
+    Send,
+    ServerConnection,
+    Session,
+    SessionEnded,
+    expire,
+)
+
+log = logging.getLogger("ferrymq.gateway.mqtt")
+
+#: the largest packet a device may send: a RocketMQ message's default maximum body and its headers
+MAXIMUM_PACKET_SIZE = (4 << 20) + 64 * 1024
+#: seconds between sweeps for detached sessions whose expiry interval has passed
+EXPIRY_SWEEP_SECONDS = 1.0
+
+
+class MQTTProtocol(Protocol):
+    """One device's connection."""
+
+    def __init__(self, factory: MQTTFactory):
+        self.factory = factory
+        self.gateway = factory.gateway
+        self.conn: ServerConnection | None = None
+        self._timer = None
+
+    def connectionMade(self) -> None:
+        self.conn = ServerConnection(self.gateway.sessions, time.time(), maximum_packet_size=MAXIMUM_PACKET_SIZE)
+        self.factory.protocols[self.conn] = self
+        self._arm()
+
+    def dataReceived(self, data: bytes) -> None:
+        self.run(self.conn.receive_data(data, time.time()))
+
+    def connectionLost(self, reason=None) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self.run(self.conn.connection_lost(time.time()))
+        self.factory.protocols.pop(self.conn, None)
+
+    def _arm(self) -> None:
+        """One timer at the connection's deadline; when it fires early (packets arrived since), it is
+        set again for the later deadline rather than moved at every packet."""
+        deadline = self.conn.deadline
+        if deadline is not None:
+            self._timer = self.factory.reactor.callLater(max(0.0, deadline - time.time()), self._expired)
+
+    def _expired(self) -> None:
+        self._timer = None
+        self.run(self.conn.tick(time.time()))
+        if self._timer is None:
+            self._arm()
+
+    def run(self, actions: list) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self.transport.write(encode(action.packet, self.conn.version))
+            elif isinstance(action, Close):
+                self.transport.loseConnection()
+            elif isinstance(action, Forward):
+                self._forward(action)
+            elif isinstance(action, ChangeSubscriptions):
+                self.gateway.subscriptions_changed()
+                self.transport.write(encode(action.reply, self.conn.version))
+            elif isinstance(action, Connected):
+                if action.taken_over is not None:
+                    other = self.factory.protocols.get(action.taken_over)
+                    if other is not None:
+                        other.run(action.taken_over.take_over(time.time()))
+                if self._timer is not None and self._timer.active():
+                    self._timer.cancel()
+                self._timer = None
+                self._arm()
+            elif isinstance(action, SessionEnded):
+                self.gateway.subscriptions_changed()
+            elif isinstance(action, (Ack, Release)):
+                settle([action])
+
+    def _forward(self, action: Forward) -> None:
+        d = self.gateway.send(action.message)
+        if action.packet_identifier is None:
+            d.addErrback(lambda f: log.warning("MQTT message to %s not stored: %s", action.message.topic,
+                                               f.getErrorMessage()))
+            return
+
+        def answered(_result):
+            self.run(self.conn.stored(action.packet_identifier))
+
+        def failed(failure):
+            log.info("MQTT message to %s not stored: %s", action.message.topic, failure.getErrorMessage())
+            self.run(self.conn.stored(action.packet_identifier, ReasonCode.UNSPECIFIED_ERROR,
+                                      failure.getErrorMessage()))
+
+        d.addCallbacks(answered, failed)
+
+
+class MQTTFactory(Factory):
+    def __init__(self, gateway: Gateway, reactor=None):
+        if reactor is None:
+            from twisted.internet import reactor
+        self.reactor = reactor
+        self.gateway = gateway
+        self.protocols: dict[ServerConnection, MQTTProtocol] = {}
+        gateway.run_actions = self._run_for
+
+    def buildProtocol(self, addr) -> MQTTProtocol:
+        return MQTTProtocol(self)
+
+    def _run_for(self, session: Session, actions: list) -> None:
+        protocol = self.protocols.get(session.owner)
+        if protocol is None:
+            settle(actions)
+        else:
+            protocol.run(actions)
+
+
+class MQTTListener:
+    """The gateway served on ``host:port`` of the running reactor (``stop()`` for :class:`_StopInOrder`).
+
+    :meth:`listen` binds at once, before the reactor runs, so a taken port stops the server from starting
+    as a taken listenPort does; the RocketMQ client starts once the reactor runs (:meth:`start_client`).
+    """
+
+    def __init__(self, gateway: Gateway, host: str, port: int, reactor=None):
+        if reactor is None:
+            from twisted.internet import reactor
+        self.reactor = reactor
+        self.gateway = gateway
+        self.host = host
+        self.port = port
+        self.factory = MQTTFactory(gateway, reactor)
+        self._listening = None
+        self._sweep = task.LoopingCall(self._expire_sessions)
+        self._sweep.clock = self.reactor
+
+    def listen(self) -> None:
+        """Bind now (``CannotListenError`` if the port is taken)."""
+        self._listening = self.reactor.listenTCP(self.port, self.factory, interface=self.host)
+        self.port = self._listening.getHost().port
+
+    @defer.inlineCallbacks
+    def start_client(self):
+        try:
+            yield self.gateway.start()
+        except Exception as exc:  # noqa: BLE001 - devices are refused until it works
+            log.error("the MQTT gateway's RocketMQ client did not start: %s", exc)
+            return
+        self._sweep.start(EXPIRY_SWEEP_SECONDS, now=False)
+        log.info("MQTT gateway listening on %s:%d (docs/mqtt.md)", self.host, self.port)
+
+    def _expire_sessions(self) -> None:
+        """Sessions that expired, and delayed wills that are due (no connection is left to run them)."""
+        actions = expire(self.gateway.sessions, time.time())
+        for action in actions:
+            if isinstance(action, Forward):
+                self.gateway.send(action.message).addErrback(
+                    lambda f, topic=action.message.topic: log.warning("MQTT will to %s not stored: %s", topic,
+                                                                      f.getErrorMessage()))
+        settle(actions)
+        if any(isinstance(action, SessionEnded) for action in actions):
+            self.gateway.subscriptions_changed()
+
+    @defer.inlineCallbacks
+    def stop(self):
+        if self._sweep.running:
+            self._sweep.stop()
+        if self._listening is not None:
+            yield self._listening.stopListening()
+        for protocol in list(self.factory.protocols.values()):
+            protocol.run(protocol.conn.shut_down(time.time()))
+        yield self.gateway.stop()
+
+
+__all__ = ["MAXIMUM_PACKET_SIZE", "MQTTProtocol", "MQTTFactory", "MQTTListener"]

@@ -1,0 +1,112 @@
+"""paho-mqtt 2.x as a device: a synchronous face over its network thread, for the behaviour tests."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import uuid
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+from ferrymq.testing.ports import LOOPBACK
+
+V311 = mqtt.MQTTv311
+V5 = mqtt.MQTTv5
+TIMEOUT = 10.0
+
+
+def publish_properties(**fields) -> Properties:
+    """MQTT 5 PUBLISH properties: ``user_property=[(k, v)]``, ``content_type=``, ``correlation_data=`` ..."""
+    props = Properties(PacketTypes.PUBLISH)
+    for name, value in fields.items():
+        setattr(props, "".join(part.capitalize() for part in name.split("_")), value)
+    return props
+
+
+class Device:
+    """One connected client; ``messages`` holds what it received, in order."""
+
+    def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
+                 will: tuple[str, bytes, int] | None = None, clean: bool = True, session_expiry: int = 3600,
+                 will_delay: int = 0):
+        """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
+        Start 0 with a Session Expiry Interval of ``session_expiry`` seconds."""
+        self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
+        self.version = version
+        kwargs = {"clean_session": clean} if version == V311 else {}
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id, protocol=version, **kwargs)
+        self.messages: queue.Queue[mqtt.MQTTMessage] = queue.Queue()
+        self._connected = threading.Event()
+        self._acks: dict[int, threading.Event] = {}
+        self.reason_codes: dict[int, list] = {}
+        self.session_present = None
+        self.client.on_connect = self._on_connect
+        self.client.on_message = lambda c, u, msg: self.messages.put(msg)
+        self.client.on_subscribe = self._acked
+        if will is not None:
+            will_props = None
+            if will_delay:
+                will_props = Properties(PacketTypes.WILLMESSAGE)
+                will_props.WillDelayInterval = will_delay
+            self.client.will_set(*will, properties=will_props)
+        connect = {}
+        if version == V5:
+            props = Properties(PacketTypes.CONNECT)
+            if not clean:
+                props.SessionExpiryInterval = session_expiry
+            connect = {"clean_start": clean, "properties": props}
+        self.client.connect(LOOPBACK, port, keepalive, **connect)
+        self.client.loop_start()
+        if not self._connected.wait(TIMEOUT):
+            raise TimeoutError(f"{self.client_id}: no CONNACK")
+
+    def _on_connect(self, client, userdata, flags, reason_code, properties) -> None:
+        self.session_present = flags.session_present
+        self._connected.set()
+
+    def _acked(self, client, userdata, mid, reason_codes, properties) -> None:
+        self.reason_codes[mid] = reason_codes
+        self._acks.setdefault(mid, threading.Event()).set()
+
+    def subscribe(self, *filters: str, qos: int = 1, no_local: bool = False) -> list:
+        """Subscribe and wait for the SUBACK; its reason codes."""
+        options = SubscribeOptions(qos=qos, noLocal=True) if no_local else qos
+        _, mid = self.client.subscribe([(f, options) for f in filters])
+        assert self._acks.setdefault(mid, threading.Event()).wait(TIMEOUT), f"{self.client_id}: no SUBACK"
+        return self.reason_codes[mid]
+
+    def publish(self, topic: str, payload: bytes, qos: int = 0, properties: Properties | None = None) -> None:
+        """Publish and wait until the QoS flow completed (PUBACK, PUBCOMP; QoS 0: written)."""
+        info = self.client.publish(topic, payload, qos, properties=properties)
+        info.wait_for_publish(TIMEOUT)
+        assert info.is_published(), f"{self.client_id}: {topic} QoS {qos} not acknowledged"
+
+    def receive(self, n: int, timeout: float = TIMEOUT) -> list[mqtt.MQTTMessage]:
+        got = []
+        for _ in range(n):
+            try:
+                got.append(self.messages.get(timeout=timeout))
+            except queue.Empty:
+                raise AssertionError(f"{self.client_id}: {len(got)} of {n} messages: "
+                                     f"{[(m.topic, m.payload) for m in got]}") from None
+        return got
+
+    def nothing_more(self, wait: float = 0.5) -> bool:
+        try:
+            extra = self.messages.get(timeout=wait)
+        except queue.Empty:
+            return True
+        raise AssertionError(f"{self.client_id}: unexpected {extra.topic} {extra.payload!r}")
+
+    def drop(self) -> None:
+        """Close the network connection without DISCONNECT, as a device that lost power does."""
+        self.client.loop_stop()
+        self.client.socket().close()
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()

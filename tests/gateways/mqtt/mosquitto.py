@@ -1,0 +1,72 @@
+"""Debian's ``mosquitto`` as the reference broker of the behaviour tests: every expectation holds there first.
+
+Installed with apt-get when missing (root only, as compat_tests installs docker.io) and started on a free
+loopback port; it does not start by itself when installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from ferrymq.testing.ports import LOOPBACK, free_port
+
+MOSQUITTO = "/usr/sbin/mosquitto"
+
+
+def ensure_installed() -> str:
+    """The mosquitto binary, installed with apt-get if missing; the test is skipped where that cannot be."""
+    found = shutil.which("mosquitto") or (MOSQUITTO if os.path.exists(MOSQUITTO) else None)
+    if found:
+        return found
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        pytest.skip("mosquitto is not installed, and installing it needs root and apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    install = ["apt-get", "install", "-y", "-q", "mosquitto"]
+    if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=False)
+        proc = subprocess.run(install, env=env, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            pytest.skip(f"apt-get could not install mosquitto:\n{proc.stderr[-2000:]}")
+    return shutil.which("mosquitto") or MOSQUITTO
+
+
+class Mosquitto:
+    """A mosquitto broker on ``port`` of the loopback address, anonymous, nothing persisted."""
+
+    def __init__(self, home: Path):
+        self.binary = ensure_installed()
+        self.port = free_port()
+        self.conf = home / "mosquitto.conf"
+        self.conf.write_text(f"listener {self.port} {LOOPBACK}\nallow_anonymous true\npersistence false\n"
+                             f"log_dest stderr\n")
+        self.log = home / "mosquitto.log"
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen([self.binary, "-c", str(self.conf)], stdout=out, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection((LOOPBACK, self.port), 0.2).close()
+                return
+            except OSError:
+                if self.proc.poll() is not None:
+                    break
+                time.sleep(0.02)
+        self.stop()
+        raise RuntimeError(f"mosquitto did not start:\n{self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

@@ -1,0 +1,59 @@
+"""The MQTT listener as the server commands start it: mqttListenPort, and its refusal when taken."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+
+from ferrymq.server import config as cfg
+
+
+def test_the_mqtt_port_is_1883_by_default_and_0_turns_it_off():
+    assert cfg.GatewayConfig().mqttListenPort == 1883
+    assert cfg.from_properties(cfg.GatewayConfig, {"mqttListenPort": "0"}).mqttListenPort == 0
+
+
+def test_a_taken_mqtt_port_stops_the_server_naming_the_key(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = tmp_path / "standalone.conf"
+        conf.write_text(f"listenPort=0\nnamesrvListenPort=0\nbindAddress=127.0.0.1\nhttpListenPort=0\n"
+                        f"mqttListenPort={port}\nstorePathRootDir={tmp_path / 'store'}\n"
+                        f"kvConfigPath={tmp_path / 'kv.json'}\n")
+        result = subprocess.run([sys.executable, "-m", "ferrymq.server.cli", "standalone", "-c", str(conf)],
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert re.search(rf"mqttListenPort {port} is in use .*set mqttListenPort in the config file", result.stderr)
+
+
+def test_the_gateway_command_serves_devices_in_front_of_any_cluster(tmp_path):
+    from ferrymq.testing.ports import free_port
+    from ferrymq.testing.server import MQTT_UP, FerryMQServer
+    from tests.broker.test_cli_broker import start, stop
+
+    from .devices import V5, Device
+
+    with FerryMQServer(tmp_path / "server") as server:  # its own gateways are off
+        server.create_topic("ViaMqttCommand", 2)
+        port = free_port()
+        conf = tmp_path / "gateway.conf"
+        conf.write_text(f"bindAddress=127.0.0.1\nmqttListenPort={port}\n")
+        proc, (bound,), _ = start(["gateway", "mqtt", "-n", server.namesrv_addr, "--log-level", "INFO", "-c",
+                                   str(conf)], MQTT_UP)
+        try:
+            assert bound == port, "".join(proc.log)
+            subscriber, publisher = Device(port, V5), Device(port, V5)
+            subscriber.subscribe("ViaMqttCommand/#", qos=2)
+            publisher.publish("ViaMqttCommand/x", b"through the command", 2)
+            (msg,) = subscriber.receive(1)
+            assert (msg.topic, msg.payload, msg.qos) == ("ViaMqttCommand/x", b"through the command", 2)
+            subscriber.close()
+            publisher.close()
+        finally:
+            rest = stop(proc)
+        assert "stopped" in rest
