@@ -82,6 +82,13 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     return thread
 
 
+def _with_gateway(gateway, broker):
+    """``broker``, whose own gateway (if it serves one) now sends to it in process."""
+    if gateway is not None:
+        gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
+    return broker
+
+
 def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """Start the broker and return it (an object with ``stop() -> Deferred``).
 
@@ -363,8 +370,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
                   cfg.PlannedFeatures)
     _warn_not_yet(props)
     gateway = _http_gateway(broker_cfg, props)
+    broker = _with_gateway(gateway, _broker_factory(broker_cfg, props))
     # the gateway stops first, so its clients can still unregister from the broker
-    return _run_reactor([_StopInOrder(*filter(None, [gateway, _broker_factory(broker_cfg, props)]))], args)
+    return _run_reactor([_StopInOrder(*filter(None, [gateway, broker]))], args)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -389,8 +397,9 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     gateway = _http_gateway(broker_cfg, props)
+    broker = _with_gateway(gateway, _broker_factory(broker_cfg, props))
     # the gateway stops first, then the broker, which can still unregister from the name server
-    return _run_reactor([_StopInOrder(*filter(None, [gateway, _broker_factory(broker_cfg, props), namesrv]))], args)
+    return _run_reactor([_StopInOrder(*filter(None, [gateway, broker, namesrv]))], args)
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:
