@@ -155,12 +155,15 @@ class Producer:
 
     # ------------------------------------------------------------------ routes
 
-    @defer.inlineCallbacks
-    def find_publish_info(self, topic: str):
+    def find_publish_info(self, topic: str) -> defer.Deferred:
         """The topic's write queues; falls back to the TBW102 template when the name server has no route."""
         info = self.publish_table.get(topic)
-        if info is not None and info.ok:
-            return info
+        if info is not None and info.ok:  # known: every send but a topic's first asks, so no generator
+            return defer.succeed(info)
+        return self._fetch_publish_info(topic)
+
+    @defer.inlineCallbacks
+    def _fetch_publish_info(self, topic: str):
         self.publish_table.setdefault(topic, TopicPublishInfo())
         route = yield self.instance.update_route(topic)
         if route is not None:
@@ -236,15 +239,18 @@ class Producer:
 
     # ------------------------------------------------------------------ sends
 
-    @defer.inlineCallbacks
     def _send_to(self, msg: Message, mq: MessageQueue, body: bytes, sys_flag: int, timeout: float,
-                 *, oneway: bool = False):
-        addr = yield self.instance.require_broker_addr(mq.broker_name, msg.topic)
-        header = self._header(msg, mq, sys_flag)
-        result = yield self.instance.api.send_message(
-            addr, mq.broker_name, header, body, oneway=oneway, timeout=timeout, uniq_key=msg.uniq_key
-        )
-        return result
+                 *, oneway: bool = False) -> defer.Deferred:
+        def send(addr: str) -> defer.Deferred:
+            header = self._header(msg, mq, sys_flag)
+            return self.instance.api.send_message(
+                addr, mq.broker_name, header, body, oneway=oneway, timeout=timeout, uniq_key=msg.uniq_key
+            )
+
+        addr = self.instance.find_broker_addr(mq.broker_name)
+        if addr is not None:  # known, as for every send but the first to a broker
+            return send(addr)
+        return self.instance.require_broker_addr(mq.broker_name, msg.topic).addCallback(send)
 
     @defer.inlineCallbacks
     def _send_with_retries(self, msg: Message, attempts: int, timeout: float | None, send_one):
