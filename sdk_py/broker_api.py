@@ -68,6 +68,7 @@ from ferrymq.wire.topics import UNIQUE_MSG_QUERY_FLAG
 from .errors import MQResponseError
 from .message import PullResult, PullStatus, SendResult, SendStatus
 from ferrymq.remoting import RemotingClient
+from ferrymq.remoting.local import LocalPeer
 
 _SEND_STATUS = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
@@ -93,12 +94,18 @@ class BrokerAPI:
     def __init__(self, client: RemotingClient, timeout: float = 3.0):
         self.client = client
         self.timeout = timeout
+        #: brokers of this process by address: sends to them run through their request table, no socket
+        self.local_brokers: dict[str, LocalPeer] = {}
 
     # ------------------------------------------------------------------ plumbing
 
     def call(
         self, addr: str, cmd: RemotingCommand, *accept: int, timeout: float | None = None
     ) -> defer.Deferred:
+        return self._checked(addr, cmd, accept, self.client.invoke(addr, cmd, timeout or self.timeout))
+
+    @staticmethod
+    def _checked(addr: str, cmd: RemotingCommand, accept: tuple[int, ...], answer: defer.Deferred) -> defer.Deferred:
         accept = accept or (ResponseCode.SUCCESS,)
         operation = RequestCode(cmd.code).name
 
@@ -107,7 +114,7 @@ class BrokerAPI:
                 raise MQResponseError(operation, addr, resp.code, resp.remark)
             return resp
 
-        return self.client.invoke(addr, cmd, timeout or self.timeout).addCallback(check)
+        return answer.addCallback(check)
 
     @staticmethod
     def _req(code: int, header: Any = None, body: bytes = b"") -> RemotingCommand:
@@ -129,7 +136,8 @@ class BrokerAPI:
     ) -> defer.Deferred:
         """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) with the one-letter header, as the Java client sends.
 
-        Fires with a SendResult (status from codes 0/10/11/12), or None for oneway.
+        Fires with a SendResult (status from codes 0/10/11/12), or None for oneway. A broker of
+        :attr:`local_brokers` answers through its own request table.
         """
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         cmd = self._req(code, header, body)
@@ -150,7 +158,12 @@ class BrokerAPI:
                 trace_on=h.trace_on is not False,
             )
 
-        return self.call(addr, cmd, *_SEND_STATUS, timeout=timeout).addCallback(result)
+        local = self.local_brokers.get(addr)
+        if local is None:
+            answer = self.call(addr, cmd, *_SEND_STATUS, timeout=timeout)
+        else:
+            answer = self._checked(addr, cmd, tuple(_SEND_STATUS), local.invoke(cmd, timeout or self.timeout))
+        return answer.addCallback(result)
 
     def end_transaction(self, addr: str, header: EndTransactionRequestHeader, remark: str | None = None):
         cmd = self._req(RequestCode.END_TRANSACTION, header)

@@ -155,12 +155,15 @@ class Producer:
 
     # ------------------------------------------------------------------ routes
 
-    @defer.inlineCallbacks
-    def find_publish_info(self, topic: str):
+    def find_publish_info(self, topic: str) -> defer.Deferred:
         """The topic's write queues; falls back to the TBW102 template when the name server has no route."""
         info = self.publish_table.get(topic)
-        if info is not None and info.ok:
-            return info
+        if info is not None and info.ok:  # known: every send but a topic's first asks, so no generator
+            return defer.succeed(info)
+        return self._fetch_publish_info(topic)
+
+    @defer.inlineCallbacks
+    def _fetch_publish_info(self, topic: str):
         self.publish_table.setdefault(topic, TopicPublishInfo())
         route = yield self.instance.update_route(topic)
         if route is not None:
@@ -236,40 +239,48 @@ class Producer:
 
     # ------------------------------------------------------------------ sends
 
-    @defer.inlineCallbacks
     def _send_to(self, msg: Message, mq: MessageQueue, body: bytes, sys_flag: int, timeout: float,
-                 *, oneway: bool = False):
-        addr = yield self.instance.require_broker_addr(mq.broker_name, msg.topic)
-        header = self._header(msg, mq, sys_flag)
-        result = yield self.instance.api.send_message(
-            addr, mq.broker_name, header, body, oneway=oneway, timeout=timeout, uniq_key=msg.uniq_key
-        )
-        return result
+                 *, oneway: bool = False) -> defer.Deferred:
+        def send(addr: str) -> defer.Deferred:
+            header = self._header(msg, mq, sys_flag)
+            return self.instance.api.send_message(
+                addr, mq.broker_name, header, body, oneway=oneway, timeout=timeout, uniq_key=msg.uniq_key
+            )
 
-    @defer.inlineCallbacks
-    def _send_with_retries(self, msg: Message, attempts: int, timeout: float | None, send_one):
+        addr = self.instance.find_broker_addr(mq.broker_name)
+        if addr is not None:  # known, as for every send but the first to a broker
+            return send(addr)
+        return self.instance.require_broker_addr(mq.broker_name, msg.topic).addCallback(send)
+
+    def _send_with_retries(self, msg: Message, attempts: int, timeout: float | None, send_one) -> defer.Deferred:
         timeout = timeout or self.send_msg_timeout
-        info = yield self.find_publish_info(msg.topic)
-        started = time.monotonic()
-        last_broker: str | None = None
-        last_exc: BaseException | None = None
-        for attempt in range(attempts):
-            remaining = timeout - (time.monotonic() - started)
-            if remaining <= 0:
-                break
-            mq = info.select_queue(last_broker)
-            last_broker = mq.broker_name
-            try:
-                result = yield send_one(mq, remaining)
-                return result
-            except Exception as exc:  # noqa: BLE001 - classified below
-                last_exc = exc
-                if not should_retry(exc):
-                    raise
-                log.info("send of %s to %s failed (attempt %d of %d): %s", msg.topic, mq, attempt + 1, attempts, exc)
-        if last_exc is None:
-            raise MQClientError(f"sending to {msg.topic} timed out after {timeout} s before an attempt was made")
-        raise last_exc
+        return self.find_publish_info(msg.topic).addCallback(
+            lambda info: self._attempt(msg, info, 0, attempts, timeout, time.monotonic(), None, None, send_one))
+
+    def _attempt(self, msg: Message, info: TopicPublishInfo, attempt: int, attempts: int, timeout: float,
+                 started: float, last_broker: str | None, last_exc: BaseException | None, send_one) -> defer.Deferred:
+        """Attempt ``attempt`` of ``attempts``; a failure Java retries makes the next, on another broker.
+        Callbacks, not a generator: this runs on every send."""
+        remaining = timeout - (time.monotonic() - started)
+        if attempt >= attempts or remaining <= 0:
+            if last_exc is None:
+                return defer.fail(MQClientError(
+                    f"sending to {msg.topic} timed out after {timeout} s before an attempt was made"))
+            return defer.fail(last_exc)
+        mq = info.select_queue(last_broker)
+
+        def failed(failure):
+            exc = failure.value
+            if not isinstance(exc, Exception) or not should_retry(exc):
+                return failure
+            log.info("send of %s to %s failed (attempt %d of %d): %s", msg.topic, mq, attempt + 1, attempts, exc)
+            return self._attempt(msg, info, attempt + 1, attempts, timeout, started, mq.broker_name, exc, send_one)
+
+        try:
+            sent = send_one(mq, remaining)
+        except Exception:  # noqa: BLE001 - classified as a failed attempt
+            sent = defer.fail()
+        return sent.addErrback(failed)
 
     def send(self, msg: Message, timeout: float | None = None) -> defer.Deferred:
         """Send and fire with the SendResult once the broker answers (Java's synchronous send)."""

@@ -100,6 +100,13 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     return listener
 
 
+def _with_gateway(gateway, broker):
+    """``broker``, whose own gateway (if it serves one) now sends to it in process."""
+    if gateway is not None:
+        gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
+    return broker
+
+
 def _broker_factory(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """Start the broker and return it (an object with ``stop() -> Deferred``).
 
@@ -380,9 +387,11 @@ def cmd_broker(args: argparse.Namespace) -> int:
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
                   cfg.PlannedFeatures)
     _warn_not_yet(props)
-    gateways = [_http_gateway(broker_cfg, props), _mqtt_gateway(broker_cfg, props)]
+    http = _http_gateway(broker_cfg, props)
+    gateways = [http, _mqtt_gateway(broker_cfg, props)]
+    broker = _with_gateway(http, _broker_factory(broker_cfg, props))
     # the gateways stop first, so their clients can still unregister from the broker
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, _broker_factory(broker_cfg, props)]))], args)
+    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker]))], args)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -406,10 +415,11 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
-    gateways = [_http_gateway(broker_cfg, props), _mqtt_gateway(broker_cfg, props)]
+    http = _http_gateway(broker_cfg, props)
+    gateways = [http, _mqtt_gateway(broker_cfg, props)]
+    broker = _with_gateway(http, _broker_factory(broker_cfg, props))
     # the gateways stop first, then the broker, which can still unregister from the name server
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, _broker_factory(broker_cfg, props), namesrv]))],
-                        args)
+    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker, namesrv]))], args)
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:

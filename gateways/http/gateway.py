@@ -9,6 +9,8 @@ import logging
 import os
 from typing import Any
 
+from ferrymq.remoting import Processor
+from ferrymq.remoting.local import LocalPeer
 from ferrymq.sdk import reactor_thread
 from ferrymq.sdk.aio import MQAdmin, Producer
 from ferrymq.sdk.client_config import ClientConfig
@@ -56,6 +58,14 @@ class Gateway:
         self.transactional: dict[str, Producer] = {}
         self._transactional_lock = asyncio.Lock()
         self._announced: set[tuple[str, str]] = set()  # (group, broker name) a heartbeat has named the group to
+        #: the broker of this process, if any: (its address, its request table, the sends' BORNHOST)
+        self._local_broker: tuple[str, Processor, str] | None = None
+
+    def send_in_process(self, addr: str, processor: Processor, born_host: str) -> None:
+        """Hand the sends to the broker at ``addr`` straight to its request table (call before
+        :meth:`start`): the gateway served by a broker process publishes to it without a socket. Queue
+        selection, retries and the broker's answers stay the client's, as for any other broker."""
+        self._local_broker = (addr, processor, born_host)
 
     def _client_kwargs(self) -> dict[str, Any]:
         return {"config": self._instance.config, "instance": self._instance}
@@ -63,12 +73,19 @@ class Gateway:
     async def start(self) -> None:
         config = ClientConfig(self.namesrv_addr, **self._config_kwargs)
         reactor_thread.ensure_running()
-        self._instance = reactor_thread.call(lambda: ClientInstance(config))
+        self._instance = reactor_thread.call(lambda: self._client_instance(config))
         self.producer = Producer(PRODUCER_GROUP, max_message_size=self.max_message_size, **self._client_kwargs())
         await self.producer.start()
         self.admin = MQAdmin(self.namesrv_addr)
         self._idle_task = asyncio.get_running_loop().create_task(self._stop_idle_groups())
         log.info("HTTP gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
+
+    def _client_instance(self, config: ClientConfig) -> ClientInstance:
+        instance = ClientInstance(config)
+        if self._local_broker is not None:
+            addr, processor, born_host = self._local_broker
+            instance.api.local_brokers[addr] = LocalPeer(processor, born_host)
+        return instance
 
     async def stop(self) -> None:
         if self._idle_task is not None:

@@ -7,7 +7,8 @@ quarter of what is left, in a process whose threads share one interpreter lock w
 
 Inside a FerryMQ server the gateway's loop runs in a thread beside the Twisted reactor, which keeps
 serving the remoting protocol on its own (epoll) loop: HTTP requests cost the broker's clients nothing
-until they come, and the gateway reaches the broker through the RocketMQ client it is. Alone
+until they come, and the gateway reaches the broker through the RocketMQ client it is, whose sends to
+this broker run through the broker's request table in process (:meth:`.Gateway.send_in_process`). Alone
 (``ferrymq gateway http``) the loop runs in the main thread and the client's reactor in a thread.
 """
 

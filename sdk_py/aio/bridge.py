@@ -13,8 +13,11 @@ Two directions:
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import inspect
+import logging
+import threading
 from collections.abc import Callable
 from typing import Any, Self
 
@@ -23,11 +26,49 @@ from twisted.python.failure import Failure
 
 from .. import reactor_thread
 
+log = logging.getLogger("ferrymq.sdk.aio")
+
 
 def _reactor():
     from twisted.internet import reactor
 
     return reactor
+
+
+class _Hops:
+    """Calls into the reactor thread, run in the order posted, the reactor woken once per burst.
+
+    ``reactor.callFromThread`` writes to the reactor's wake-up pipe on every call, and the posting
+    thread gives up the interpreter lock for each write; the calls of many concurrent requests posted
+    here are run by one ``callFromThread`` instead, in one turn of the reactor.
+    """
+
+    def __init__(self) -> None:
+        self._calls: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
+        self._lock = threading.Lock()
+        self._woken = False
+
+    def post(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._calls.append((fn, args))
+        with self._lock:
+            if self._woken:
+                return
+            self._woken = True
+        _reactor().callFromThread(self._run)
+
+    def _run(self) -> None:
+        with self._lock:
+            self._woken = False  # before taking the calls: one posted from now on wakes the reactor again
+        calls = self._calls
+        while calls:
+            fn, args = calls.popleft()
+            try:
+                fn(*args)
+            except Exception:  # noqa: BLE001 - one failing call must not stop the others
+                log.exception("call %r in the reactor thread failed", fn)
+
+
+_hops = _Hops()
 
 
 async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -60,19 +101,18 @@ async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         for d in running:
             d.cancel()
 
-    reactor = _reactor()
-    reactor.callFromThread(run)
+    _hops.post(run)
     try:
         return await future
     except asyncio.CancelledError:
-        reactor.callFromThread(cancel)  # after run(): callFromThread keeps the order
+        _hops.post(cancel)  # after run(): calls run in the order posted
         raise
 
 
 def post(fn: Callable[..., Any], *args: Any) -> None:
     """Run ``fn(*args)`` in the reactor thread without waiting; calls posted run in the order posted."""
     reactor_thread.ensure_running()
-    _reactor().callFromThread(fn, *args)
+    _hops.post(fn, *args)
 
 
 def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any]) -> Callable[..., defer.Deferred]:

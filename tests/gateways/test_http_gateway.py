@@ -14,6 +14,11 @@ import pytest
 from ferrymq.sdk import BlockingProducer
 from ferrymq.sdk.message import Message
 from ferrymq.testing import admin
+from ferrymq.wire.codes import RequestCode
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import ViewMessageRequestHeader
+from ferrymq.wire.message import decode_records
+from ferrymq.wire.msgid import parse_offset_msg_id
 
 from .http_client import Gateway
 
@@ -325,3 +330,16 @@ def test_whole_numbers_written_with_a_fraction_are_integers(server, gw):
     assert admin.route(server.namesrv_addr, topic).queue_datas[0].write_queue_nums == 3
     r = gw.publish_envelope(topic, {"body": "x", "delayLevel": 1.0})
     assert r.status_code == 200, r.text
+
+
+def test_the_broker_processs_gateway_publishes_in_process(server, gw):
+    """Its sends run through the broker's request table, not a loopback connection: the stored BORNHOST is
+    the broker's host with port 0, where a connection would show its own port."""
+    topic, _ = _names()
+    server.create_topic(topic, 1)
+    sent = gw.publish(topic, "in process")
+    (host, _), offset = parse_offset_msg_id(sent["offsetMsgId"])
+    answer = admin.call(server.broker_addr, request(RequestCode.VIEW_MESSAGE_BY_ID,
+                                                    ViewMessageRequestHeader(offset=offset).to_ext()))
+    [msg] = decode_records(answer.body)
+    assert (msg.body, msg.born_host) == (b"in process", (host, 0))
