@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 import time
 from typing import Any
 
@@ -141,3 +142,9 @@ class Gateway:
     def ack(self, topic: str, group: str, messages: list[dict[str, Any]]) -> None:
         r = self.settle("ack", topic, group, [m["receiptHandle"] for m in messages])
         assert r.status_code == 200 and r.json() == {"settled": len(messages)}, r.text
+
+
+def names(*prefixes: str) -> tuple[str, ...]:
+    """Fresh names (topic, group...) for one test: ``prefix_<8 hex>`` each, one suffix for all."""
+    tag = uuid.uuid4().hex[:8]
+    return tuple(f"{prefix}_{tag}" for prefix in prefixes)

@@ -5,11 +5,10 @@ at a time at a gateway."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
-from .http_client import Gateway
+from .http_client import Gateway, names
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -23,16 +22,8 @@ def server(tmp_path_factory):
         yield srv
 
 
-@pytest.fixture
-def gw(server):
-    client = Gateway(server.http_url)
-    yield client
-    client.close()
-
-
 def _names():
-    tag = uuid.uuid4().hex[:8]
-    return f"BcT_{tag}", f"BcG_{tag}"
+    return names("BcT", "BcG")
 
 
 def _join(gw, topic, group, *clients):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import threading
 import time
-import uuid
 
 import pytest
 
@@ -20,7 +19,7 @@ from ferrymq.wire.headers import ViewMessageRequestHeader
 from ferrymq.wire.message import decode_records
 from ferrymq.wire.msgid import parse_offset_msg_id
 
-from .http_client import Gateway
+from .http_client import Gateway, names
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -43,16 +42,8 @@ def ferrymq_factory_module(tmp_path_factory):
         yield srv
 
 
-@pytest.fixture
-def gw(server):
-    client = Gateway(server.http_url)
-    yield client
-    client.close()
-
-
 def _names():
-    tag = uuid.uuid4().hex[:8]
-    return f"HttpT_{tag}", f"HttpG_{tag}"
+    return names("HttpT", "HttpG")
 
 
 def test_raw_publish_is_consumed_with_its_tag_keys_and_media_type(server, gw):

@@ -4,13 +4,13 @@ mqadmin consumerProgress computes it (broker max offset - committed offset)."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
+from .http_client import names
+
 from ferrymq.testing import admin
 
-from .http_client import Gateway
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -23,16 +23,8 @@ def server(tmp_path_factory):
         yield srv
 
 
-@pytest.fixture
-def gw(server):
-    client = Gateway(server.http_url)
-    yield client
-    client.close()
-
-
 def _names():
-    tag = uuid.uuid4().hex[:8]
-    return f"GrpT_{tag}", f"GrpG_{tag}"
+    return names("GrpT", "GrpG")
 
 
 def test_a_groups_lag_is_what_it_has_not_acked(server, gw):

@@ -5,11 +5,10 @@ stream's messages come back after their invisibility time."""
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
-from .http_client import Gateway
+from .http_client import Gateway, names
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -22,16 +21,8 @@ def server(tmp_path_factory):
         yield srv
 
 
-@pytest.fixture
-def gw(server):
-    client = Gateway(server.http_url)
-    yield client
-    client.close()
-
-
 def _names():
-    tag = uuid.uuid4().hex[:8]
-    return f"SseT_{tag}", f"SseG_{tag}"
+    return names("SseT", "SseG")
 
 
 def _events(stream, count: int, timeout: float = 20) -> list[dict]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ import pytest
 from ferrymq.gateways.http.transactions import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 
 from .check_back_receiver import Receiver
-from .http_client import Gateway
+from .http_client import Gateway, names
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -47,16 +46,8 @@ def receiver():
     r.close()
 
 
-@pytest.fixture
-def gw(server):
-    client = Gateway(server.http_url)
-    yield client
-    client.close()
-
-
-def _names() -> tuple[str, str, str]:
-    tag = uuid.uuid4().hex[:8]
-    return f"HttpTx_{tag}", f"HttpTxG_{tag}", f"HttpTxP_{tag}"
+def _names():
+    return names("HttpTx", "HttpTxG", "HttpTxP")
 
 
 def _begin(gw: Gateway, topic: str, producer_group: str, url: str, body: str = "order-1", **message: Any):
