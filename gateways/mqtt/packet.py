@@ -7,6 +7,7 @@ body; :mod:`.packets` adds the fixed header and dispatches on the type.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from enum import IntEnum
 from typing import TYPE_CHECKING, ClassVar
 
@@ -62,7 +63,7 @@ def optional_tail(reason_code: int, has_properties: bool) -> tuple[bool, bool]:
     return reason_code != 0 or has_properties, has_properties
 
 
-class Packet:
+class Packet(ABC):
     """Base of the packet dataclasses; ``TYPE`` names the packet, the two hooks code its body."""
 
     __slots__ = ()
@@ -72,14 +73,14 @@ class Packet:
         """The four low bits of the first byte."""
         return FIXED_FLAGS[self.TYPE]
 
+    @abstractmethod
     def _encode(self, version: int) -> bytes:
         """The variable header and payload for ``version``."""
-        raise NotImplementedError
 
     @classmethod
+    @abstractmethod
     def _decode(cls, flags: int, body: Reader, version: int) -> Packet:
         """The packet from its fixed header flags and a reader over the rest (already size-checked)."""
-        raise NotImplementedError
 
 
 __all__ = ["MQTT_3_1_1", "MQTT_5", "VERSIONS", "PacketType", "FIXED_FLAGS", "FROM_CLIENT", "FROM_SERVER",
