@@ -300,7 +300,8 @@ class GatewayConfig:
     mqttListenPort: int = key(MQTT_PORT, "Port of the MQTT gateway (docs/mqtt.md), on bindAddress; 0 turns it off.",
                               check=port)
     httpCheckBackSecret: str = key("", "HMAC-SHA256 key signing the HTTP gateway's transaction check-back calls "
-                                       "(docs/http.md); empty refuses transactional publishes over HTTP.")
+                                       "(docs/http.md); empty refuses transactional publishes over HTTP.",
+                                   secret=True)
     httpCheckBackTimeout: int = key(3_000, "Milliseconds a check-back receiver has to answer before the answer "
                                            "counts as UNKNOWN.", check=positive)
 

@@ -32,9 +32,14 @@ class ConfigError(ValueError):
     """A config file or value cannot be used; the message names the file/key and what was expected."""
 
 
-def key(default: Any, help: str, *, factory: Any = None, check: Check | None = None) -> Any:
-    """A config field: its default, the help line ``--help`` prints and the check a configured value passes."""
-    metadata = {"help": help, "check": check}
+#: What ``--print-config`` shows for a secret key that has a value.
+HIDDEN = "<hidden>"
+
+
+def key(default: Any, help: str, *, factory: Any = None, check: Check | None = None, secret: bool = False) -> Any:
+    """A config field: its default, the help line ``--help`` prints and the check a configured value passes.
+    A ``secret`` key's value is never printed (config output ends up in terminals, logs and bug reports)."""
+    metadata = {"help": help, "check": check, "secret": secret}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -179,6 +184,8 @@ def to_properties(obj: Any, skip: Iterable[str] = ()) -> str:
         value = getattr(obj, f.name)
         if isinstance(value, bool):
             value = "true" if value else "false"
+        elif value and f.metadata.get("secret"):
+            value = HIDDEN
         lines.append(f"{f.name}={value}")
     return "\n".join(lines)
 

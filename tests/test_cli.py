@@ -50,6 +50,16 @@ def test_broker_print_config_applies_file_and_namesrv_option(tmp_path):
     assert "brokerName=b1" in result.stdout and "namesrvAddr=127.0.0.1:9999" in result.stdout
 
 
+@pytest.mark.parametrize("command", [["gateway", "http", "-n", "127.0.0.1:9876"], ["standalone"], ["broker"]])
+def test_print_config_hides_the_check_back_secret(tmp_path, command):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("httpCheckBackSecret=s3cr3t-hmac-key\n")
+    result = run(*command, "-c", str(conf), "-p")
+    assert result.returncode == 0, result.stderr
+    assert "s3cr3t" not in result.stdout
+    assert "httpCheckBackSecret=<hidden>" in result.stdout
+
+
 def test_print_config_applies_file(tmp_path):
     conf = tmp_path / "ns.conf"
     conf.write_text("# a comment\nlistenPort = 19876\n! also a comment\norderMessageEnable=true\n")
