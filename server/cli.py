@@ -92,8 +92,10 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     from twisted.internet import reactor
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
-    listener = MQTTListener(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize),
-                            bind, gateway_cfg.mqttListenPort)
+    gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                      state_dir=os.path.join(broker_cfg.storePathRootDir, "mqtt"),
+                      sync_state=broker_cfg.flushDiskType == "SYNC_FLUSH")
+    listener = MQTTListener(gateway, bind, gateway_cfg.mqttListenPort)
     with _listening("mqttListenPort", bind):
         listener.listen()
     reactor.callWhenRunning(listener.start_client)
@@ -250,7 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
         description="Serve HTTP clients (docs/http.md) or MQTT devices (docs/mqtt.md) in front of the cluster "
         "of the given name servers, Apache RocketMQ's included, as a RocketMQ client of it.",
-        epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, mqttListenPort, maxMessageSize.",
+        epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, mqttListenPort, maxMessageSize, "
+               "storePathRootDir and flushDiskType (where and how MQTT sessions persist: <storePathRootDir>/mqtt).",
     )
     _add_common(p, "gateway")
     p.add_argument("protocol", choices=["http", "mqtt"], help="the gateway to run")
@@ -428,8 +431,9 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         props["namesrvAddr"] = args.namesrv_addr
     with _values_of(args.config):
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
-        broker_cfg = cfg.from_properties(cfg.BrokerConfig, {k: v for k, v in props.items()
-                                                            if k in ("namesrvAddr", "maxMessageSize")})
+        broker_cfg = cfg.from_properties(cfg.BrokerConfig, {
+            k: v for k, v in props.items()
+            if k in ("namesrvAddr", "maxMessageSize", "storePathRootDir", "flushDiskType")})
         netty_cfg = cfg.from_properties(cfg.NettyServerConfig, {k: v for k, v in props.items() if k == "bindAddress"})
     if args.print_config:
         print(f"namesrvAddr={broker_cfg.namesrvAddr}\nbindAddress={netty_cfg.bindAddress}\n"

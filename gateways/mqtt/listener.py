@@ -13,7 +13,7 @@ from twisted.internet import defer, task
 from twisted.internet.protocol import Factory, Protocol
 
 from .gateway import Gateway, settle
-from .packets import encode
+from .packets import PingResp, encode
 from .reason_codes import ReasonCode
 from .session import (
     Ack,
@@ -35,6 +35,8 @@ log = logging.getLogger("ferrymq.gateway.mqtt")
 MAXIMUM_PACKET_SIZE = (4 << 20) + 64 * 1024
 #: seconds between sweeps for detached sessions whose expiry interval has passed
 EXPIRY_SWEEP_SECONDS = 1.0
+#: the answer to a PINGREQ, the one exchange that changes nothing a session persists
+_PONG = Send(PingResp())
 
 
 class MQTTProtocol(Protocol):
@@ -74,6 +76,9 @@ class MQTTProtocol(Protocol):
             self._arm()
 
     def run(self, actions: list) -> None:
+        session = self.conn.session
+        if session is not None and session.expiry_interval and actions != [_PONG]:
+            self.gateway.session_changed(session)
         for action in actions:
             if isinstance(action, Send):
                 self.transport.write(encode(action.packet, self.conn.version))
@@ -84,6 +89,9 @@ class MQTTProtocol(Protocol):
             elif isinstance(action, ChangeSubscriptions):
                 self.gateway.subscriptions_changed()
                 self.transport.write(encode(action.reply, self.conn.version))
+                for topic_filter in action.retained:
+                    for delivery in self.gateway.retained_deliveries(topic_filter):
+                        self.run(self.conn.deliver(delivery, None, retained_for=topic_filter))
             elif isinstance(action, Connected):
                 if action.taken_over is not None:
                     other = self.factory.protocols.get(action.taken_over)
@@ -94,6 +102,7 @@ class MQTTProtocol(Protocol):
                 self._timer = None
                 self._arm()
             elif isinstance(action, SessionEnded):
+                self.gateway.session_changed(action.session)
                 self.gateway.subscriptions_changed()
             elif isinstance(action, (Ack, Release)):
                 settle([action])
@@ -179,7 +188,10 @@ class MQTTListener:
                     lambda f, topic=action.message.topic: log.warning("MQTT will to %s not stored: %s", topic,
                                                                       f.getErrorMessage()))
         settle(actions)
-        if any(isinstance(action, SessionEnded) for action in actions):
+        ended = [action.session for action in actions if isinstance(action, SessionEnded)]
+        for session in ended:
+            self.gateway.session_changed(session)
+        if ended:
             self.gateway.subscriptions_changed()
 
     @defer.inlineCallbacks

@@ -1,0 +1,97 @@
+"""Persistent sessions and retained messages across a restart of the broker, with paho devices over TCP:
+on mosquitto (``persistence true``, its file in the test's directory) first, then on ``ferrymq standalone``
+stopped and started again over the same store."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from ferrymq.testing.server import FerryMQServer
+
+from .devices import V5, V311, Device
+from .mosquitto import Mosquitto
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class _FerryMQ:
+    """``ferrymq standalone`` with the MQTT gateway, as the scenario sees a broker: a port and a restart."""
+
+    def __init__(self, home):
+        self.server = FerryMQServer(home, {"autoCreateTopicEnable": True}, mqtt=True).start()
+        self.port = self.server.mqtt_port
+
+    def restart(self) -> None:
+        self.server.restart()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+@pytest.fixture(params=["mosquitto", "ferrymq"])
+def broker(request, tmp_path):
+    server = Mosquitto(tmp_path, persistence=True) if request.param == "mosquitto" else _FerryMQ(tmp_path)
+    yield server
+    server.stop()
+
+
+def _topic() -> str:
+    return f"Mqtt_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.mark.parametrize("version", [V311, V5])
+def test_a_persistent_session_gets_its_qos_1_and_2_messages_as_promised_after_a_restart(broker, version):
+    topic, other = _topic(), _topic()
+    client_id = f"restart-{uuid.uuid4().hex[:8]}"
+    device = Device(broker.port, version, client_id, clean=False, manual_ack=True)
+    publisher = Device(broker.port, version)
+    device.subscribe(f"{topic}/#", qos=2)
+    # received and not completed: QoS 1 without PUBACK, QoS 2 with PUBREC but without PUBCOMP
+    publisher.publish(f"{topic}/in-flight", b"1", 1)
+    publisher.publish(f"{topic}/released", b"2", 2)
+    assert sorted(m.payload for m in device.receive(2)) == [b"1", b"2"]
+    device.drop()
+    publisher.publish(f"{topic}/queued", b"3", 1)
+    publisher.publish(f"{topic}/queued", b"4", 2)
+    publisher.publish(f"{other}/config", b"on", 1, retain=True)
+    publisher.close()
+    time.sleep(0.2)
+
+    broker.restart()
+
+    device = Device(broker.port, version, client_id, clean=False)
+    try:
+        assert device.session_present is True
+        got = device.receive(3)
+        # QoS 1 at least once (again, DUP), QoS 2 exactly once (PUBREL again, not the message)
+        assert sorted((m.payload, m.qos) for m in got) == [(b"1", 1), (b"3", 1), (b"4", 2)]
+        assert [bool(m.dup) for m in got if m.payload == b"1"] == [True]
+        device.nothing_more(0.5)
+        late = Device(broker.port, version)
+        late.subscribe(f"{other}/#")
+        ((name, payload, retain),) = [(m.topic, m.payload, bool(m.retain)) for m in late.receive(1)]
+        assert (name, payload, retain) == (f"{other}/config", b"on", True)
+        late.close()
+    finally:
+        device.close()
+
+
+@pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
+def test_sessions_that_expired_while_the_broker_was_down_are_gone(broker):
+    """FerryMQ's alone: mosquitto 2.0.11 never expires a session it read back from its file."""
+    client_id, lasting_id = f"short-{uuid.uuid4().hex[:8]}", f"long-{uuid.uuid4().hex[:8]}"
+    for cid, expiry in ((client_id, 1), (lasting_id, 600)):
+        device = Device(broker.port, V5, cid, clean=False, session_expiry=expiry)
+        device.subscribe(f"{_topic()}/#")
+        device.close()
+    closed_at = time.monotonic()
+    broker.stop()
+    time.sleep(max(0.0, 1.2 - (time.monotonic() - closed_at)))
+    broker.restart()
+    for cid, present in ((client_id, False), (lasting_id, True)):
+        device = Device(broker.port, V5, cid, clean=False)
+        assert device.session_present is present, cid
+        device.close()
