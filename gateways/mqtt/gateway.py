@@ -142,6 +142,7 @@ class Gateway:
         self.sessions: Sessions = {}
         self.retained = RetainedMessages()
         self.state = StateFiles(state_dir, sync=sync_state) if state_dir else None
+        self._restored = False
         #: how to run a session's actions on the connection it is attached to (set by the listener)
         self.run_actions: Callable[[Session, list], None] = lambda session, actions: None
         self._instance: ClientInstance | None = None
@@ -153,8 +154,24 @@ class Gateway:
 
     # ------------------------------------------------------------------ lifecycle
 
+    def restore(self) -> None:
+        """Read back the persisted sessions and retained messages, before devices connect (one that
+        reconnects as soon as the port opens finds its session); :meth:`start` does it if not done."""
+        if self.state is None or self._restored:
+            return
+        self._restored = True
+        sessions, retained = self.state.load(time.time())
+        self.sessions.update(sessions)
+        for message in retained:
+            self.retained.set(message)
+        self.state.watch(self.sessions, self.retained.get)
+        if sessions or retained:
+            log.info("MQTT gateway: %d persistent session(s) and %d retained message(s) restored",
+                     len(sessions), len(retained))
+
     @defer.inlineCallbacks
     def start(self):
+        self.restore()
         config = ClientConfig(self.namesrv_addr, **self._config_kwargs)
         self._instance = ClientInstance(config)
         self.producer = Producer(PRODUCER_GROUP, config=config, instance=self._instance,
@@ -166,11 +183,6 @@ class Gateway:
             self._offset_dir = tempfile.mkdtemp(prefix="ferrymq-mqtt-")
         else:
             self._offset_dir = str(self.state.offsets_dir)
-            sessions, retained = self.state.load(time.time())
-            self.sessions.update(sessions)
-            for message in retained:
-                self.retained.set(message)
-            self.state.watch(self.sessions, self.retained.get)
         self._fan_out = _Consumer(
             _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
                              message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
@@ -186,8 +198,6 @@ class Gateway:
                         topic = mapping.subscription(topic_filter).topic
                         since[topic] = min(since.get(topic, int(at * 1000)), int(at * 1000))
             self.subscriptions_changed()
-            log.info("MQTT gateway: %d persistent session(s) and %d retained message(s) restored",
-                     len(self.sessions), len(self.retained))
         log.info("MQTT gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
 
     @defer.inlineCallbacks

@@ -166,6 +166,7 @@ class MQTTListener:
 
     def listen(self) -> None:
         """Bind now (``CannotListenError`` if the port is taken)."""
+        self.gateway.restore()
         self._listening = self.reactor.listenTCP(self.port, self.factory, interface=self.host)
         self.port = self._listening.getHost().port
 
