@@ -93,6 +93,7 @@ class MQTTProtocol(Protocol):
                     for delivery in self.gateway.retained_deliveries(topic_filter):
                         self.run(self.conn.deliver(delivery, None, retained_for=topic_filter))
             elif isinstance(action, Connected):
+                self.gateway.session_changed(action.session)  # resumed without expiry: its file goes
                 if action.taken_over is not None:
                     other = self.factory.protocols.get(action.taken_over)
                     if other is not None:

@@ -566,7 +566,7 @@ class ServerConnection:
 
     def shut_down(self, now: float) -> list[Action]:
         """The server is stopping: close with *Server shutting down*. Wills are not published (the
-        RocketMQ client stops with the server); in-memory sessions end with it."""
+        RocketMQ client stops with the server); a persistent session detaches, its expiry starting now."""
         self._now = now
         if self.state is State.CLOSED:
             return []
