@@ -95,3 +95,29 @@ def test_sessions_that_expired_while_the_broker_was_down_are_gone(broker):
         device = Device(broker.port, V5, cid, clean=False)
         assert device.session_present is present, cid
         device.close()
+
+
+@pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
+def test_after_a_crash_a_persistent_session_loses_no_acknowledged_message(broker):
+    """FerryMQ's alone: mosquitto saves its sessions at exit (or every autosave_interval), so SIGKILL
+    loses them. QoS 1 here is at least once: a message may come twice after a crash, never not at all."""
+    topic, client_id = _topic(), f"crash-{uuid.uuid4().hex[:8]}"
+    device = Device(broker.port, V311, client_id, clean=False)
+    device.subscribe(f"{topic}/#", qos=1)
+    device.close()
+    publisher = Device(broker.port, V311)
+    for payload in (b"a", b"b"):
+        publisher.publish(f"{topic}/x", payload, 1)  # acknowledged: stored
+    publisher.close()
+    time.sleep(0.3)
+    broker.server.kill()
+    broker.server.start()
+    device = Device(broker.port, V311, client_id, clean=False)
+    try:
+        assert device.session_present is True
+        got = [m.payload for m in device.receive(2)]
+        while not device.messages.empty() or len(set(got)) < 2:
+            got += [m.payload for m in device.receive(1)]
+        assert set(got) == {b"a", b"b"}
+    finally:
+        device.close()
