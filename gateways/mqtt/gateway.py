@@ -17,7 +17,7 @@ Each topic starts, for a consumer, at the messages stored since it was first sub
 that overrides the SDK's consume timestamp per topic), so a device gets what was published after its
 SUBACK even when the topic's queues are found later (a topic created by that first publish).
 
-With a state directory (``{storePathRootDir}/mqtt``, :mod:`.persistence`), persistent sessions, retained
+With a state directory (``{storePathRootDir}/mqtt`` in a broker, :mod:`.persistence`), persistent sessions, retained
 messages and the broadcasting consumer's offsets outlive a restart: the sessions are read back before the
 consumers start, and each topic they subscribe resumes from its offsets (or from when it was first
 subscribed), so what was stored while a session's messages were being handed out is not skipped.
@@ -191,10 +191,10 @@ class Gateway:
         self._fan_out.consumer.register_listener(self._fan_out_listener)
         if self.sessions:
             # each restored topic resumes from its offsets, else from when it was first subscribed
+            since = self._fan_out.consumer.since
             for session in self.sessions.values():
                 for topic_filter, at in session.subscribed_at.items():
                     if not topic_filter.startswith(topics.SHARE_PREFIX):
-                        since = self._fan_out.consumer.since
                         topic = mapping.subscription(topic_filter).topic
                         since[topic] = min(since.get(topic, int(at * 1000)), int(at * 1000))
             self.subscriptions_changed()
@@ -258,7 +258,8 @@ class Gateway:
     def retained_deliveries(self, topic_filter: str) -> list[mapping.Delivery]:
         """The retained messages a new subscription to ``topic_filter`` receives (expired ones left out)."""
         now_ms = int(time.time() * 1000)
-        found = (mapping.to_delivery(m.topic, m.properties, m.body, now_ms) for m in self.retained.matching(topic_filter))
+        found = (mapping.to_delivery(message.topic, message.properties, message.body, now_ms)
+                 for message in self.retained.matching(topic_filter))
         return [delivery for delivery in found if delivery is not None]
 
     # ------------------------------------------------------------------ subscriptions

@@ -251,6 +251,7 @@ def _int(text: str | None) -> int | None:
         return None
 
 
-__all__ = ["MQTT_TOPIC", "QOS", "RESPONSE_TOPIC", "CORRELATION_DATA", "PAYLOAD_FORMAT", "EXPIRE_AT", "CLIENT_ID", "RETAIN",
-           "GATEWAY_PROPERTIES", "ROCKETMQ_QOS", "MappingError", "rocketmq_topic", "split_topic", "mqtt_topic",
-           "TopicSubscription", "subscription", "share_group", "tag_expression", "to_rocketmq", "Delivery", "to_delivery"]
+__all__ = ["MQTT_TOPIC", "QOS", "RESPONSE_TOPIC", "CORRELATION_DATA", "PAYLOAD_FORMAT", "EXPIRE_AT", "CLIENT_ID",
+           "RETAIN", "GATEWAY_PROPERTIES", "ROCKETMQ_QOS", "MappingError", "rocketmq_topic", "split_topic",
+           "mqtt_topic", "TopicSubscription", "subscription", "share_group", "tag_expression", "to_rocketmq",
+           "Delivery", "to_delivery"]

@@ -221,7 +221,8 @@ class StateFiles:
             batch.append((self.sessions_dir / file_name(client_id), data))
         for topic_name in self._dirty_retained:
             message = self._retained(topic_name)
-            batch.append((self.retained_dir / file_name(topic_name), None if message is None else encode_retained(message)))
+            data = None if message is None else encode_retained(message)
+            batch.append((self.retained_dir / file_name(topic_name), data))
         self._dirty_sessions.clear()
         self._dirty_retained.clear()
         return batch
