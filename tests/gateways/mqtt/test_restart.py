@@ -4,11 +4,14 @@ stopped and started again over the same store."""
 
 from __future__ import annotations
 
+import dataclasses
+import socket
 import time
 import uuid
 
 import pytest
 
+from ferrymq.testing.ports import LOOPBACK
 from ferrymq.testing.server import FerryMQServer
 
 from .devices import V5, V311, Device
@@ -121,3 +124,63 @@ def test_after_a_crash_a_persistent_session_loses_no_acknowledged_message(broker
         assert set(got) == {b"a", b"b"}
     finally:
         device.close()
+
+
+class _RawDevice:
+    """An MQTT 5 client of FerryMQ's own codec over a socket, to stop a QoS 2 flow half way."""
+
+    def __init__(self, port: int, client_id: str):
+        from ferrymq.gateways.mqtt.connection import Decoder
+        from ferrymq.gateways.mqtt.packets import Connect
+        from ferrymq.gateways.mqtt.properties import Properties
+
+        self.sock = socket.create_connection((LOOPBACK, port), 5)
+        self.sock.settimeout(5)
+        self.decoder = Decoder("client", version=5)
+        self.send(Connect(client_id, 5, clean_start=False, properties=Properties(session_expiry_interval=600)))
+        self.connack = self.receive()
+
+    def send(self, packet) -> None:
+        from ferrymq.gateways.mqtt.packets import encode
+
+        self.sock.sendall(encode(packet, 5))
+
+    def receive(self):
+        events = []
+        while not events:
+            events = self.decoder.feed(self.sock.recv(4096))
+        return events[0]
+
+
+def test_a_qos2_message_received_before_a_restart_is_released_after_it_exactly_once(broker):
+    from ferrymq.gateways.mqtt.packets import PubComp, Publish, PubRec, PubRel
+
+    topic, client_id, watcher_id = _topic(), f"raw-{uuid.uuid4().hex[:8]}", f"watch-{uuid.uuid4().hex[:8]}"
+    watcher = Device(broker.port, V5, watcher_id, clean=False)
+    watcher.subscribe(f"{topic}/#", qos=2)
+    device = _RawDevice(broker.port, client_id)
+    publish = Publish(f"{topic}/once", b"exactly once", 2, packet_identifier=7)
+    device.send(publish)
+    assert device.receive() == PubRec(7)  # stored (or held) by the broker; PUBREL not sent yet
+    device.sock.close()
+    time.sleep(0.3)
+    watcher.drop()
+    # mosquitto forwards a QoS 2 message at its PUBREL, FerryMQ once stored (spec 4.3.3 allows both)
+    before = [(m.payload, m.qos) for m in list(watcher.messages.queue)]
+
+    broker.restart()
+
+    device = _RawDevice(broker.port, client_id)
+    assert device.connack.session_present
+    device.send(dataclasses.replace(publish, dup=True))  # the PUBREC never arrived, as far as it knows
+    assert device.receive() == PubRec(7)
+    device.send(PubRel(7))
+    assert device.receive() == PubComp(7)  # the packet identifier was remembered: success
+    device.sock.close()
+    watcher = Device(broker.port, V5, watcher_id, clean=False)
+    try:
+        after = [] if before else [(m.payload, m.qos) for m in watcher.receive(1)]
+        assert before + after == [(b"exactly once", 2)]
+        watcher.nothing_more(0.5)
+    finally:
+        watcher.close()
