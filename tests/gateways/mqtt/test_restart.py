@@ -34,9 +34,11 @@ class _FerryMQ:
         self.server.stop()
 
 
-@pytest.fixture(params=["mosquitto", "ferrymq"])
-def broker(request, tmp_path):
-    server = Mosquitto(tmp_path, persistence=True) if request.param == "mosquitto" else _FerryMQ(tmp_path)
+@pytest.fixture(scope="module", params=["mosquitto", "ferrymq"])
+def broker(request, tmp_path_factory):
+    """One broker per module, restarted by each scenario (fresh topics and client identifiers keep them apart)."""
+    home = tmp_path_factory.mktemp(request.param)
+    server = Mosquitto(home, persistence=True) if request.param == "mosquitto" else _FerryMQ(home)
     yield server
     server.stop()
 
