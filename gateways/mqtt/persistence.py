@@ -148,9 +148,7 @@ class StateFiles:
     """
 
     def __init__(self, directory: Path | str, *, sync: bool = False, reactor=None):
-        if reactor is None:
-            from twisted.internet import reactor
-        self.reactor = reactor
+        self.reactor = reactor  # the running one when None, looked up once needed (after it is installed)
         self.directory = Path(directory)
         self.sync = sync
         self.sessions_dir = self.directory / "sessions"
@@ -210,6 +208,9 @@ class StateFiles:
 
     def _schedule(self) -> None:
         if self._scheduled is None and self._writing is None:
+            if self.reactor is None:
+                from twisted.internet import reactor
+                self.reactor = reactor
             self._scheduled = self.reactor.callLater(0, self._write_next)
 
     def _batch(self) -> list[tuple[Path, bytes | None]]:
@@ -227,14 +228,16 @@ class StateFiles:
         self._dirty_retained.clear()
         return batch
 
-    def _write_next(self) -> None:
+    def _write_next(self) -> defer.Deferred | None:
+        """Write what is noted, one batch at a time (a file is never written by two threads at once)."""
         self._scheduled = None
         batch = self._batch()
         if not batch:
-            return
-        self._writing = threads.deferToThread(write_files, batch, self.sync)
-        self._writing.addErrback(lambda f: log.error("MQTT state not written: %s", f.getErrorMessage()))
-        self._writing.addBoth(self._written)
+            return None
+        self._writing = writing = threads.deferToThread(write_files, batch, self.sync)
+        writing.addErrback(lambda f: log.error("MQTT state not written: %s", f.getErrorMessage()))
+        writing.addBoth(self._written)
+        return writing
 
     def _written(self, _result) -> None:
         self._writing = None
@@ -249,9 +252,9 @@ class StateFiles:
         self._scheduled = None
         while self._writing is not None:
             yield self._writing
-        batch = self._batch()
-        if batch:
-            yield threads.deferToThread(write_files, batch, self.sync)
+        writing = self._write_next()
+        if writing is not None:
+            yield writing
 
 
 def write_files(batch: list[tuple[Path, bytes | None]], sync: bool) -> None:
