@@ -18,6 +18,8 @@ PUBLISH, base64: the layout the gateway already specifies and tests, with every 
 What a file holds is written shortly after it changes (changes are gathered and written together, off
 the reactor thread, one batch at a time): an orderly stop writes everything, and a crash loses at most
 the latest changes of a session, never a message the broker acknowledged (that is in the commit log).
+With SYNC_FLUSH the listener also holds a persistent session's outgoing packets (PUBREC, SUBACK...)
+until :meth:`StateFiles.written` says the change they answer is on disk, as the broker answers a send.
 """
 
 from __future__ import annotations
@@ -160,6 +162,10 @@ class StateFiles:
         self._dirty_retained: set[str] = set()
         self._writing: defer.Deferred | None = None
         self._scheduled = None
+        #: changes noted so far, and how many of them are written: :meth:`written` compares the two
+        self._noted = 0
+        self._done = 0
+        self._waiting: list[tuple[int, defer.Deferred]] = []
 
     # ------------------------------------------------------------------ start-up
 
@@ -200,11 +206,22 @@ class StateFiles:
 
     def changed(self, client_id: str) -> None:
         self._dirty_sessions.add(client_id)
+        self._noted += 1
         self._schedule()
 
     def retained_changed(self, topic_name: str) -> None:
         self._dirty_retained.add(topic_name)
+        self._noted += 1
         self._schedule()
+
+    def written(self) -> defer.Deferred:
+        """Fires once every change noted so far is written (fsync'd with ``sync``), or failed to be
+        (logged: the server goes on rather than stall its devices)."""
+        if self._done >= self._noted:
+            return defer.succeed(None)
+        waiter = defer.Deferred()
+        self._waiting.append((self._noted, waiter))
+        return waiter
 
     def _schedule(self) -> None:
         if self._scheduled is None and self._writing is None:
@@ -231,16 +248,22 @@ class StateFiles:
     def _write_next(self) -> defer.Deferred | None:
         """Write what is noted, one batch at a time (a file is never written by two threads at once)."""
         self._scheduled = None
+        covers = self._noted
         batch = self._batch()
         if not batch:
             return None
         self._writing = writing = threads.deferToThread(write_files, batch, self.sync)
         writing.addErrback(lambda f: log.error("MQTT state not written: %s", f.getErrorMessage()))
-        writing.addBoth(self._written)
+        writing.addBoth(self._written, covers)
         return writing
 
-    def _written(self, _result) -> None:
+    def _written(self, _result, covers: int) -> None:
         self._writing = None
+        self._done = covers
+        due = [waiter for noted, waiter in self._waiting if noted <= covers]
+        self._waiting = [(noted, waiter) for noted, waiter in self._waiting if noted > covers]
+        for waiter in due:
+            waiter.callback(None)
         if self._dirty_sessions or self._dirty_retained:
             self._schedule()
 

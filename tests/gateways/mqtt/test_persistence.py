@@ -136,3 +136,32 @@ def test_retained_messages_are_replaced_cleared_and_matched_by_filter():
     assert store.get("s/r1/hum") is None and store.matching("s/r1/hum") == [] and len(store) == 4
     retain("other/r1/temp", b"")
     assert store.matching("other/#") == []
+
+
+def test_written_fires_once_the_changes_noted_before_it_are_on_disk(tmp_path):
+    from ferrymq.sdk import reactor_thread
+    from twisted.internet import defer
+
+    reactor_thread.ensure_running()
+    files = StateFiles(tmp_path, sync=True)
+    files.load(0.0)
+    sessions = {"d": Session("d", expiry_interval=60)}
+    files.watch(sessions, lambda topic_name: None)
+    path = files.sessions_dir / file_name("d")
+
+    @defer.inlineCallbacks
+    def scenario():
+        assert files.written().called  # nothing noted
+        files.changed("d")
+        first = files.written()
+        exists_at_once = path.exists()
+        yield first
+        sessions["d"].received_qos2.add(5)
+        files.changed("d")
+        second = files.written()
+        after_first = decode_session(path.read_bytes()).received_qos2
+        yield second
+        return exists_at_once, after_first, decode_session(path.read_bytes()).received_qos2
+
+    exists_at_once, after_first, after_second = reactor_thread.call(scenario)
+    assert (exists_at_once, after_first, after_second) == (False, set(), {5})

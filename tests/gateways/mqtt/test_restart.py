@@ -21,10 +21,12 @@ pytestmark = pytest.mark.timeout(120)
 
 
 class _FerryMQ:
-    """``ferrymq standalone`` with the MQTT gateway, as the scenario sees a broker: a port and a restart."""
+    """``ferrymq standalone`` with the MQTT gateway, as the scenario sees a broker: a port and a restart.
+    SYNC_FLUSH: a persistent session's acknowledgements wait for its state on disk, as sends do."""
 
     def __init__(self, home):
-        self.server = FerryMQServer(home, {"autoCreateTopicEnable": True}, mqtt=True).start()
+        self.server = FerryMQServer(home, {"autoCreateTopicEnable": True, "flushDiskType": "SYNC_FLUSH"},
+                                    mqtt=True).start()
         self.port = self.server.mqtt_port
 
     def restart(self) -> None:
