@@ -256,11 +256,16 @@ class Gateway:
             self.state.changed(session.client_id)
 
     def retained_deliveries(self, topic_filter: str) -> list[mapping.Delivery]:
-        """The retained messages a new subscription to ``topic_filter`` receives (expired ones left out)."""
+        """The retained messages a new subscription to ``topic_filter`` receives."""
         now_ms = int(time.time() * 1000)
-        found = (mapping.to_delivery(message.topic, message.properties, message.body, now_ms)
-                 for message in self.retained.matching(topic_filter))
-        return [delivery for delivery in found if delivery is not None]
+        deliveries = []
+        for message in self.retained.matching(topic_filter):
+            delivery = mapping.to_delivery(message.topic, message.properties, message.body, now_ms)
+            if delivery is None:  # its Message Expiry Interval passed: it is retained no more (3.3.2.3.3)
+                self._retain(Message(message.topic, properties=message.properties))
+            else:
+                deliveries.append(delivery)
+        return deliveries
 
     # ------------------------------------------------------------------ subscriptions
 

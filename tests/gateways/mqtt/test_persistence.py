@@ -165,3 +165,16 @@ def test_written_fires_once_the_changes_noted_before_it_are_on_disk(tmp_path):
 
     exists_at_once, after_first, after_second = reactor_thread.call(scenario)
     assert (exists_at_once, after_first, after_second) == (False, set(), {5})
+
+
+def test_a_retained_message_whose_expiry_passed_is_dropped_when_next_matched():
+    from ferrymq.gateways.mqtt.gateway import Gateway
+
+    gateway = Gateway("127.0.0.1:9876")
+    expiring = mapping.to_rocketmq(Publish("t/old", b"x", retain=True,
+                                           properties=Properties(message_expiry_interval=1)), 0)
+    lasting = mapping.to_rocketmq(Publish("t/new", b"y", retain=True), 0)
+    for message in (expiring, lasting):
+        gateway.retained.set(message)
+    assert [(d.topic_name, d.retain) for d in gateway.retained_deliveries("t/+")] == [("t/new", True)]
+    assert gateway.retained.get("t/old") is None and gateway.retained.get("t/new") is lasting
