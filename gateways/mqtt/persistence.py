@@ -32,9 +32,8 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from twisted.internet import defer, threads
-
 from ferrymq.sdk.message import Message
+from twisted.internet import defer, threads
 
 from .packet import MQTT_5
 from .packets import Publish, Subscription, decode_packet, encode
@@ -304,5 +303,5 @@ def write_files(batch: list[tuple[Path, bytes | None]], sync: bool) -> None:
                 os.close(fd)
 
 
-__all__ = ["VERSION", "StateError", "encode_session", "decode_session", "encode_retained", "decode_retained",
-           "file_name", "StateFiles", "write_files"]
+__all__ = ["VERSION", "StateError", "StateFiles", "decode_retained", "decode_session", "encode_retained",
+           "encode_session", "file_name", "write_files"]

@@ -10,7 +10,6 @@ import time
 import uuid
 
 import pytest
-
 from ferrymq.testing.ports import LOOPBACK
 from ferrymq.testing.server import FerryMQServer
 
