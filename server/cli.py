@@ -82,8 +82,9 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     return thread
 
 
-def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
-    """The MQTT gateway served by this broker process, listening already; None when mqttListenPort=0."""
+def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir_name: str = "mqtt"):
+    """The MQTT gateway served by this broker process, listening already; None when mqttListenPort=0.
+    Its sessions and retained messages persist in ``<storePathRootDir>/<state_dir_name>``."""
     gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
     if gateway_cfg.mqttListenPort == 0:
         return None
@@ -92,8 +93,10 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     from twisted.internet import reactor
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
-    listener = MQTTListener(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize),
-                            bind, gateway_cfg.mqttListenPort)
+    gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                      state_dir=os.path.join(broker_cfg.storePathRootDir, state_dir_name),
+                      sync_state=broker_cfg.flushDiskType == "SYNC_FLUSH")
+    listener = MQTTListener(gateway, bind, gateway_cfg.mqttListenPort)
     with _listening("mqttListenPort", bind):
         listener.listen()
     reactor.callWhenRunning(listener.start_client)
@@ -250,7 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
         description="Serve HTTP clients (docs/http.md) or MQTT devices (docs/mqtt.md) in front of the cluster "
         "of the given name servers, Apache RocketMQ's included, as a RocketMQ client of it.",
-        epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, mqttListenPort, maxMessageSize.",
+        epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, mqttListenPort, maxMessageSize, "
+               "storePathRootDir and flushDiskType (where and how MQTT sessions persist: "
+               "<storePathRootDir>/mqtt-gateway-<mqttListenPort>).",
     )
     _add_common(p, "gateway")
     p.add_argument("protocol", choices=["http", "mqtt"], help="the gateway to run")
@@ -428,8 +433,9 @@ def cmd_gateway(args: argparse.Namespace) -> int:
         props["namesrvAddr"] = args.namesrv_addr
     with _values_of(args.config):
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
-        broker_cfg = cfg.from_properties(cfg.BrokerConfig, {k: v for k, v in props.items()
-                                                            if k in ("namesrvAddr", "maxMessageSize")})
+        broker_cfg = cfg.from_properties(cfg.BrokerConfig, {
+            k: v for k, v in props.items()
+            if k in ("namesrvAddr", "maxMessageSize", "storePathRootDir", "flushDiskType")})
         netty_cfg = cfg.from_properties(cfg.NettyServerConfig, {k: v for k, v in props.items() if k == "bindAddress"})
     if args.print_config:
         print(f"namesrvAddr={broker_cfg.namesrvAddr}\nbindAddress={netty_cfg.bindAddress}\n"
@@ -440,7 +446,9 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     if args.protocol == "mqtt":
         if gateway_cfg.mqttListenPort == 0:
             raise cfg.ConfigError("mqttListenPort=0 turns the MQTT gateway off; give it a port")
-        listener = _mqtt_gateway(broker_cfg, {**props, "bindAddress": netty_cfg.bindAddress})
+        # a directory of its own: a broker's gateway or another gateway may share the machine's store root
+        listener = _mqtt_gateway(broker_cfg, {**props, "bindAddress": netty_cfg.bindAddress},
+                                 f"mqtt-gateway-{gateway_cfg.mqttListenPort}")
         return _run_reactor([listener], args)
     if gateway_cfg.httpListenPort == 0:
         raise cfg.ConfigError("httpListenPort=0 turns the HTTP gateway off; give it a port")

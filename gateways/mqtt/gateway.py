@@ -17,11 +17,15 @@ Each topic starts, for a consumer, at the messages stored since it was first sub
 that overrides the SDK's consume timestamp per topic), so a device gets what was published after its
 SUBACK even when the topic's queues are found later (a topic created by that first publish).
 
-Sessions live in memory only: a restart of the gateway ends them (persistence in the store is to come).
+With a state directory (``{storePathRootDir}/mqtt`` in a broker, :mod:`.persistence`), persistent sessions, retained
+messages and the broadcasting consumer's offsets outlive a restart: the sessions are read back before the
+consumers start, and each topic they subscribe resumes from its offsets (or from when it was first
+subscribed), so what was stored while a session's messages were being handed out is not skipped.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -42,6 +46,8 @@ from ferrymq.sdk.producer import Producer
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
 
 from . import mapping, topics
+from .persistence import StateFiles
+from .retained import RetainedMessages
 from .session import Ack, Release, Session, Sessions, deliver
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
@@ -89,7 +95,7 @@ class _Consumer:
         for topic, expression in wanted.items():
             current = consumer.subscriptions.get(topic)
             if current is None:
-                consumer.since[topic] = int(time.time() * 1000)
+                consumer.since.setdefault(topic, int(time.time() * 1000))
             if current is None or current.sub_string != expression:
                 consumer.subscribe(topic, expression)  # announced (heartbeat, rebalance) by the SDK when running
         if self._started is None:
@@ -122,12 +128,21 @@ class Gateway:
     """The sessions of every device connected here, and the RocketMQ clients serving them."""
 
     def __init__(self, namesrv_addr: str, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
-                 client_config: dict[str, Any] | None = None):
+                 client_config: dict[str, Any] | None = None, state_dir: str | None = None,
+                 sync_state: bool = False):
+        """``state_dir``: where sessions, retained messages and offsets persist (``None``: in memory
+        only); ``sync_state``: fsync them (the broker's SYNC_FLUSH)."""
         self.namesrv_addr = namesrv_addr
         self.max_message_size = max_message_size
         self._config_kwargs = dict(client_config or {})
-        self._config_kwargs.setdefault("instance_name", f"ferrymq-mqtt-{os.getpid()}")
+        # the local offset files are found by client id: a stable one resumes them after a restart
+        instance = (f"ferrymq-mqtt-{hashlib.sha256(os.path.abspath(state_dir).encode()).hexdigest()[:8]}"
+                    if state_dir else f"ferrymq-mqtt-{os.getpid()}")
+        self._config_kwargs.setdefault("instance_name", instance)
         self.sessions: Sessions = {}
+        self.retained = RetainedMessages()
+        self.state = StateFiles(state_dir, sync=sync_state) if state_dir else None
+        self._restored = False
         #: how to run a session's actions on the connection it is attached to (set by the listener)
         self.run_actions: Callable[[Session, list], None] = lambda session, actions: None
         self._instance: ClientInstance | None = None
@@ -139,22 +154,50 @@ class Gateway:
 
     # ------------------------------------------------------------------ lifecycle
 
+    def restore(self) -> None:
+        """Read back the persisted sessions and retained messages, before devices connect (one that
+        reconnects as soon as the port opens finds its session); :meth:`start` does it if not done."""
+        if self.state is None or self._restored:
+            return
+        self._restored = True
+        sessions, retained = self.state.load(time.time())
+        self.sessions.update(sessions)
+        for message in retained:
+            self.retained.set(message)
+        self.state.watch(self.sessions, self.retained.get)
+        if sessions or retained:
+            log.info("MQTT gateway: %d persistent session(s) and %d retained message(s) restored",
+                     len(sessions), len(retained))
+
     @defer.inlineCallbacks
     def start(self):
+        self.restore()
         config = ClientConfig(self.namesrv_addr, **self._config_kwargs)
         self._instance = ClientInstance(config)
         self.producer = Producer(PRODUCER_GROUP, config=config, instance=self._instance,
                                  max_message_size=self.max_message_size)
         yield self.producer.start()
-        # a broadcasting consumer's offsets are local; the sessions they serve end with the process, so
-        # every start begins at the subscriptions' own times
-        self._offset_dir = tempfile.mkdtemp(prefix="ferrymq-mqtt-")
+        if self.state is None:
+            # a broadcasting consumer's offsets are local; the sessions they serve end with the process,
+            # so every start begins at the subscriptions' own times
+            self._offset_dir = tempfile.mkdtemp(prefix="ferrymq-mqtt-")
+        else:
+            self._offset_dir = str(self.state.offsets_dir)
         self._fan_out = _Consumer(
             _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
                              message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
                              await_termination_when_shutdown=0.5),
             self._fan_out_expressions)
         self._fan_out.consumer.register_listener(self._fan_out_listener)
+        if self.sessions:
+            # each restored topic resumes from its offsets, else from when it was first subscribed
+            since = self._fan_out.consumer.since
+            for session in self.sessions.values():
+                for topic_filter, at in session.subscribed_at.items():
+                    if not topic_filter.startswith(topics.SHARE_PREFIX):
+                        topic = mapping.subscription(topic_filter).topic
+                        since[topic] = min(since.get(topic, int(at * 1000)), int(at * 1000))
+            self.subscriptions_changed()
         log.info("MQTT gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
 
     @defer.inlineCallbacks
@@ -165,12 +208,14 @@ class Gateway:
             except Exception as exc:  # noqa: BLE001 - the rest stops regardless
                 log.warning("MQTT gateway consumer %s did not stop cleanly: %s", consumer.consumer.group, exc)
         self._shares.clear()
+        if self.state is not None:
+            yield self.state.flush()
         if self.producer is not None:
             producer, self.producer = self.producer, None
             yield producer.shutdown()
         if self._instance is not None:
             yield self._instance.shutdown()
-        if self._offset_dir is not None:
+        if self._offset_dir is not None and self.state is None:
             shutil.rmtree(self._offset_dir, ignore_errors=True)
 
     @property
@@ -183,15 +228,44 @@ class Gateway:
         """Store ``message``; the Deferred fires once the broker answered (QoS 1 and 2 acknowledge then)."""
         if self.producer is None:
             return defer.fail(RuntimeError("the MQTT gateway's RocketMQ client is not started"))
+        retain = message.properties.get(mapping.RETAIN) == "1"
+        if retain and not message.body:
+            # RocketMQ stores no empty message: an empty retained PUBLISH only clears the retained one
+            self._retain(message)
+            return defer.succeed(None)
         d = self.producer.send(message)
 
         def stored(result):
+            if retain:
+                self._retain(message)
             for consumer in [self._fan_out, *self._shares.values()]:
                 if consumer is not None:
                     consumer.nudge(message.topic)
             return result
 
         return d.addCallback(stored)
+
+    def _retain(self, message: Message) -> None:
+        topic_name = self.retained.set(message)
+        if self.state is not None:
+            self.state.retained_changed(topic_name)
+
+    def session_changed(self, session: Session) -> None:
+        """``session`` changed, or ended: its file is rewritten (or removed) shortly."""
+        if self.state is not None:
+            self.state.changed(session.client_id)
+
+    def retained_deliveries(self, topic_filter: str) -> list[mapping.Delivery]:
+        """The retained messages a new subscription to ``topic_filter`` receives."""
+        now_ms = int(time.time() * 1000)
+        deliveries = []
+        for message in self.retained.matching(topic_filter):
+            delivery = mapping.to_delivery(message.topic, message.properties, message.body, now_ms)
+            if delivery is None:  # its Message Expiry Interval passed: it is retained no more (3.3.2.3.3)
+                self._retain(Message(message.topic, properties=message.properties))
+            else:
+                deliveries.append(delivery)
+        return deliveries
 
     # ------------------------------------------------------------------ subscriptions
 
@@ -269,6 +343,8 @@ class Gateway:
             else ConsumeConcurrentlyStatus.RECONSUME_LATER)
 
     def _run(self, session: Session, actions: list) -> None:
+        if session.expiry_interval:
+            self.session_changed(session)
         if session.owner is not None:
             self.run_actions(session, actions)
         else:

@@ -13,7 +13,7 @@ from twisted.internet import defer, task
 from twisted.internet.protocol import Factory, Protocol
 
 from .gateway import Gateway, settle
-from .packets import encode
+from .packets import PingResp, encode
 from .reason_codes import ReasonCode
 from .session import (
     Ack,
@@ -35,6 +35,8 @@ log = logging.getLogger("ferrymq.gateway.mqtt")
 MAXIMUM_PACKET_SIZE = (4 << 20) + 64 * 1024
 #: seconds between sweeps for detached sessions whose expiry interval has passed
 EXPIRY_SWEEP_SECONDS = 1.0
+#: the answer to a PINGREQ, the one exchange that changes nothing a session persists
+_PONG = Send(PingResp())
 
 
 class MQTTProtocol(Protocol):
@@ -45,6 +47,10 @@ class MQTTProtocol(Protocol):
         self.gateway = factory.gateway
         self.conn: ServerConnection | None = None
         self._timer = None
+        #: bytes to write (``None``: close) held until a persistent session's change is on disk, when the
+        #: broker flushes synchronously; ``None`` while nothing is held
+        self._held: list[bytes | None] | None = None
+        self._held_for: defer.Deferred | None = None
 
     def connectionMade(self) -> None:
         self.conn = ServerConnection(self.gateway.sessions, time.time(), maximum_packet_size=MAXIMUM_PACKET_SIZE)
@@ -74,17 +80,27 @@ class MQTTProtocol(Protocol):
             self._arm()
 
     def run(self, actions: list) -> None:
+        session = self.conn.session
+        if session is not None and session.expiry_interval and actions != [_PONG]:
+            self.gateway.session_changed(session)
+            state = self.gateway.state
+            if state is not None and state.sync:
+                self._hold(state.written())
         for action in actions:
             if isinstance(action, Send):
-                self.transport.write(encode(action.packet, self.conn.version))
+                self._write(encode(action.packet, self.conn.version))
             elif isinstance(action, Close):
-                self.transport.loseConnection()
+                self._write(None)
             elif isinstance(action, Forward):
                 self._forward(action)
             elif isinstance(action, ChangeSubscriptions):
                 self.gateway.subscriptions_changed()
-                self.transport.write(encode(action.reply, self.conn.version))
+                self._write(encode(action.reply, self.conn.version))
+                for topic_filter in action.retained:
+                    for delivery in self.gateway.retained_deliveries(topic_filter):
+                        self.run(self.conn.deliver(delivery, None, retained_for=topic_filter))
             elif isinstance(action, Connected):
+                self.gateway.session_changed(action.session)  # resumed without expiry: its file goes
                 if action.taken_over is not None:
                     other = self.factory.protocols.get(action.taken_over)
                     if other is not None:
@@ -94,9 +110,35 @@ class MQTTProtocol(Protocol):
                 self._timer = None
                 self._arm()
             elif isinstance(action, SessionEnded):
+                self.gateway.session_changed(action.session)
                 self.gateway.subscriptions_changed()
             elif isinstance(action, (Ack, Release)):
                 settle([action])
+
+    def _write(self, data: bytes | None) -> None:
+        """Write ``data`` (``None``: close once written), after what is held, if anything is."""
+        if self._held is not None:
+            self._held.append(data)
+        elif data is None:
+            self.transport.loseConnection()
+        else:
+            self.transport.write(data)
+
+    def _hold(self, written: defer.Deferred) -> None:
+        """Hold what this connection writes until ``written`` fires (the session's change is on disk,
+        as SYNC_FLUSH promises before an acknowledgement); a later change holds it longer."""
+        if written.called and self._held is None:
+            return
+        if self._held is None:
+            self._held = []
+        self._held_for = written
+        written.addCallback(self._release, written)
+
+    def _release(self, _result, written: defer.Deferred) -> None:
+        if written is self._held_for:
+            held, self._held, self._held_for = self._held, None, None
+            for data in held:
+                self._write(data)
 
     def _forward(self, action: Forward) -> None:
         d = self.gateway.send(action.message)
@@ -157,6 +199,7 @@ class MQTTListener:
 
     def listen(self) -> None:
         """Bind now (``CannotListenError`` if the port is taken)."""
+        self.gateway.restore()
         self._listening = self.reactor.listenTCP(self.port, self.factory, interface=self.host)
         self.port = self._listening.getHost().port
 
@@ -179,7 +222,10 @@ class MQTTListener:
                     lambda f, topic=action.message.topic: log.warning("MQTT will to %s not stored: %s", topic,
                                                                       f.getErrorMessage()))
         settle(actions)
-        if any(isinstance(action, SessionEnded) for action in actions):
+        ended = [action.session for action in actions if isinstance(action, SessionEnded)]
+        for session in ended:
+            self.gateway.session_changed(session)
+        if ended:
             self.gateway.subscriptions_changed()
 
     @defer.inlineCallbacks

@@ -45,10 +45,12 @@ PAYLOAD_FORMAT = "mqttPayloadFormat"
 EXPIRE_AT = "mqttExpireAt"
 #: the client identifier of the device that published the message (MQTT 5 No Local needs it)
 CLIENT_ID = "mqttClientId"
+#: ``1`` when the device published the message with RETAIN (MQTT 5 Retain As Published shows it)
+RETAIN = "mqttRetain"
 
 #: the properties this mapping writes besides user properties; a device may not set them as user properties
 GATEWAY_PROPERTIES = frozenset((MQTT_TOPIC, QOS, RESPONSE_TOPIC, CORRELATION_DATA, PAYLOAD_FORMAT, EXPIRE_AT,
-                                CLIENT_ID, CONTENT_TYPE))
+                                CLIENT_ID, RETAIN, CONTENT_TYPE))
 #: the QoS of a message a RocketMQ client sent: stored once by the broker, delivered at least once
 ROCKETMQ_QOS = 1
 #: property names and values cannot hold RocketMQ's separators (``name\x01value\x02``)
@@ -179,6 +181,8 @@ def to_rocketmq(publish: Publish, now_ms: int, client_id: str | None = None) -> 
     props[QOS] = str(publish.qos)
     if client_id is not None:
         props[CLIENT_ID] = client_id
+    if publish.retain:
+        props[RETAIN] = "1"
     if p.content_type is not None:
         props[CONTENT_TYPE] = p.content_type
     if p.response_topic is not None:
@@ -202,6 +206,8 @@ class Delivery:
     properties: Properties = NO_PROPERTIES
     #: the client identifier of the device that published it (``None``: a RocketMQ client did)
     publisher: str | None = None
+    #: published with RETAIN
+    retain: bool = False
 
 
 def to_delivery(topic: str, properties: Mapping[str, str], body: bytes, now_ms: int) -> Delivery | None:
@@ -234,7 +240,8 @@ def to_delivery(topic: str, properties: Mapping[str, str], body: bytes, now_ms: 
         fields["user_property"] = user
     qos = _int(properties.get(QOS))
     return Delivery(topic_name, body, qos if qos in (0, 1, 2) else ROCKETMQ_QOS,
-                    Properties(**fields) if fields else NO_PROPERTIES, properties.get(CLIENT_ID))
+                    Properties(**fields) if fields else NO_PROPERTIES, properties.get(CLIENT_ID),
+                    properties.get(RETAIN) == "1")
 
 
 def _int(text: str | None) -> int | None:
@@ -245,5 +252,6 @@ def _int(text: str | None) -> int | None:
 
 
 __all__ = ["MQTT_TOPIC", "QOS", "RESPONSE_TOPIC", "CORRELATION_DATA", "PAYLOAD_FORMAT", "EXPIRE_AT", "CLIENT_ID",
-           "GATEWAY_PROPERTIES", "ROCKETMQ_QOS", "MappingError", "rocketmq_topic", "split_topic", "mqtt_topic",
-           "TopicSubscription", "subscription", "share_group", "tag_expression", "to_rocketmq", "Delivery", "to_delivery"]
+           "RETAIN", "GATEWAY_PROPERTIES", "ROCKETMQ_QOS", "MappingError", "rocketmq_topic", "split_topic",
+           "mqtt_topic", "TopicSubscription", "subscription", "share_group", "tag_expression", "to_rocketmq",
+           "Delivery", "to_delivery"]

@@ -98,12 +98,15 @@ class Forward:
 class ChangeSubscriptions:
     """Make RocketMQ deliver what ``session``'s subscriptions now match (``added`` filters are new or
     changed, ``removed`` ones gone), then send ``reply`` (SUBACK, UNSUBACK): answering only once the
-    consumers are in place means a message published after the reply reaches the subscriber."""
+    consumers are in place means a message published after the reply reaches the subscriber. Then
+    deliver the retained messages matching the ``retained`` filters (:func:`deliver` ``retained_for``),
+    which follow the SUBACK (spec 3.3.1.3)."""
 
     session: Session
     added: tuple[str, ...]
     removed: tuple[str, ...]
     reply: Packet
+    retained: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +360,7 @@ class ServerConnection:
         if self.version == MQTT_5:
             connack_props = Properties(
                 receive_maximum=self.receive_maximum, maximum_packet_size=self.maximum_packet_size,
-                topic_alias_maximum=self.decoder.topic_alias_maximum, retain_available=0,
+                topic_alias_maximum=self.decoder.topic_alias_maximum,
                 assigned_client_identifier=assigned, wildcard_subscription_available=1,
                 subscription_identifier_available=1, shared_subscription_available=1)
         actions += [Connected(session, present, taken_over), Send(ConnAck(present, ReasonCode.SUCCESS, connack_props))]
@@ -391,8 +394,6 @@ class ServerConnection:
         if publish.qos == 2 and (pid in self.session.received_qos2 or pid in self._storing):
             # a retransmission of a message stored (or being stored) already: exactly once
             return [Send(PubRec(pid))] if pid in self.session.received_qos2 else []
-        if publish.retain and self.version == MQTT_5:
-            return self._close(Disconnect(ReasonCode.RETAIN_NOT_SUPPORTED), publish_will=True)
         if publish.qos and self.version == MQTT_5 and self._unacknowledged() >= self.receive_maximum:
             return self._close(Disconnect(ReasonCode.RECEIVE_MAXIMUM_EXCEEDED), publish_will=True)
         try:
@@ -442,10 +443,10 @@ class ServerConnection:
     # ------------------------------------------------------------------ PUBLISH to the client
 
     def deliver(self, delivery: mapping.Delivery, token: Any, share: str | None = None,
-                stored_at: float | None = None) -> list[Action]:
+                stored_at: float | None = None, *, retained_for: str | None = None) -> list[Action]:
         """Send a RocketMQ message to this connection's client, as its subscriptions ask (see
         :func:`deliver`)."""
-        return deliver(self.session, delivery, token, share, stored_at)
+        return deliver(self.session, delivery, token, share, stored_at, retained_for=retained_for)
 
     def _drain(self) -> list[Action]:
         """Send queued messages while the client's Receive Maximum leaves room."""
@@ -484,13 +485,19 @@ class ServerConnection:
         session = self.session
         codes = []
         added = []
+        retained = []
         identifier = next(iter(subscribe.properties.subscription_identifier), None)
         for sub in subscribe.subscriptions:
             code = self._check_filter(sub)
             if code is None:
                 code = min(sub.qos, 2)
-                if sub.topic_filter not in session.subscriptions:
+                new = sub.topic_filter not in session.subscriptions
+                if new:
                     session.subscribed_at[sub.topic_filter] = self._now
+                # Retain Handling 0: on every SUBSCRIBE, 1: when new, 2: never; never to a shared one (4.8.2)
+                if (sub.retain_handling == 0 or (sub.retain_handling == 1 and new)) and \
+                        not sub.topic_filter.startswith(topics.SHARE_PREFIX):
+                    retained.append(sub.topic_filter)
                 session.subscriptions[sub.topic_filter] = sub
                 if identifier is None:
                     session.subscription_ids.pop(sub.topic_filter, None)
@@ -500,8 +507,8 @@ class ServerConnection:
             elif code == ReasonCode.PROTOCOL_ERROR:
                 return self._close(Disconnect(ReasonCode.PROTOCOL_ERROR), publish_will=True)
             codes.append(code if self.version == MQTT_5 or code <= 2 else _SUBACK_FAILURE_3_1_1)
-        return [ChangeSubscriptions(session, tuple(added), (),
-                                    SubAck(subscribe.packet_identifier, tuple(codes)))]
+        return [ChangeSubscriptions(session, tuple(added), (), SubAck(subscribe.packet_identifier, tuple(codes)),
+                                    tuple(retained))]
 
     def _check_filter(self, sub: Subscription) -> int | None:
         """``None`` for a filter this gateway serves, else the SUBACK reason code that says why not."""
@@ -559,7 +566,7 @@ class ServerConnection:
 
     def shut_down(self, now: float) -> list[Action]:
         """The server is stopping: close with *Server shutting down*. Wills are not published (the
-        RocketMQ client stops with the server); in-memory sessions end with it."""
+        RocketMQ client stops with the server); a persistent session detaches, its expiry starting now."""
         self._now = now
         if self.state is State.CLOSED:
             return []
@@ -597,15 +604,23 @@ class ServerConnection:
 
 
 def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str | None = None,
-            stored_at: float | None = None) -> list[Action]:
+            stored_at: float | None = None, *, retained_for: str | None = None) -> list[Action]:
     """Give ``session`` a RocketMQ message (``share``: the shared subscription whose group delivered it;
-    ``stored_at``: when the broker stored it, see :meth:`Session.matching`).
+    ``stored_at``: when the broker stored it, see :meth:`Session.matching`; ``retained_for``: the
+    filter just subscribed whose retained message this is).
 
     One PUBLISH at the highest QoS its matching subscriptions grant, capped by the message's own, with
     their subscription identifiers (spec 3.3.4). QoS 0 goes now or never; QoS 1 and 2 go when the
-    client's Receive Maximum has room, and wait in the session (detached or not) until then.
+    client's Receive Maximum has room, and wait in the session (detached or not) until then. RETAIN is
+    set on a retained message sent for a new subscription, and otherwise only for a subscription with
+    Retain As Published (3.1.1 spec 3.3.1.3, MQTT 5 3.3.1.3).
     """
-    filters = session.matching(delivery, share, stored_at)
+    if retained_for is not None:
+        filters = [retained_for] if retained_for in session.subscriptions else []
+        retain = True
+    else:
+        filters = session.matching(delivery, share, stored_at)
+        retain = delivery.retain and any(session.subscriptions[f].retain_as_published for f in filters)
     if not filters:
         return [Ack(token)]
     qos = min(delivery.qos, max(session.subscriptions[f].qos for f in filters))
@@ -613,7 +628,7 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
     props = delivery.properties
     if ids:
         props = dataclasses.replace(props, subscription_identifier=ids)
-    publish = Publish(delivery.topic_name, delivery.payload, qos, packet_identifier=1 if qos else None,
+    publish = Publish(delivery.topic_name, delivery.payload, qos, retain, packet_identifier=1 if qos else None,
                       properties=props)
     connection = session.owner
     if connection is not None and connection._too_large(publish):

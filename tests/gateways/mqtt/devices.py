@@ -32,13 +32,15 @@ class Device:
 
     def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
                  will: tuple[str, bytes, int] | None = None, clean: bool = True, session_expiry: int = 3600,
-                 will_delay: int = 0):
+                 will_delay: int = 0, manual_ack: bool = False):
         """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
-        Start 0 with a Session Expiry Interval of ``session_expiry`` seconds."""
+        Start 0 with a Session Expiry Interval of ``session_expiry`` seconds. With ``manual_ack`` the
+        device never completes what it receives (no PUBACK, no PUBCOMP): the server keeps it in flight."""
         self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
         self.version = version
         kwargs = {"clean_session": clean} if version == V311 else {}
-        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id, protocol=version, **kwargs)
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=self.client_id, protocol=version,
+                                  manual_ack=manual_ack, **kwargs)
         self.messages: queue.Queue[mqtt.MQTTMessage] = queue.Queue()
         self._connected = threading.Event()
         self._acks: dict[int, threading.Event] = {}
@@ -72,16 +74,21 @@ class Device:
         self.reason_codes[mid] = reason_codes
         self._acks.setdefault(mid, threading.Event()).set()
 
-    def subscribe(self, *filters: str, qos: int = 1, no_local: bool = False) -> list:
-        """Subscribe and wait for the SUBACK; its reason codes."""
-        options = SubscribeOptions(qos=qos, noLocal=True) if no_local else qos
+    def subscribe(self, *filters: str, qos: int = 1, no_local: bool = False, retain_as_published: bool = False,
+                  retain_handling: int = 0) -> list:
+        """Subscribe and wait for the SUBACK; its reason codes. The options other than ``qos`` are MQTT 5's."""
+        options = qos
+        if no_local or retain_as_published or retain_handling:
+            options = SubscribeOptions(qos=qos, noLocal=no_local, retainAsPublished=retain_as_published,
+                                       retainHandling=retain_handling)
         _, mid = self.client.subscribe([(f, options) for f in filters])
         assert self._acks.setdefault(mid, threading.Event()).wait(TIMEOUT), f"{self.client_id}: no SUBACK"
         return self.reason_codes[mid]
 
-    def publish(self, topic: str, payload: bytes, qos: int = 0, properties: Properties | None = None) -> None:
+    def publish(self, topic: str, payload: bytes, qos: int = 0, properties: Properties | None = None, *,
+                retain: bool = False) -> None:
         """Publish and wait until the QoS flow completed (PUBACK, PUBCOMP; QoS 0: written)."""
-        info = self.client.publish(topic, payload, qos, properties=properties)
+        info = self.client.publish(topic, payload, qos, retain, properties=properties)
         info.wait_for_publish(TIMEOUT)
         assert info.is_published(), f"{self.client_id}: {topic} QoS {qos} not acknowledged"
 

@@ -38,16 +38,23 @@ def ensure_installed() -> str:
 
 
 class Mosquitto:
-    """A mosquitto broker on ``port`` of the loopback address, anonymous, nothing persisted."""
+    """A mosquitto broker on ``port`` of the loopback address, anonymous; with ``persistence``, its sessions
+    and retained messages are saved in ``home`` when it stops and read back by :meth:`restart`."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, *, persistence: bool = False):
         self.binary = ensure_installed()
         self.port = free_port()
         self.conf = home / "mosquitto.conf"
-        self.conf.write_text(f"listener {self.port} {LOOPBACK}\nallow_anonymous true\npersistence false\n"
-                             f"log_dest stderr\n")
+        saved = "persistence false\n"
+        if persistence:
+            # started as root, mosquitto switches to user "mosquitto", which cannot write in the test's directory
+            saved = f"persistence true\npersistence_location {home}/\n" + ("user root\n" if os.geteuid() == 0 else "")
+        self.conf.write_text(f"listener {self.port} {LOOPBACK}\nallow_anonymous true\n{saved}log_dest stderr\n")
         self.log = home / "mosquitto.log"
-        with open(self.log, "wb") as out:
+        self.start()
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
             self.proc = subprocess.Popen([self.binary, "-c", str(self.conf)], stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 10
@@ -61,6 +68,10 @@ class Mosquitto:
                 time.sleep(0.02)
         self.stop()
         raise RuntimeError(f"mosquitto did not start:\n{self.log.read_text()[-2000:]}")
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -22,21 +22,6 @@ from .devices import V5, V311, Device, publish_properties
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def ferrymq_mqtt(tmp_path_factory):
-    from ferrymq.testing.server import FerryMQServer
-
-    with FerryMQServer(tmp_path_factory.mktemp("mqtt"), {"enablePropertyFilter": True, "autoCreateTopicEnable": True},
-                       mqtt=True) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def brokers(mosquitto, ferrymq_mqtt):
-    """(name, port) of the reference broker, then FerryMQ's MQTT gateway."""
-    return [("mosquitto", mosquitto.port), ("ferrymq", ferrymq_mqtt.mqtt_port)]
-
-
 def _topic() -> str:
     """A fresh first level: a RocketMQ topic name, so one scenario's messages never meet another's."""
     return f"Mqtt_{uuid.uuid4().hex[:10]}"

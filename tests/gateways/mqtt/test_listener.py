@@ -42,18 +42,29 @@ def test_the_gateway_command_serves_devices_in_front_of_any_cluster(tmp_path):
         server.create_topic("ViaMqttCommand", 2)
         port = free_port()
         conf = tmp_path / "gateway.conf"
-        conf.write_text(f"bindAddress=127.0.0.1\nmqttListenPort={port}\n")
+        conf.write_text(f"bindAddress=127.0.0.1\nmqttListenPort={port}\nstorePathRootDir={tmp_path / 'gateway'}\n")
         proc, (bound,), _ = start(["gateway", "mqtt", "-n", server.namesrv_addr, "--log-level", "INFO", "-c",
                                    str(conf)], MQTT_UP)
         try:
             assert bound == port, "".join(proc.log)
-            subscriber, publisher = Device(port, V5), Device(port, V5)
+            subscriber, publisher = Device(port, V5, "via-command", clean=False), Device(port, V5)
             subscriber.subscribe("ViaMqttCommand/#", qos=2)
             publisher.publish("ViaMqttCommand/x", b"through the command", 2)
             (msg,) = subscriber.receive(1)
             assert (msg.topic, msg.payload, msg.qos) == ("ViaMqttCommand/x", b"through the command", 2)
             subscriber.close()
+            publisher.publish("ViaMqttCommand/y", b"while away", 1)
             publisher.close()
         finally:
             rest = stop(proc)
         assert "stopped" in rest
+        # the session persists on the gateway's side, under its storePathRootDir
+        proc, _, _ = start(["gateway", "mqtt", "-n", server.namesrv_addr, "--log-level", "INFO", "-c", str(conf)],
+                           MQTT_UP)
+        try:
+            subscriber = Device(port, V5, "via-command", clean=False)
+            assert subscriber.session_present
+            assert [m.payload for m in subscriber.receive(1)] == [b"while away"]
+            subscriber.close()
+        finally:
+            stop(proc)

@@ -117,6 +117,18 @@ def test_mqtt5_properties_go_to_rocketmq_properties_and_back():
         message_expiry_interval=50)  # 49.5 s left, rounded up
 
 
+def test_retain_travels_as_a_property_only_devices_set():
+    message = mapping.to_rocketmq(Publish("t/a", b"x", 1, retain=True, packet_identifier=1), 0)
+    assert message.properties[mapping.RETAIN] == "1"
+    assert mapping.to_delivery(message.topic, message.properties, message.body, 0).retain
+    plain = mapping.to_rocketmq(Publish("t/a", b"x"), 0)
+    assert mapping.RETAIN not in plain.properties
+    assert not mapping.to_delivery(plain.topic, plain.properties, plain.body, 0).retain
+    assert not mapping.to_delivery("t", {MessageConst.TAGS: "a"}, b"x", 0).retain  # a RocketMQ client's
+    with pytest.raises(MappingError):
+        mapping.to_rocketmq(Publish("t/a", b"x", properties=Properties(user_property=((mapping.RETAIN, "1"),))), 0)
+
+
 def test_an_expired_message_is_not_delivered():
     msg = mapping.to_rocketmq(Publish("t/a", properties=Properties(message_expiry_interval=1)), NOW)
     assert mapping.to_delivery(msg.topic, msg.properties, msg.body, NOW + 999) is not None

@@ -85,7 +85,7 @@ def test_connect_then_ping_subscribe_publish_and_disconnect(version):
     (connack,) = sent(actions)
     assert connack.reason_code == 0 and not connack.session_present
     if version == MQTT_5:
-        assert connack.properties.receive_maximum == 64 and connack.properties.retain_available == 0
+        assert connack.properties.receive_maximum == 64 and connack.properties.retain_available is None  # absent: 1
     assert sent(device.send(PingReq())) == [PingResp()]
     reply, change = device.subscribe("t/+", "t/#", qos=2)
     assert reply == SubAck(1, (2, 2)) and change.added == ("t/+", "t/#")
@@ -244,11 +244,42 @@ def test_a_store_failure_is_a_negative_ack_in_5_and_a_close_in_3_1_1():
     assert of(device.conn.stored(1, ReasonCode.UNSPECIFIED_ERROR), Close)
 
 
-def test_retain_is_refused_in_5_until_retained_messages_exist():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_retained_publish_is_stored_as_an_ordinary_message_that_says_so(version):
+    device = Device({}, version)
+    device.connect()
+    (forward,) = device.send(Publish("t/a", b"x", 1, retain=True, packet_identifier=3))
+    assert forward.message.properties[mapping.RETAIN] == "1" and forward.message.tags == "a"
+    (forward,) = device.send(Publish("t/a", b"y", 1, packet_identifier=4))
+    assert mapping.RETAIN not in forward.message.properties
+
+
+def test_retain_handling_decides_which_subscribes_get_retained_messages():
     device = Device({}, MQTT_5)
     device.connect()
-    actions = device.send(Publish("t/a", b"x", retain=True))
-    assert sent(actions) == [Disconnect(ReasonCode.RETAIN_NOT_SUPPORTED)]
+
+    def subscribe(*subs):
+        (change,) = of(device.send(Subscribe(1, subs)), ChangeSubscriptions)
+        return change.retained
+
+    assert subscribe(Subscription("t/0"), Subscription("t/1", retain_handling=1),
+                     Subscription("t/2", retain_handling=2), Subscription("$share/g/t/0")) == ("t/0", "t/1")
+    # again: 0 sends them on every SUBSCRIBE, 1 only when the subscription is new
+    assert subscribe(Subscription("t/0"), Subscription("t/1", retain_handling=1)) == ("t/0",)
+
+
+def test_retained_deliveries_carry_retain_and_live_ones_only_with_retain_as_published():
+    device = Device({}, MQTT_5)
+    device.connect()
+    device.send(Subscribe(1, (Subscription("t/#", 1), Subscription("r/#", 1, retain_as_published=True))))
+    retained = mapping.Delivery("t/a", b"kept", 2, retain=True)
+    (publish,) = sent(device.conn.deliver(retained, None, retained_for="t/#"))
+    assert publish.retain and publish.qos == 1
+    (publish,) = sent(device.conn.deliver(retained, None))  # the same message live: RETAIN 0
+    assert not publish.retain
+    (publish,) = sent(device.conn.deliver(mapping.Delivery("r/a", b"kept", 1, retain=True), None))
+    assert publish.retain
+    assert device.conn.deliver(retained, "tok", retained_for="nothing/#") == [Ack("tok")]
 
 
 @pytest.mark.parametrize("version", VERSIONS)

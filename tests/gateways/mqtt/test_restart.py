@@ -1,0 +1,189 @@
+"""Persistent sessions and retained messages across a restart of the broker, with paho devices over TCP:
+on mosquitto (``persistence true``, its file in the test's directory) first, then on ``ferrymq standalone``
+stopped and started again over the same store."""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import time
+import uuid
+
+import pytest
+from ferrymq.testing.ports import LOOPBACK
+from ferrymq.testing.server import FerryMQServer
+
+from .devices import V5, V311, Device
+from .mosquitto import Mosquitto
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class _FerryMQ:
+    """``ferrymq standalone`` with the MQTT gateway, as the scenario sees a broker: a port and a restart.
+    SYNC_FLUSH: a persistent session's acknowledgements wait for its state on disk, as sends do."""
+
+    def __init__(self, home):
+        self.server = FerryMQServer(home, {"autoCreateTopicEnable": True, "flushDiskType": "SYNC_FLUSH"},
+                                    mqtt=True).start()
+        self.port = self.server.mqtt_port
+
+    def restart(self) -> None:
+        self.server.restart()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+@pytest.fixture(scope="module", params=["mosquitto", "ferrymq"])
+def broker(request, tmp_path_factory):
+    """One broker per module, restarted by each scenario (fresh topics and client identifiers keep them apart)."""
+    home = tmp_path_factory.mktemp(request.param)
+    server = Mosquitto(home, persistence=True) if request.param == "mosquitto" else _FerryMQ(home)
+    yield server
+    server.stop()
+
+
+def _topic() -> str:
+    return f"Mqtt_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.mark.parametrize("version", [V311, V5])
+def test_a_persistent_session_gets_its_qos_1_and_2_messages_as_promised_after_a_restart(broker, version):
+    topic, other = _topic(), _topic()
+    client_id = f"restart-{uuid.uuid4().hex[:8]}"
+    device = Device(broker.port, version, client_id, clean=False, manual_ack=True)
+    publisher = Device(broker.port, version)
+    device.subscribe(f"{topic}/#", qos=2)
+    # received and not completed: QoS 1 without PUBACK, QoS 2 with PUBREC but without PUBCOMP
+    publisher.publish(f"{topic}/in-flight", b"1", 1)
+    publisher.publish(f"{topic}/released", b"2", 2)
+    assert sorted(m.payload for m in device.receive(2)) == [b"1", b"2"]
+    device.drop()
+    publisher.publish(f"{topic}/queued", b"3", 1)
+    publisher.publish(f"{topic}/queued", b"4", 2)
+    publisher.publish(f"{other}/config", b"on", 1, retain=True)
+    publisher.close()
+    time.sleep(0.2)
+
+    broker.restart()
+
+    device = Device(broker.port, version, client_id, clean=False)
+    try:
+        assert device.session_present is True
+        got = device.receive(3)
+        # QoS 1 at least once (again, DUP), QoS 2 exactly once (PUBREL again, not the message)
+        assert sorted((m.payload, m.qos) for m in got) == [(b"1", 1), (b"3", 1), (b"4", 2)]
+        assert [bool(m.dup) for m in got if m.payload == b"1"] == [True]
+        device.nothing_more(0.5)
+        late = Device(broker.port, version)
+        late.subscribe(f"{other}/#")
+        ((name, payload, retain),) = [(m.topic, m.payload, bool(m.retain)) for m in late.receive(1)]
+        assert (name, payload, retain) == (f"{other}/config", b"on", True)
+        late.close()
+    finally:
+        device.close()
+
+
+@pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
+def test_sessions_that_expired_while_the_broker_was_down_are_gone(broker):
+    """FerryMQ's alone: mosquitto 2.0.11 never expires a session it read back from its file."""
+    client_id, lasting_id = f"short-{uuid.uuid4().hex[:8]}", f"long-{uuid.uuid4().hex[:8]}"
+    for cid, expiry in ((client_id, 1), (lasting_id, 600)):
+        device = Device(broker.port, V5, cid, clean=False, session_expiry=expiry)
+        device.subscribe(f"{_topic()}/#")
+        device.close()
+    closed_at = time.monotonic()
+    broker.stop()
+    time.sleep(max(0.0, 1.2 - (time.monotonic() - closed_at)))
+    broker.restart()
+    for cid, present in ((client_id, False), (lasting_id, True)):
+        device = Device(broker.port, V5, cid, clean=False)
+        assert device.session_present is present, cid
+        device.close()
+
+
+@pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
+def test_after_a_crash_a_persistent_session_loses_no_acknowledged_message(broker):
+    """FerryMQ's alone: mosquitto saves its sessions at exit (or every autosave_interval), so SIGKILL
+    loses them. QoS 1 here is at least once: a message may come twice after a crash, never not at all."""
+    topic, client_id = _topic(), f"crash-{uuid.uuid4().hex[:8]}"
+    device = Device(broker.port, V311, client_id, clean=False)
+    device.subscribe(f"{topic}/#", qos=1)
+    device.close()
+    publisher = Device(broker.port, V311)
+    for payload in (b"a", b"b"):
+        publisher.publish(f"{topic}/x", payload, 1)  # acknowledged: stored
+    publisher.close()
+    time.sleep(0.3)
+    broker.server.kill()
+    broker.server.start()
+    device = Device(broker.port, V311, client_id, clean=False)
+    try:
+        assert device.session_present is True
+        got = [m.payload for m in device.receive(2)]
+        while not device.messages.empty() or len(set(got)) < 2:
+            got += [m.payload for m in device.receive(1)]
+        assert set(got) == {b"a", b"b"}
+    finally:
+        device.close()
+
+
+class _RawDevice:
+    """An MQTT 5 client of FerryMQ's own codec over a socket, to stop a QoS 2 flow half way."""
+
+    def __init__(self, port: int, client_id: str):
+        from ferrymq.gateways.mqtt.connection import Decoder
+        from ferrymq.gateways.mqtt.packets import Connect
+        from ferrymq.gateways.mqtt.properties import Properties
+
+        self.sock = socket.create_connection((LOOPBACK, port), 5)
+        self.sock.settimeout(5)
+        self.decoder = Decoder("client", version=5)
+        self.send(Connect(client_id, 5, clean_start=False, properties=Properties(session_expiry_interval=600)))
+        self.connack = self.receive()
+
+    def send(self, packet) -> None:
+        from ferrymq.gateways.mqtt.packets import encode
+
+        self.sock.sendall(encode(packet, 5))
+
+    def receive(self):
+        events = []
+        while not events:
+            events = self.decoder.feed(self.sock.recv(4096))
+        return events[0]
+
+
+def test_a_qos2_message_received_before_a_restart_is_released_after_it_exactly_once(broker):
+    from ferrymq.gateways.mqtt.packets import PubComp, Publish, PubRec, PubRel
+
+    topic, client_id, watcher_id = _topic(), f"raw-{uuid.uuid4().hex[:8]}", f"watch-{uuid.uuid4().hex[:8]}"
+    watcher = Device(broker.port, V5, watcher_id, clean=False)
+    watcher.subscribe(f"{topic}/#", qos=2)
+    device = _RawDevice(broker.port, client_id)
+    publish = Publish(f"{topic}/once", b"exactly once", 2, packet_identifier=7)
+    device.send(publish)
+    assert device.receive() == PubRec(7)  # stored (or held) by the broker; PUBREL not sent yet
+    device.sock.close()
+    time.sleep(0.3)
+    watcher.drop()
+    # mosquitto forwards a QoS 2 message at its PUBREL, FerryMQ once stored (spec 4.3.3 allows both)
+    before = [(m.payload, m.qos) for m in list(watcher.messages.queue)]
+
+    broker.restart()
+
+    device = _RawDevice(broker.port, client_id)
+    assert device.connack.session_present
+    device.send(dataclasses.replace(publish, dup=True))  # the PUBREC never arrived, as far as it knows
+    assert device.receive() == PubRec(7)
+    device.send(PubRel(7))
+    assert device.receive() == PubComp(7)  # the packet identifier was remembered: success
+    device.sock.close()
+    watcher = Device(broker.port, V5, watcher_id, clean=False)
+    try:
+        after = [] if before else [(m.payload, m.qos) for m in watcher.receive(1)]
+        assert before + after == [(b"exactly once", 2)]
+        watcher.nothing_more(0.5)
+    finally:
+        watcher.close()
