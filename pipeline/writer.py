@@ -26,14 +26,18 @@ from .options import SEND_BATCH_BYTES, OptionError, WriteOptions
 COLUMNS = ("body", "topic", "tags", "keys", "properties", "delay")
 
 
+class ColumnError(ValueError):
+    """The DataFrame lacks a body column or has one the write does not know."""
+
+
 def check_columns(names: list[str], options: WriteOptions) -> None:
     """Fail at ``save()`` on a DataFrame the write cannot send."""
     if "body" not in names:
-        raise OptionError("topic", f"the DataFrame needs a body column to write (it has {', '.join(names)})")
+        raise ColumnError(f"rocketmq write: the DataFrame needs a body column (it has {', '.join(names)})")
     extra = [n for n in names if n not in COLUMNS]
     if extra:
-        raise OptionError("topic", f"column(s) {', '.join(extra)} cannot be written; the columns are "
-                                   f"{', '.join(COLUMNS)}")
+        raise ColumnError(f"rocketmq write: column(s) {', '.join(extra)} cannot be written; the columns are "
+                          f"{', '.join(COLUMNS)}")
     if options.topic is None and "topic" not in names:
         raise OptionError("topic", "required: give the option or a topic column")
 

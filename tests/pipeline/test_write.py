@@ -3,6 +3,8 @@ task, under UNIQ_KEYs that a retried task sends again unchanged."""
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
@@ -72,13 +74,31 @@ def test_a_retried_task_sends_the_same_msg_ids(server, topic):
     assert len({m.msg_id for m in pull_all(server, topic)}) == 6  # another write: new ids
 
 
-@pytest.mark.parametrize("schema, option", [
-    ("value BINARY", "the DataFrame needs a body column"),
-    ("body BINARY, colour STRING", "column(s) colour cannot be written"),
+def test_a_delay_column_sends_the_row_delayed(server, topic):
+    batch = pa.RecordBatch.from_pydict({"body": [b"now", b"later"], "delay": [0, 1]})  # level 1: one second
+    send_partition(SendSettings(WriteOptions(server.namesrv_addr, topic), "00000000000000AA"), 0, iter([batch]))
+    deadline = time.monotonic() + 15
+    while (got := {m.body: m for m in pull_all(server, topic)}).keys() != {b"now", b"later"}:
+        assert time.monotonic() < deadline, f"saw only {sorted(got)}"
+        time.sleep(0.2)
+    later = got[b"later"]
+    assert later.properties["DELAY"] == "1" and later.store_timestamp - later.born_timestamp >= 900
+    assert got[b"now"].store_timestamp - got[b"now"].born_timestamp < 900
+
+
+@pytest.mark.parametrize("schema, problem", [
+    ("value BINARY", "rocketmq write: the DataFrame needs a body column"),
+    ("body BINARY, colour STRING", "rocketmq write: column(s) colour cannot be written"),
 ])
-def test_a_frame_the_write_cannot_send_fails_at_save(spark, server, topic, schema, option):
+def test_a_frame_the_write_cannot_send_fails_at_save(spark, server, topic, schema, problem):
     df = spark.createDataFrame([], schema)
     with pytest.raises(AnalysisException, match="PYTHON_DATA_SOURCE_ERROR") as caught:
         df.write.format("rocketmq").option("nameServer", server.namesrv_addr).option("topic", topic) \
             .mode("append").save()
-    assert option in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def test_a_write_without_a_topic_fails_at_save(spark, server):
+    df = spark.createDataFrame([(b"x",)], "body BINARY")
+    with pytest.raises(AnalysisException, match="rocketmq option topic: required"):
+        df.write.format("rocketmq").option("nameServer", server.namesrv_addr).mode("append").save()
