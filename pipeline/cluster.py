@@ -43,6 +43,16 @@ class Cluster:
     def _unreachable(self, exc: Exception) -> OptionError:
         return OptionError("nameServer", f"cannot reach the name server at {self.name_server}: {exc}")
 
+    def check_writable(self) -> None:
+        """Fail unless the name server answers and routes to at least one master broker."""
+        try:
+            masters = self._admin.master_addrs()
+        except (RemotingError, TimeoutError, OSError) as exc:
+            raise self._unreachable(exc) from None
+        if not masters:
+            raise OptionError("nameServer", f"no master broker is registered with the name server at "
+                                            f"{self.name_server}")
+
     def topics(self, options: ReadOptions) -> list[str]:
         if options.topic_pattern is None:
             return list(options.topics)

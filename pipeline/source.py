@@ -62,6 +62,8 @@ class RocketMQDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> RocketMQWriter:
         options = write_options(self.options)
         check_columns(schema.fieldNames(), options)
+        with Cluster(options.name_server) as cluster:
+            cluster.check_writable()
         return RocketMQWriter(SendSettings(options, secrets.token_hex(8).upper()))
 
 

@@ -98,7 +98,12 @@ def test_a_frame_the_write_cannot_send_fails_at_save(spark, server, topic, schem
     assert problem in str(caught.value)
 
 
-def test_a_write_without_a_topic_fails_at_save(spark, server):
+@pytest.mark.parametrize("options, problem", [
+    ({}, "rocketmq option topic: required"),
+    ({"topic": "T", "nameServer": "127.0.0.1:1"}, "rocketmq option nameServer: cannot reach the name server"),
+])
+def test_a_write_without_a_topic_or_a_name_server_fails_at_save(spark, server, options, problem):
     df = spark.createDataFrame([(b"x",)], "body BINARY")
-    with pytest.raises(AnalysisException, match="rocketmq option topic: required"):
-        df.write.format("rocketmq").option("nameServer", server.namesrv_addr).mode("append").save()
+    with pytest.raises(AnalysisException, match="PYTHON_DATA_SOURCE_ERROR") as caught:
+        df.write.format("rocketmq").options(**{"nameServer": server.namesrv_addr, **options}).mode("append").save()
+    assert problem in str(caught.value)
