@@ -46,13 +46,15 @@ class Exchange:
 
 @pytest.fixture(scope="module")
 def exchange(server, java5, spark, tmp_path_factory) -> Exchange:
-    """Nine messages from the Java producer (tags, keys, user properties) and ten rows written by Spark
-    from two tasks (tags, keys as an array, a property map) on a two-queue topic, then one Java push
-    consumer of a new group reading all of them."""
+    """Ten messages from the Java producer (tags, keys, user properties; one body compressed) and ten rows
+    written by Spark from two tasks (tags, keys as an array, a property map) on a two-queue topic, then one
+    Java push consumer of a new group reading all of them."""
     topic, group = fresh("Spark")
     create_topic(server, topic)
     spec = [{"body": f"java-{i}", "tag": f"Tag{i % 3}", "keys": f"key-{i} order-{i // 3}", "props": {"i": str(i)}}
             for i in range(9)]
+    # over the Java producer's 4 KiB threshold: stored compressed, read back inflated
+    spec.append({"body": "java-big-" + "x" * 6000, "tag": "Big", "keys": "big", "props": {"i": "9"}})
     java5("send", "-n", server.namesrv_addr, "-t", topic, "-spec",
           write_spec(tmp_path_factory.mktemp("spark"), spec)).check()
     rows = [(f"spark-{i}", f"W{i % 2}", [f"wk-{i}", "spark"], {"i": str(i), "origin": "spark"}) for i in range(10)]
