@@ -10,12 +10,15 @@ NATIVE_SOURCES := $(wildcard wire/*.c wire/*.h server/store/*.c) $(CYTHON_SOURCE
 # An install builds everything again; an old Cython build must not outlive it (FERRYMQ_NO_CYTHON=1 builds none).
 DROP_CYTHON_BUILDS := rm -f $(foreach s,$(CYTHON_SOURCES),$(basename $(s)).cpython-*.so)
 
-# The requirements pip resolves before FerryMQ's own build (runtime, `test` extra and build system), so that
-# the download and the compile are separate, announced steps.
+# The extras a development install has: `test` and `spark` (PySpark for tests/pipeline and compat_tests).
+EXTRAS := test,spark
+# The requirements pip resolves before FerryMQ's own build (runtime, the extras above and build system), so
+# that the download and the compile are separate, announced steps.
 define REQUIREMENTS
 import tomllib
 p = tomllib.load(open("pyproject.toml", "rb"))
-print(*p["project"]["dependencies"], *p["project"]["optional-dependencies"]["test"], *p["build-system"]["requires"], sep="\n")
+extras = [r for name in "$(EXTRAS)".split(",") for r in p["project"]["optional-dependencies"][name]]
+print(*p["project"]["dependencies"], *extras, *p["build-system"]["requires"], sep="\n")
 endef
 export REQUIREMENTS
 # setuptools prints a boxed notice on every editable install about folders named like the package; no
@@ -30,19 +33,19 @@ $(STAMP): pyproject.toml setup.py wire/native.py $(NATIVE_SOURCES)
 	@echo "-- 1/3 virtual environment and pip"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	@echo "-- 2/3 dependencies from PyPI (Twisted, construct, Cython, pytest, ...): a minute or two the first time"
+	@echo "-- 2/3 dependencies from PyPI (Twisted, construct, Cython, pytest, PySpark, ...): 2-4 minutes the first time"
 	$(PYTHON) -c "$$REQUIREMENTS" > $(VENV)/requirements.txt
 	$(BIN)/pip install -q -r $(VENV)/requirements.txt
 	@echo "-- 3/3 FerryMQ, editable: C extensions and the Cython-compiled hot path ($(words $(CYTHON_SOURCES)) modules, 2-5 minutes; quiet while it compiles)"
 	$(DROP_CYTHON_BUILDS)
-	$(QUIET_EDITABLE) $(BIN)/pip install -q -e '.[test]'
+	$(QUIET_EDITABLE) $(BIN)/pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 	@echo "== FerryMQ is installed in $(VENV) (ferrymq --help; .venv/bin/ferrymq admin for the admin tool)"
 
 # Compile the hot path again after editing it (until then the old build runs, and pytest refuses to start).
 compile: $(STAMP)
 	$(DROP_CYTHON_BUILDS)
-	$(QUIET_EDITABLE) $(BIN)/pip install -q -e '.[test]'
+	$(QUIET_EDITABLE) $(BIN)/pip install -q -e '.[$(EXTRAS)]'
 
 run: $(STAMP)
 	$(BIN)/ferrymq standalone -c $(CONF)
@@ -61,7 +64,7 @@ compat: $(STAMP)
 	$(BIN)/pytest -q compat_tests -o junit_family=xunit1 --junitxml=$(RESULTS); $(REPORT_COMPAT)
 
 bench: $(STAMP)
-	$(QUIET_EDITABLE) $(BIN)/pip install -q -e '.[test,bench]'
+	$(QUIET_EDITABLE) $(BIN)/pip install -q -e '.[$(EXTRAS),bench]'
 	$(BIN)/python -m benchmarks
 
 clean:

@@ -1,0 +1,54 @@
+"""The rows a read yields: the schema, and messages turned into Arrow record batches column by column."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from ferrymq.sdk.message import MessageExt
+from ferrymq.wire.message import MessageConst
+
+from .queues import QueueRef
+
+#: the DataFrame schema (Spark DDL), in column order
+SCHEMA_DDL = (
+    "topic STRING, broker STRING, queueId INT, queueOffset BIGINT, msgId STRING, keys STRING, tags STRING, "
+    "body BINARY, properties MAP<STRING, STRING>, bornTimestamp TIMESTAMP, storeTimestamp TIMESTAMP, "
+    "reconsumeTimes INT"
+)
+
+#: the same schema in Arrow; timestamps are UTC microseconds, as Spark keeps TimestampType
+ARROW_SCHEMA = pa.schema([
+    ("topic", pa.string()),
+    ("broker", pa.string()),
+    ("queueId", pa.int32()),
+    ("queueOffset", pa.int64()),
+    ("msgId", pa.string()),
+    ("keys", pa.string()),
+    ("tags", pa.string()),
+    ("body", pa.binary()),
+    ("properties", pa.map_(pa.string(), pa.string())),
+    ("bornTimestamp", pa.timestamp("us", tz="UTC")),
+    ("storeTimestamp", pa.timestamp("us", tz="UTC")),
+    ("reconsumeTimes", pa.int32()),
+])
+
+
+def record_batch(queue: QueueRef, messages: Sequence[MessageExt]) -> pa.RecordBatch:
+    """One record batch of ``queue``'s ``messages``; ``keys`` is the KEYS property as stored (space-separated)."""
+    n = len(messages)
+    return pa.RecordBatch.from_arrays([
+        pa.array([queue.topic] * n, pa.string()),
+        pa.array([queue.broker] * n, pa.string()),
+        pa.array([queue.queue_id] * n, pa.int32()),
+        pa.array([m.queue_offset for m in messages], pa.int64()),
+        pa.array([m.msg_id for m in messages], pa.string()),
+        pa.array([m.properties.get(MessageConst.KEYS) for m in messages], pa.string()),
+        pa.array([m.properties.get(MessageConst.TAGS) for m in messages], pa.string()),
+        pa.array([m.body for m in messages], pa.binary()),
+        pa.array([list(m.properties.items()) for m in messages], pa.map_(pa.string(), pa.string())),
+        pa.array([m.born_timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
+        pa.array([m.store_timestamp * 1000 for m in messages], pa.timestamp("us", tz="UTC")),
+        pa.array([m.reconsume_times for m in messages], pa.int32()),
+    ], schema=ARROW_SCHEMA)

@@ -1,0 +1,92 @@
+"""The ``rocketmq`` format on Spark's Python Data Source API: batch reads and writes.
+
+Planning runs on the driver (options checked, queues and offsets looked up at ``load()`` / ``save()``);
+reading and sending run in the tasks, one task per message queue for a read.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from .cluster import Cluster
+from .options import ReadOptions, read_options, write_options
+from .queues import QueueRange
+from .reader import PullSettings, read_range
+from .rows import SCHEMA_DDL
+from .writer import SendSettings, check_columns, send_partition
+
+
+@dataclass
+class QueuePartition(InputPartition):
+    """One Spark partition: the range of one message queue."""
+
+    range: QueueRange
+
+
+@dataclass
+class SentCount(WriterCommitMessage):
+    partition: int
+    messages: int
+
+
+class RocketMQDataSource(DataSource):
+    """``spark.read.format("rocketmq")`` and ``df.write.format("rocketmq")``; options in docs/pipeline.md."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rocketmq"
+
+    def schema(self) -> str:
+        # Spark asks for the schema at load(): a bad option, an unknown topic or an unreachable name
+        # server fails there, before any task runs.
+        options = read_options(self.options)
+        with Cluster(options.name_server) as cluster:
+            cluster.queues(cluster.topics(options))
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> RocketMQReader:
+        return RocketMQReader(read_options(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> RocketMQWriter:
+        options = write_options(self.options)
+        check_columns(schema.fieldNames(), options)
+        with Cluster(options.name_server) as cluster:
+            cluster.check_writable()
+        return RocketMQWriter(SendSettings(options, secrets.token_hex(8).upper()))
+
+
+class RocketMQReader(DataSourceReader):
+    def __init__(self, options: ReadOptions):
+        self.settings = PullSettings(options.name_server, options.consumer_group, options.expression,
+                                     options.expression_type, options.pull_batch_size)
+        with Cluster(options.name_server) as cluster:
+            self.ranges = cluster.ranges(options)
+
+    def partitions(self) -> list[QueuePartition]:
+        return [QueuePartition(r) for r in self.ranges]
+
+    def read(self, partition: QueuePartition) -> Iterator[pa.RecordBatch]:
+        return read_range(self.settings, [partition.range])
+
+
+class RocketMQWriter(DataSourceArrowWriter):
+    def __init__(self, settings: SendSettings):
+        self.settings = settings
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SentCount:
+        from pyspark import TaskContext
+
+        partition = TaskContext.get().partitionId()
+        return SentCount(partition, send_partition(self.settings, partition, iterator))
