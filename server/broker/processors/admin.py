@@ -60,10 +60,11 @@ from .common import ok, refuse
 
 log = logging.getLogger("ferrymq.broker.admin")
 
-#: Keys UPDATE_BROKER_CONFIG never changes (Apache's default configBlackList plus paths and identity).
+#: Keys UPDATE_BROKER_CONFIG never changes (Apache's default configBlackList plus paths, identity and role:
+#: a role change needs a restart).
 CONFIG_BLACKLIST = frozenset(
     {"configBlackList", "brokerConfigPath", "rocketmqHome", "storePathRootDir", "storePathCommitLog",
-     "listenPort", "brokerName", "brokerClusterName", "brokerId"}
+     "listenPort", "brokerName", "brokerClusterName", "brokerId", "brokerRole", "haListenPort"}
 )
 
 
