@@ -286,10 +286,10 @@ class BrokerConfig:
         else:
             self.brokerId = 0
 
-    @property
-    def ha_port(self) -> int:
-        """The HA listener's port: haListenPort, or listenPort + 1 when it is 0."""
-        return self.haListenPort or self.listenPort + 1
+    def ha_port(self, listen_port: int | None = None) -> int:
+        """The HA listener's port: haListenPort, or the client port (``listen_port`` as bound, else
+        listenPort) + 1 when it is 0."""
+        return self.haListenPort or (self.listenPort if listen_port is None else listen_port) + 1
 
     @property
     def is_slave(self) -> bool:

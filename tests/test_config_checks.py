@@ -186,9 +186,9 @@ def test_a_misspelled_key_is_warned_with_the_nearest_known_key(caplog):
 
 def test_a_master_id_is_always_0_and_ha_port_follows_listen_port():
     master = cfg.from_properties(cfg.BrokerConfig, {"brokerId": "3", "listenPort": "20911"})
-    assert master.brokerId == 0 and master.ha_port == 20912
+    assert master.brokerId == 0 and master.ha_port() == 20912 and master.ha_port(3000) == 3001
     slave = cfg.from_properties(cfg.BrokerConfig, {"brokerRole": "SLAVE", "brokerId": "2", "haListenPort": "7000"})
-    assert slave.brokerId == 2 and slave.ha_port == 7000 and slave.is_slave
+    assert slave.brokerId == 2 and slave.ha_port(3000) == 7000 and slave.is_slave
 
 
 def _every_key(*classes: type) -> set[str]:
