@@ -16,6 +16,7 @@ from twisted.internet import defer, task
 from ferrymq.server.config import BrokerConfig, NettyServerConfig
 from ferrymq.server.ha import HAMaster, HASlave
 from ferrymq.server.ha.roles import with_rejections
+from ferrymq.server.ha.slave_sync import SlaveSynchronize
 from ferrymq.remoting.local_address import local_ip
 from ferrymq.remoting import Channel, RemotingServer
 from ferrymq.server.store.config import MessageStoreConfig
@@ -71,6 +72,7 @@ class Broker:
         self.ctx: BrokerContext | None = None
         self.ha_master: HAMaster | None = None
         self.ha_slave: HASlave | None = None
+        self.slave_sync: SlaveSynchronize | None = None
         self.ha_port = 0
         self.started = False
 
@@ -155,6 +157,7 @@ class Broker:
             self.ha_slave = HASlave(self.store, self.reactor, heartbeat_ms=c.haSendHeartbeatInterval,
                                     housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
             self.ha_slave.start(c.haMasterAddress)
+            self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True))
             return
         master = HAMaster(self.store, self.reactor, batch_size=c.haTransferBatchSize,
                           heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval)
@@ -173,9 +176,12 @@ class Broker:
         log.info("HA service listening on %s:%d for slaves", self.netty.bindAddress, self.ha_port)
 
     def _registered(self, reply) -> None:
-        """A slave without haMasterAddress replicates from the master the name server names."""
+        """A slave copies the metadata of the master the name server names, and replicates from its HA
+        address unless haMasterAddress says where."""
         if not self.config.haMasterAddress and reply.ha_server_addr and self.ha_slave is not None:
             self.ha_slave.set_master_address(reply.ha_server_addr)
+        if reply.master_addr and self.slave_sync is not None:
+            self.slave_sync.set_master_addr(reply.master_addr)
 
     def _every(self, seconds: float, fn, what: str, now: bool = True) -> None:
         loop = task.LoopingCall(fn)
@@ -213,6 +219,8 @@ class Broker:
         yield self.server.stop(grace)
         if self.ha_slave is not None:
             self.ha_slave.stop()
+        if self.slave_sync is not None:
+            yield self.slave_sync.stop()
         if self.ha_master is not None:
             yield self.ha_master.stop()
         self.persist_offsets(force=True)

@@ -156,3 +156,13 @@ def test_manual_file_cleaning_is_accepted(bk):
     for code in (C.TRIGGER_DELETE_FILES, C.DELETE_EXPIRED_COMMITLOG, C.CLEAN_EXPIRED_CONSUMEQUEUE):
         assert bk.call(code).code == 0
     assert bk.store.cleaner.manual_requests == before + 3
+
+
+def test_a_slave_gets_consumer_and_delay_offsets_as_apache_encodes_them(bk):
+    """GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (SlaveSynchronize): queue ids and levels as bare keys."""
+    bk.ctx.offsets.commit("g", "T", 1, 7)
+    bk.ctx.scheduler.offsets = {3: 11}
+    offsets = bk.call(C.GET_ALL_CONSUMER_OFFSET)
+    assert offsets.code == 0 and offsets.body == b'{"offsetTable":{"T@g":{1:7}}}'
+    delay = bk.call(C.GET_ALL_DELAY_OFFSET)
+    assert delay.code == 0 and delay.body == b'{"offsetTable":{3:11}}'

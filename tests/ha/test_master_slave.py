@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from ferrymq.testing import FerryMQServer
+from ferrymq.testing import FerryMQServer, admin
 from ferrymq.testing.ports import free_port
-from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.bodies import SubscriptionGroupConfig, TopicConfig
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import UpdateConsumerOffsetRequestHeader
+from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.message import decode_records
 
 from .helpers import BrokerProcess, commitlog_bytes, commitlog_range, pull, send, wait_for
@@ -88,3 +92,19 @@ def test_a_slave_without_slave_read_refuses_pulls_and_a_sync_master_waits_for_it
     finally:
         slave.kill()
         master.kill()
+
+
+def test_the_slave_copies_topics_groups_and_consumer_offsets_from_its_master(pair):
+    master, slave = pair
+    master.create_topic("HaCreated", queues=3)
+    master.create_group("ha-synced-group", retry_max_times=5)
+    code = RequestCode.UPDATE_CONSUMER_OFFSET
+    header = UpdateConsumerOffsetRequestHeader(consumer_group="ha-synced-group", topic="HaCreated", queue_id=1,
+                                               commit_offset=42)
+    assert admin.call(master.broker_addr, request(code, encode_request_header(code, header))).code == 0
+    wait_for(lambda: admin.consumer_offset(slave.addr, "ha-synced-group", "HaCreated", 1) == 42,
+             "the slave answers the master's consumer offset", timeout=10)
+    topic = admin.call(slave.addr, request(RequestCode.GET_TOPIC_CONFIG, {"topic": "HaCreated"}))
+    assert topic.code == 0 and TopicConfig.decode(topic.body).read_queue_nums == 3
+    group = admin.call(slave.addr, request(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "ha-synced-group"}))
+    assert group.code == 0 and SubscriptionGroupConfig.decode(group.body).retry_max_times == 5

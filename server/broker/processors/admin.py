@@ -291,6 +291,20 @@ class AdminProcessor:
         """The whole table, whatever the paging fields say (they are not read, so never refused)."""
         return ok(cmd, body=self.ctx.groups.wrapper().encode())
 
+    # ------------------------------------------------------------------ what a slave copies (SlaveSynchronize)
+
+    @handles(RequestCode.GET_ALL_CONSUMER_OFFSET, header=False)
+    def all_consumer_offsets(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """consumerOffset.json's content as Apache's ConsumerOffsetManager encodes it (bare queue-id keys)."""
+        obj = {"offsetTable": {key: dict(queues) for key, queues in self.ctx.offsets.offset_table.items()}}
+        return ok(cmd, body=dumps(obj, quote_int_keys=False))
+
+    @handles(RequestCode.GET_ALL_DELAY_OFFSET, header=False)
+    def all_delay_offsets(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """delayOffset.json's content (level -> offset in SCHEDULE_TOPIC_XXXX), as Apache encodes it."""
+        obj = {"offsetTable": dict(sorted(self.ctx.scheduler.offsets.items()))}
+        return ok(cmd, body=dumps(obj, quote_int_keys=False))
+
     @handles(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG)
     def group_config(self, cmd: RemotingCommand, channel: Any, h: GetSubscriptionGroupConfigRequestHeader):
         config = self.ctx.groups.get(h.group)
