@@ -108,3 +108,26 @@ def test_the_slave_copies_topics_groups_and_consumer_offsets_from_its_master(pai
     assert topic.code == 0 and TopicConfig.decode(topic.body).read_queue_nums == 3
     group = admin.call(slave.addr, request(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "ha-synced-group"}))
     assert group.code == 0 and SubscriptionGroupConfig.decode(group.body).retry_max_times == 5
+
+
+def test_replication_resumes_after_the_master_restarts_and_the_slave_is_killed(tmp_path):
+    master, slave = start_pair(tmp_path)
+    try:
+        def send_and_compare(first: int) -> None:
+            for i in range(first, first + 5):
+                assert send(master.broker_addr, "HaResume", b"r%d" % i + b"y" * 300).code == 0
+            low, high = wait_for(lambda: in_sync(master.broker_addr, slave.addr), "slave caught up")
+            assert commitlog_bytes(slave.store / "commitlog", low, high) == \
+                commitlog_bytes(master.home / "store" / "commitlog", low, high)
+
+        send_and_compare(0)
+        master.restart()  # the slave reconnects to the same HA address
+        send_and_compare(5)
+        slave.kill()  # SIGKILL: the slave recovers its log and asks for what follows it
+        slave.start()
+        send_and_compare(10)
+        answer = pull(master.broker_addr, "HaResume", "ha-group")
+        assert len(decode_records(answer.body)) == 15
+    finally:
+        slave.kill()
+        master.kill()
