@@ -10,7 +10,6 @@ from the FerryMQ slave. Both pairs use Apache's commit-log segment size (64 MiB 
 from __future__ import annotations
 
 import pytest
-
 from ferrymq.testing import FerryMQServer, admin
 from ferrymq.wire.codes import RequestCode
 

@@ -16,13 +16,17 @@ import time
 from collections import deque
 from typing import Any
 
-from twisted.internet import defer, protocol, task
-from zope.interface import implementer
-from twisted.internet.interfaces import IPushProducer
-
 from ferrymq.server.store.message_store import MessageStore
+from twisted.internet import defer, protocol, task
+from twisted.internet.interfaces import IPushProducer
+from zope.interface import implementer
 
-from .protocol import ProtocolError, ReportReader, encode_transfer_header, first_transfer_offset
+from .protocol import (
+    ProtocolError,
+    ReportReader,
+    encode_transfer_header,
+    first_transfer_offset,
+)
 
 log = logging.getLogger("ferrymq.ha.master")
 
@@ -34,7 +38,7 @@ POLL_INTERVAL = 0.1
 class SlaveConnection(protocol.Protocol):
     """One slave: its reports in, the commit log out from where it asked."""
 
-    def __init__(self, master: "HAMaster"):
+    def __init__(self, master: HAMaster):
         self.master = master
         self.reader = ReportReader()
         #: the slave's first report (-1 until it arrives): where the stream starts
@@ -46,18 +50,18 @@ class SlaveConnection(protocol.Protocol):
         self.last_read = self.last_write = time.monotonic()
         self.addr = "?"
 
-    def connectionMade(self) -> None:  # noqa: N802 - Twisted's name
+    def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
         self.transport.registerProducer(self, True)
         self.master.connections.add(self)
         log.info("slave %s connected", self.addr)
 
-    def connectionLost(self, reason: Any = None) -> None:  # noqa: N802
+    def connectionLost(self, reason: Any = None) -> None:
         self.master.connections.discard(self)
         log.info("slave %s disconnected (acked %d)", self.addr, self.ack_offset)
 
-    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+    def dataReceived(self, data: bytes) -> None:
         self.last_read = time.monotonic()
         try:
             offset = self.reader.feed(data)
@@ -78,14 +82,14 @@ class SlaveConnection(protocol.Protocol):
         self.master.acked()
 
     # --- IPushProducer: the transport pauses us while its buffer is full
-    def pauseProducing(self) -> None:  # noqa: N802
+    def pauseProducing(self) -> None:
         self.paused = True
 
-    def resumeProducing(self) -> None:  # noqa: N802
+    def resumeProducing(self) -> None:
         self.paused = False
         self.pump()
 
-    def stopProducing(self) -> None:  # noqa: N802
+    def stopProducing(self) -> None:
         self.paused = True
 
     def pump(self) -> None:
@@ -117,10 +121,10 @@ class SlaveConnection(protocol.Protocol):
 
 
 class _Factory(protocol.Factory):
-    def __init__(self, master: "HAMaster"):
+    def __init__(self, master: HAMaster):
         self.master = master
 
-    def buildProtocol(self, addr: Any) -> SlaveConnection:  # noqa: N802
+    def buildProtocol(self, addr: Any) -> SlaveConnection:
         conn = SlaveConnection(self.master)
         conn.factory = self
         return conn

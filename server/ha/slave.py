@@ -17,10 +17,9 @@ import logging
 import time
 from typing import Any
 
-from twisted.internet import protocol, task
-
 from ferrymq.remoting.client import split_address
 from ferrymq.server.store.message_store import MessageStore
+from twisted.internet import protocol, task
 
 from .protocol import ProtocolError, TransferReader, encode_report
 
@@ -33,18 +32,18 @@ MAX_RETRY_S = 5.0
 
 
 class MasterConnection(protocol.Protocol):
-    def __init__(self, slave: "HASlave"):
+    def __init__(self, slave: HASlave):
         self.slave = slave
         self.reader = TransferReader(max_body=max(slave.max_frame, 1 << 20))
         self.reported = -1
         self.last_report = 0.0
         self.last_read = time.monotonic()
 
-    def connectionMade(self) -> None:  # noqa: N802
+    def connectionMade(self) -> None:
         self.slave.connected(self)
         self.report()
 
-    def connectionLost(self, reason: Any = None) -> None:  # noqa: N802
+    def connectionLost(self, reason: Any = None) -> None:
         self.slave.disconnected(self)
 
     def report(self) -> None:
@@ -52,7 +51,7 @@ class MasterConnection(protocol.Protocol):
         self.last_report = time.monotonic()
         self.transport.write(encode_report(self.reported))
 
-    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+    def dataReceived(self, data: bytes) -> None:
         self.last_read = time.monotonic()
         store = self.slave.store
         try:
@@ -86,14 +85,14 @@ class MasterConnection(protocol.Protocol):
 
 
 class _Factory(protocol.ClientFactory):
-    def __init__(self, slave: "HASlave", address: str):
+    def __init__(self, slave: HASlave, address: str):
         self.slave = slave
         self.address = address
 
-    def buildProtocol(self, addr: Any) -> MasterConnection | None:  # noqa: N802
+    def buildProtocol(self, addr: Any) -> MasterConnection | None:
         return MasterConnection(self.slave) if self.slave.factory is self else None
 
-    def clientConnectionFailed(self, connector: Any, reason: Any) -> None:  # noqa: N802
+    def clientConnectionFailed(self, connector: Any, reason: Any) -> None:
         if self.slave.factory is self:  # not a connection attempt given up for a new address
             log.warning("HA client: connect to master %s failed: %s", self.address, reason.getErrorMessage())
             self.slave.retry_later()

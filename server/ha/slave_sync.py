@@ -11,15 +11,15 @@ runs a round as soon as it learns its master's address and then every :data:`SYN
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
-
-from twisted.internet import defer, task
+from collections.abc import Callable
+from typing import Any
 
 from ferrymq.remoting import RemotingClient
 from ferrymq.wire import fastjson
 from ferrymq.wire.bodies import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
 from ferrymq.wire.codes import RequestCode
 from ferrymq.wire.command import request
+from twisted.internet import defer, task
 
 log = logging.getLogger("ferrymq.ha.sync")
 
@@ -88,15 +88,15 @@ class SlaveSynchronize:
         return await self.client.call(addr, request(code, ext), CALL_TIMEOUT_S)
 
     async def _paged(self, addr: str, code: int, seq_key: str, max_key: str, decode, table_of):
-        """Apache's paged fetch: pages from ``seq`` 0 until totalTopicNum (absent: one page holds all)."""
-        seq, table, version = 0, {}, None
+        """Apache's paged fetch: pages from ``seq`` 0 until the total the master states (none stated: the
+        one page holds everything); the last page's wrapper (for its data version) and the whole table."""
+        seq, table = 0, {}
         while True:
             resp = await self._call(addr, code, {seq_key: str(seq), max_key: str(PAGE), "dataVersion": ""})
             wrapper = decode(resp.body)
             page = table_of(wrapper)
             table.update(page)
             seq += len(page)
-            version = version or wrapper.data_version
             total = resp.ext("totalTopicNum") or resp.ext("totalGroupNum")
             if total is None or not page or seq >= int(total) - 1:
                 return wrapper, table

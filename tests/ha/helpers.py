@@ -54,7 +54,7 @@ class BrokerProcess:
         except FileNotFoundError:
             return ""
 
-    def start(self) -> "BrokerProcess":
+    def start(self) -> BrokerProcess:
         self.home.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port(also_free=(-2, 1))
         keys = {**SMALL_STORE, "bindAddress": LOOPBACK, "brokerIP1": LOOPBACK, "namesrvAddr": self.namesrv_addr,

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import pytest
-
 from ferrymq.testing import FerryMQServer, admin
 from ferrymq.testing.ports import free_port
 from ferrymq.wire.bodies import SubscriptionGroupConfig, TopicConfig
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 from ferrymq.wire.headers import UpdateConsumerOffsetRequestHeader
-from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.message import decode_records
+from ferrymq.wire.requests import encode_request_header
 
-from .helpers import BrokerProcess, commitlog_bytes, commitlog_range, pull, send, wait_for
+from .helpers import (
+    BrokerProcess,
+    commitlog_bytes,
+    commitlog_range,
+    pull,
+    send,
+    wait_for,
+)
 
 #: small segments, so that the stream crosses segment ends; quick heartbeats instead of sleeps
 SEGMENT = 64 * 1024

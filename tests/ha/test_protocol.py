@@ -6,7 +6,6 @@ from __future__ import annotations
 import struct
 
 import pytest
-
 from ferrymq.server.ha.protocol import (
     ProtocolError,
     ReportReader,
