@@ -239,3 +239,14 @@ def test_a_bind_address_of_another_host_names_bindAddress(tmp_path):
         "ferrymq namesrv: bindAddress 192.0.2.1 is not an address of this host: set bindAddress in the config file "
         "(0.0.0.0 = every address)"
     )
+
+
+def test_a_taken_ha_port_names_haListenPort(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = write_conf(tmp_path, f"listenPort=0\nhaListenPort={port}\nhttpListenPort=0\nmqttListenPort=0")
+        result = run("broker", "-c", str(conf))
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(f"ferrymq broker: haListenPort={port}: cannot listen there")

@@ -12,8 +12,9 @@ import logging
 from typing import Any
 
 from twisted.internet import defer, task
+from twisted.internet.error import CannotListenError
 
-from ferrymq.server.config import BrokerConfig, NettyServerConfig
+from ferrymq.server.config import BrokerConfig, ConfigError, NettyServerConfig
 from ferrymq.server.ha import HAMaster, HASlave
 from ferrymq.server.ha.roles import with_rejections
 from ferrymq.server.ha.slave_sync import SlaveSynchronize
@@ -107,6 +108,7 @@ class Broker:
         port = self.server.port
         try:
             self._build(port)
+            self._start_replication(port)
         except BaseException:
             self.server.stop(0)
             if self.store is not None and self.store.running:
@@ -123,7 +125,6 @@ class Broker:
                 log.warning("VIP channel port %d unavailable (%s); clients with vipChannelEnabled will fail",
                             vip_port, exc)
         self.server.add_close_listener(self._channel_closed)
-        self._start_replication(port)
         broker_addr = f"{self.ip}:{port}"
         ha_addr = f"{c.brokerIP2 or self.ip}:{self.ha_port}"
         self.registration = NameServerRegistration(
@@ -163,9 +164,10 @@ class Broker:
                           heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval)
         try:
             self.ha_port = master.listen(self.ha_port, self.netty.bindAddress)
-        except Exception as exc:  # noqa: BLE001
+        except CannotListenError as exc:
             if c.haListenPort:
-                raise
+                raise ConfigError(f"haListenPort={c.haListenPort}: cannot listen there ({exc.socketError}); "
+                                  "set another haListenPort") from None
             # listenPort + 1 was only derived: a master without slaves runs the same without it
             log.warning("HA port %d (listenPort + 1) unavailable (%s): no slave can replicate from this broker; "
                         "set haListenPort", self.ha_port, exc)

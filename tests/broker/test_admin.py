@@ -163,6 +163,8 @@ def test_a_slave_gets_consumer_and_delay_offsets_as_apache_encodes_them(bk):
     bk.ctx.offsets.commit("g", "T", 1, 7)
     bk.ctx.scheduler.offsets = {3: 11}
     offsets = bk.call(C.GET_ALL_CONSUMER_OFFSET)
-    assert offsets.code == 0 and offsets.body == b'{"offsetTable":{"T@g":{1:7}}}'
+    assert offsets.code == 0 and offsets.body.startswith(b'{"offsetTable":{"T@g":{1:7}},"dataVersion":{"counter":')
     delay = bk.call(C.GET_ALL_DELAY_OFFSET)
     assert delay.code == 0 and delay.body == b'{"offsetTable":{3:11}}'
+    modes = bk.call(C.GET_ALL_MESSAGE_REQUEST_MODE)
+    assert modes.code == 0 and modes.body == b'{"messageRequestModeMap":{}}'

@@ -295,9 +295,16 @@ class AdminProcessor:
 
     @handles(RequestCode.GET_ALL_CONSUMER_OFFSET, header=False)
     def all_consumer_offsets(self, cmd: RemotingCommand, channel: Any, _header: None):
-        """consumerOffset.json's content as Apache's ConsumerOffsetManager encodes it (bare queue-id keys)."""
-        obj = {"offsetTable": {key: dict(queues) for key, queues in self.ctx.offsets.offset_table.items()}}
+        """consumerOffset.json's content as Apache's ConsumerOffsetManager encodes it (bare queue-id keys).
+        Apache's slave assigns the dataVersion without a null check, so one is always sent."""
+        obj = {"offsetTable": {key: dict(queues) for key, queues in self.ctx.offsets.offset_table.items()},
+               "dataVersion": DataVersion()}
         return ok(cmd, body=dumps(obj, quote_int_keys=False))
+
+    @handles(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, header=False)
+    def all_message_request_modes(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """No group has a message request mode here (no POP consumption): an empty table."""
+        return ok(cmd, body=dumps({"messageRequestModeMap": {}}))
 
     @handles(RequestCode.GET_ALL_DELAY_OFFSET, header=False)
     def all_delay_offsets(self, cmd: RemotingCommand, channel: Any, _header: None):
