@@ -10,13 +10,12 @@ from the FerryMQ slave. Both pairs use Apache's commit-log segment size (64 MiB 
 from __future__ import annotations
 
 import pytest
-from ferrymq.testing import FerryMQServer, admin
+from ferrymq.testing import admin
 from ferrymq.wire.codes import RequestCode
 
 from tests.ha.helpers import BrokerProcess, commitlog_bytes, commitlog_range, wait_for
 
 from .apache import ApacheBroker, ApacheNamesrv
-from .processes import free_port
 
 SEGMENT = 64 * 1024 * 1024
 #: quick offset reports and heartbeats instead of Apache's 5 s
@@ -42,13 +41,20 @@ def sent_ok(result) -> int:
 
 
 @pytest.fixture(scope="module")
-def ferry_master_apache_slave(tmp_path_factory):
+def apache_ns(tmp_path_factory):
+    """One Apache name server for both pairs (each pair is its own broker group)."""
+    ns = ApacheNamesrv.start(tmp_path_factory.mktemp("ha-namesrv"))
+    yield ns
+    ns.stop()
+
+
+@pytest.fixture(scope="module")
+def ferry_master_apache_slave(apache_ns, tmp_path_factory):
     home = tmp_path_factory.mktemp("ha-ferry-master")
-    master = FerryMQServer(home / "master", {"listenPort": free_port(also_free=(-2, 1)),
-                                             "brokerClusterName": "HaCluster", "brokerName": "ha-ferry-a",
-                                             **HA_TIMING}).start()
+    master = BrokerProcess(home / "ferry-master", apache_ns.addr, {
+        "brokerClusterName": "HaCluster", "brokerName": "ha-ferry-a", **HA_TIMING}).start()
     try:
-        slave = ApacheBroker.start(home / "apache-slave", master.namesrv_addr, cluster="HaCluster", name="ha-ferry-a",
+        slave = ApacheBroker.start(home / "apache-slave", apache_ns.addr, cluster="HaCluster", name="ha-ferry-a",
                                    extra={"brokerId": 1, "brokerRole": "SLAVE", **HA_TIMING})
     except BaseException:
         master.kill()
@@ -62,34 +68,26 @@ def test_an_apache_slave_holds_the_ferrymq_masters_bytes(ferry_master_apache_sla
     master, slave = ferry_master_apache_slave
     assert sent_ok(java5("send", "-n", master.namesrv_addr, "-t", "HaFerryToApache", "-count", str(MESSAGES))) \
         == MESSAGES
-    _low, high = same_commitlog(master.broker_addr, master.home / "store" / "commitlog",
-                                slave.addr, slave.store / "commitlog")
+    _low, high = same_commitlog(master.addr, master.store / "commitlog", slave.addr, slave.store / "commitlog")
     assert high > 0
 
 
 @pytest.fixture(scope="module")
-def apache_master_ferry_slave(tmp_path_factory):
+def apache_master_ferry_slave(apache_ns, tmp_path_factory):
     home = tmp_path_factory.mktemp("ha-apache-master")
-    ns = ApacheNamesrv.start(home / "namesrv")
-    try:
-        master = ApacheBroker.start(home / "apache-master", ns.addr, cluster="HaCluster", name="ha-apache-a",
-                                    extra=HA_TIMING)
-    except BaseException:
-        ns.stop()
-        raise
-    slave = BrokerProcess(home / "ferry-slave", ns.addr, {
+    master = ApacheBroker.start(home / "apache-master", apache_ns.addr, cluster="HaCluster", name="ha-apache-a",
+                                extra=HA_TIMING)
+    slave = BrokerProcess(home / "ferry-slave", apache_ns.addr, {
         "brokerClusterName": "HaCluster", "brokerName": "ha-apache-a", "brokerRole": "SLAVE", "brokerId": 1,
         "slaveReadEnable": True, **HA_TIMING})
     try:
         slave.start()
     except BaseException:
         master.stop()
-        ns.stop()
         raise
-    yield ns, master, slave
+    yield apache_ns, master, slave
     slave.kill()
     master.stop()
-    ns.stop()
 
 
 def test_a_ferrymq_slave_holds_the_apache_masters_bytes_and_serves_consumers_when_it_is_gone(
