@@ -6,7 +6,6 @@ import socket
 import time
 
 import pytest
-
 from ferrymq.server.ha.protocol import TransferReader, encode_report
 from ferrymq.testing import FerryMQServer
 from ferrymq.testing.ports import LOOPBACK, free_port
