@@ -41,8 +41,9 @@ def sent_ok(result) -> int:
 
 
 @pytest.fixture(scope="module")
-def apache_ns(tmp_path_factory):
-    """One Apache name server for both pairs (each pair is its own broker group)."""
+def apache_ns(java5, tmp_path_factory):
+    """One Apache name server for both pairs (each pair is its own broker group); ``java5`` skips the
+    module where Java or Maven is missing."""
     ns = ApacheNamesrv.start(tmp_path_factory.mktemp("ha-namesrv"))
     yield ns
     ns.stop()
