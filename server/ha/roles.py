@@ -23,13 +23,6 @@ SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode
 PULL_CODES = (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE)
 
 
-def rejected_codes(config: BrokerConfig) -> tuple[int, ...]:
-    """The request codes ``config``'s broker refuses outright."""
-    if not config.is_slave:
-        return ()
-    return SEND_CODES + (() if config.slaveReadEnable else PULL_CODES)
-
-
 def _reject(_cmd: Any, _channel: Any, _header: None) -> None:
     raise Refusal(ResponseCode.SYSTEM_BUSY, REJECT_REMARK, None)  # Apache writes no extFields here
 
@@ -38,11 +31,28 @@ def _no_header(_ext: object) -> None:
     return None
 
 
+def _unless_slave_read(route: Route, config: BrokerConfig) -> Route:
+    """``route`` answering only while ``config.slaveReadEnable`` is on (UPDATE_BROKER_CONFIG may change it):
+    the refusal comes before the header is read, as Apache's ``rejectRequest`` does."""
+
+    def handle(cmd: Any, channel: Any, _header: None) -> Any:
+        if not config.slaveReadEnable:
+            _reject(cmd, channel, None)
+        return route.handle(cmd, channel, route.decode(cmd.ext_fields))
+
+    return Route(route.request, handle, _no_header)
+
+
 def with_rejections(table: dict[int, Route], config: BrokerConfig) -> dict[int, Route]:
-    """``table`` with the codes :func:`rejected_codes` names answered by the refusal (header unread)."""
+    """A slave's request table: sends refused, pulls refused unless slaveReadEnable. A master's is
+    ``table`` itself (a role changes only with a restart), so its send path gains no step."""
+    if not config.is_slave:
+        return table
     out = dict(table)
-    for code in rejected_codes(config):
-        route = out.get(code)
-        if route is not None:
-            out[code] = Route(route.request, _reject, _no_header)
+    for code in SEND_CODES:
+        if code in out:
+            out[code] = Route(out[code].request, _reject, _no_header)
+    for code in PULL_CODES:
+        if code in out:
+            out[code] = _unless_slave_read(out[code], config)
     return out
