@@ -1,8 +1,8 @@
 """What a slave refuses, as Apache's processors' ``rejectRequest`` does before reading the request.
 
 Apache answers a rejected request SYSTEM_BUSY with the flow-control remark, the same for a send to a
-slave (unless it acts as master) and a pull from a slave without slaveReadEnable: the clients retry the
-send elsewhere and pull from the master again.
+slave (unless it acts as master) and a pull from a slave without slaveReadEnable; the clients take the
+code as "busy": a send is retried on another queue, a pull later.
 """
 
 from __future__ import annotations
