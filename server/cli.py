@@ -316,12 +316,6 @@ def _warn_unknown(props: dict[str, str], *classes: type) -> None:
         log.warning("config key %r is not known to FerryMQ and is ignored%s", name, hint)
 
 
-def _warn_not_yet(props: dict[str, str]) -> None:
-    if "haListenPort" in props:
-        log.warning("haListenPort=%s is ignored: %s, so nothing listens for slaves",
-                    props["haListenPort"].strip(), cfg.NO_REPLICATION)
-
-
 def _run_reactor(stoppables: list, args: argparse.Namespace) -> int:
     """Run until SIGTERM/SIGINT; shutdown triggers stop every component gracefully first."""
     from twisted.internet import reactor
@@ -391,7 +385,6 @@ def cmd_broker(args: argparse.Namespace) -> int:
         return 0
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
                   cfg.PlannedFeatures)
-    _warn_not_yet(props)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     broker = _with_gateway(http, _broker_factory(broker_cfg, props))
@@ -416,7 +409,6 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
                   cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
-    _warn_not_yet(props)
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"

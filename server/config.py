@@ -68,8 +68,8 @@ __all__ = [
 
 _HOME = os.path.expanduser("~")
 
-#: What a setting of a replication feature is told while FerryMQ has none.
-NO_REPLICATION = "replication is not implemented yet in FerryMQ"
+#: What a setting of a replication mode FerryMQ does not have yet is told (classic master/slave exists).
+NO_REPLICATION = "this replication mode is not implemented yet in FerryMQ (classic master/slave is)"
 
 
 # ---------------------------------------------------------------- reading files
@@ -167,7 +167,7 @@ class NamesrvConfig:
     enableTopicList: bool = key(True, "Answer GET_TOPICS_BY_CLUSTER and the unit topic lists.")
     notifyMinBrokerIdChanged: bool = key(
         False, "Notify brokers when the lowest broker id changes (not supported; must stay false).",
-        check=equal_to(False, f"{NO_REPLICATION}, so no broker id changes to notify; leave it false"),
+        check=equal_to(False, "broker id change notification is not implemented yet in FerryMQ; leave it false"),
     )
     deleteTopicWithBrokerRegistration: bool = key(
         False, "On registration, drop a broker's topics missing from its topic table."
@@ -186,8 +186,8 @@ class BrokerConfig:
     brokerClusterName: str = key("DefaultCluster", "Cluster this broker registers under.")
     brokerName: str = key(socket.gethostname(), "Broker group name (Apache default: the host name).")
     brokerId: int = key(
-        0, "0 = master, >0 = slave (only 0 until replication exists).",
-        check=equal_to(0, f"{NO_REPLICATION}; a broker is a master with brokerId=0"),
+        0, "0 = master; a slave's id is > 0 (as in Apache, a master's id is always 0).",
+        check=lambda v: None if v >= 0 else "not valid, expected 0 (master) or a slave id > 0",
     )
     brokerIP1: str = key(
         "", "IP address advertised to clients (default: this host's address).", check=ip_or_empty
@@ -211,14 +211,30 @@ class BrokerConfig:
         "flushIntervalCommitLog ms.", check=one_of(*FLUSH_DISK_TYPES),
     )
     brokerRole: str = key(
-        "ASYNC_MASTER", "ASYNC_MASTER or SYNC_MASTER (SLAVE once replication exists).",
-        check=one_of(*BROKER_ROLES, not_yet={
-            "SLAVE": f"{NO_REPLICATION}; run a master (ASYNC_MASTER or SYNC_MASTER)",
-        }),
+        "ASYNC_MASTER", "ASYNC_MASTER, SYNC_MASTER (a send waits for inSyncReplicas copies) or SLAVE (docs/ha.md).",
+        check=one_of(*BROKER_ROLES),
     )
-    # Accepted (a master's config names it in Apache) but nothing listens there: the command line warns
-    # when it is set rather than refusing, since a master without slaves runs the same either way.
-    haListenPort: int = key(10912, "Port slaves replicate from (not used until replication exists).", check=port)
+    haListenPort: int = key(0, "Port slaves replicate from (0 = listenPort + 1, as Apache).", check=port)
+    brokerIP2: str = key(
+        "", "Address advertised for replication (haServerAddr = brokerIP2:haListenPort; default brokerIP1).",
+        check=ip_or_empty,
+    )
+    haMasterAddress: str = key(
+        "", "A slave's master HA address 'host:port' (empty: the one the name server's registration answer "
+            "names).", check=host_ports,
+    )
+    haSendHeartbeatInterval: int = key(5000, "Ms between a slave's offset reports / a master's idle heartbeats.",
+                                       check=positive)
+    haHousekeepingInterval: int = key(20000, "Ms without reads after which either side closes a replication "
+                                             "connection.", check=positive)
+    haTransferBatchSize: int = key(32768, "Largest commit-log chunk the master sends in one frame, bytes.",
+                                   check=positive)
+    slaveReadEnable: bool = key(False, "A slave answers pulls, and a master suggests its slave to consumers far "
+                                       "behind (else a slave refuses pulls).")
+    inSyncReplicas: int = key(1, "SYNC_MASTER: copies a send waits for, the master's own included (1 = no wait).",
+                              check=positive)
+    slaveTimeout: int = key(3000, "SYNC_MASTER: ms a send waits for its slave copies before FLUSH_SLAVE_TIMEOUT.",
+                            check=positive)
     fileReservedTime: int = key(72, "Hours to keep commit log files.")
     deleteWhen: str = key(
         "04", "Hour(s) of day expired files are deleted, e.g. '04' or '01;04'.", check=check_hours
@@ -261,6 +277,23 @@ class BrokerConfig:
     brokerTopicEnable: bool = key(True, "Create a topic named after the broker (perm RW).")
     traceTopicEnable: bool = key(False, "Create the message trace topic (msgTraceTopicName).")
     msgTraceTopicName: str = key("RMQ_SYS_TRACE_TOPIC", "Name of the message trace topic.")
+
+    def __post_init__(self) -> None:
+        # Apache's BrokerStartup: a master's id is forced to 0, a slave's must be > 0.
+        if self.brokerRole == "SLAVE":
+            if self.brokerId <= 0:
+                raise ConfigError(f"brokerRole=SLAVE: a slave's brokerId must be > 0 (brokerId={self.brokerId})")
+        else:
+            self.brokerId = 0
+
+    def ha_port(self, listen_port: int | None = None) -> int:
+        """The HA listener's port: haListenPort, or the client port (``listen_port`` as bound, else
+        listenPort) + 1 when it is 0."""
+        return self.haListenPort or (self.listenPort if listen_port is None else listen_port) + 1
+
+    @property
+    def is_slave(self) -> bool:
+        return self.brokerRole == "SLAVE"
 
 
 _NO_ACCESS_CONTROL = "access control is not implemented yet in FerryMQ (every client is served); leave it false"

@@ -278,8 +278,8 @@ class FerryMQServer:
 
 
 def _free_pair() -> int:
-    """A loopback port P with P-2 free too (the broker's VIP channel)."""
+    """A loopback port P with P-2 and P+1 free too (the broker's VIP channel and HA port)."""
     try:
-        return free_port(also_free=(-2,))
+        return free_port(also_free=(-2, 1))
     except RuntimeError as exc:
         raise ServerStartError(str(exc)) from None

@@ -46,8 +46,10 @@ BAD_VALUES = [
     ("flushDiskType=FOO", "expected one of ASYNC_FLUSH, SYNC_FLUSH"),
     ("flushDiskType=sync_flush", "expected one of ASYNC_FLUSH, SYNC_FLUSH"),
     ("brokerRole=MASTER", "expected one of ASYNC_MASTER, SYNC_MASTER, SLAVE"),
-    ("brokerRole=SLAVE", "replication is not implemented yet in FerryMQ; run a master (ASYNC_MASTER or SYNC_MASTER)"),
-    ("brokerId=1", "replication is not implemented yet in FerryMQ; a broker is a master with brokerId=0"),
+    ("brokerRole=SLAVE", "a slave's brokerId must be > 0 (brokerId=0)"),
+    ("brokerId=-1", "expected 0 (master) or a slave id > 0"),
+    ("haMasterAddress=master", "expected 'host:port' addresses"),
+    ("brokerIP2=master.example", "expected an IPv4 or IPv6 address"),
     ("listenPort=99999", "expected a port number 0-65535"),
     ("listenPort=-1", "expected a port number 0-65535"),
     ("haListenPort=65536", "expected a port number 0-65535"),
@@ -67,8 +69,8 @@ BAD_VALUES = [
     ("brokerPermission=99", "expected permission bits 0-15"),
     ("aclEnable=true", "access control is not implemented yet in FerryMQ (every client is served)"),
     ("authenticationEnabled=true", "access control is not implemented yet in FerryMQ"),
-    ("enableDLegerCommitLog=true", "replication is not implemented yet in FerryMQ; leave it false"),
-    ("enableControllerMode=true", "replication is not implemented yet in FerryMQ; leave it false"),
+    ("enableDLegerCommitLog=true", "this replication mode is not implemented yet in FerryMQ"),
+    ("enableControllerMode=true", "this replication mode is not implemented yet in FerryMQ"),
 ]
 
 
@@ -137,11 +139,12 @@ def test_a_taken_namesrv_port_names_namesrvListenPort(tmp_path):
     "brokerId=0", "brokerRole=ASYNC_MASTER", "brokerRole=SYNC_MASTER", "flushDiskType=SYNC_FLUSH",
     "flushDiskType=ASYNC_FLUSH", "deleteWhen=01;04", "listenPort=0", "listenPort=65535", "haListenPort=10912",
     "namesrvAddr=127.0.0.1:9876;[::1]:9877", "brokerIP1=::1", "brokerPermission=4",
+    "brokerRole=SLAVE\nbrokerId=1", "slaveReadEnable=true", "haMasterAddress=127.0.0.1:10912",
 ])
 def test_valid_values_and_defaults_spelled_out_are_accepted(tmp_path, line):
     result = run("standalone", "-c", str(write_conf(tmp_path, line)), "-p")
     assert result.returncode == 0, result.stderr
-    assert line in result.stdout.splitlines()
+    assert set(line.splitlines()) <= set(result.stdout.splitlines())
 
 
 def test_planned_features_set_to_false_start_without_a_warning(tmp_path, caplog):
@@ -181,10 +184,11 @@ def test_a_misspelled_key_is_warned_with_the_nearest_known_key(caplog):
     assert "'zzqqxx' is not known to FerryMQ and is ignored (check its spelling)" in caplog.text
 
 
-def test_ha_listen_port_is_warned_as_unused(caplog):
-    with caplog.at_level(logging.WARNING, logger="ferrymq"):
-        cli._warn_not_yet({"haListenPort": "10912"})
-    assert "haListenPort=10912 is ignored: replication is not implemented yet in FerryMQ" in caplog.text
+def test_a_master_id_is_always_0_and_ha_port_follows_listen_port():
+    master = cfg.from_properties(cfg.BrokerConfig, {"brokerId": "3", "listenPort": "20911"})
+    assert master.brokerId == 0 and master.ha_port() == 20912 and master.ha_port(3000) == 3001
+    slave = cfg.from_properties(cfg.BrokerConfig, {"brokerRole": "SLAVE", "brokerId": "2", "haListenPort": "7000"})
+    assert slave.brokerId == 2 and slave.ha_port(3000) == 7000 and slave.is_slave
 
 
 def _every_key(*classes: type) -> set[str]:
@@ -235,3 +239,14 @@ def test_a_bind_address_of_another_host_names_bindAddress(tmp_path):
         "ferrymq namesrv: bindAddress 192.0.2.1 is not an address of this host: set bindAddress in the config file "
         "(0.0.0.0 = every address)"
     )
+
+
+def test_a_taken_ha_port_names_haListenPort(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = write_conf(tmp_path, f"listenPort=0\nhaListenPort={port}\nhttpListenPort=0\nmqttListenPort=0")
+        result = run("broker", "-c", str(conf))
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1].startswith(f"ferrymq broker: haListenPort={port}: cannot listen there")

@@ -137,6 +137,10 @@ _DECLARED = (
     # ---------------------------------------------------------------- admin: broker
     Request(_C.GET_BROKER_RUNTIME_INFO),
     Request(_C.GET_BROKER_CONFIG, response=h.GetBrokerConfigResponseHeader),
+    # ---------------------------------------------------------------- admin: what a slave copies
+    Request(_C.GET_ALL_CONSUMER_OFFSET),
+    Request(_C.GET_ALL_DELAY_OFFSET),
+    Request(_C.GET_ALL_MESSAGE_REQUEST_MODE),
     Request(_C.UPDATE_BROKER_CONFIG),
     Request(_C.TRIGGER_DELETE_FILES),
     Request(_C.DELETE_EXPIRED_COMMITLOG),

@@ -107,6 +107,18 @@ class ConsumerOffsetManager:
             self.offset_table[offset_key(topic, dest_group)] = dict(offsets)
             self.changed = True
 
+    def merge(self, table: dict[str, dict]) -> bool:
+        """A slave taking its master's offsets ({"topic@group": {queue id: offset}}) over its own, as
+        Apache's SlaveSynchronize does (entries the master lacks stay); whether anything changed."""
+        changed = False
+        for key, queues in table.items():
+            offsets = {int(qid): int(off) for qid, off in queues.items()}
+            if self.offset_table.get(key) != offsets:
+                self.offset_table[key] = offsets
+                changed = True
+        self.changed = self.changed or changed
+        return changed
+
     # ------------------------------------------------------------------ persistence
 
     def to_json_obj(self) -> dict:

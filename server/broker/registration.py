@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from twisted.internet import defer
 
-from .namesrv_peer import NamesrvPeer
+from .namesrv_peer import NamesrvPeer, RegisterBrokerReply
 from ferrymq.remoting import RemotingClient
 from ferrymq.wire.bodies import TopicConfig, TopicConfigSerializeWrapper
 
@@ -28,8 +28,11 @@ class NameServerRegistration:
 
     def __init__(self, namesrv_addr: str, identity: tuple[str, str, str, int, str],
                  wrapper: Callable[[], TopicConfigSerializeWrapper], reactor: Any,
-                 timeout_ms: int = 6000, compressed: bool = False):
+                 timeout_ms: int = 6000, compressed: bool = False,
+                 on_reply: Callable[[RegisterBrokerReply], None] | None = None):
+        """``on_reply`` hears every name server's answer (a slave learns its master's addresses there)."""
         self.identity = identity
+        self.on_reply = on_reply
         self.wrapper = wrapper
         self.reactor = reactor
         self.compressed = compressed
@@ -56,7 +59,9 @@ class NameServerRegistration:
             calls.append(d)
         return defer.DeferredList(calls, consumeErrors=True)
 
-    def _registered(self, _reply: object, namesrv: str) -> None:
+    def _registered(self, reply: RegisterBrokerReply, namesrv: str) -> None:
+        if self.on_reply is not None:
+            self.on_reply(reply)
         self.registrations += 1
         if self.registrations == 1:  # the line an operator waits for: clients can find the broker now
             log.info("broker %s (%s) is registered with name server %s: ready, clients use namesrvAddr=%s",

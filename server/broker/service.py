@@ -12,8 +12,12 @@ import logging
 from typing import Any
 
 from twisted.internet import defer, task
+from twisted.internet.error import CannotListenError
 
-from ferrymq.server.config import BrokerConfig, NettyServerConfig
+from ferrymq.server.config import BrokerConfig, ConfigError, NettyServerConfig
+from ferrymq.server.ha import HAMaster, HASlave
+from ferrymq.server.ha.roles import with_rejections
+from ferrymq.server.ha.slave_sync import SlaveSynchronize
 from ferrymq.remoting.local_address import local_ip
 from ferrymq.remoting import Channel, RemotingServer
 from ferrymq.server.store.config import MessageStoreConfig
@@ -67,6 +71,10 @@ class Broker:
         self.registration: NameServerRegistration | None = None
         self.store: MessageStore | None = None
         self.ctx: BrokerContext | None = None
+        self.ha_master: HAMaster | None = None
+        self.ha_slave: HASlave | None = None
+        self.slave_sync: SlaveSynchronize | None = None
+        self.ha_port = 0
         self.started = False
 
     # ------------------------------------------------------------------ wiring
@@ -82,7 +90,7 @@ class Broker:
         parts = build_broker(c, self.store, self.reactor, store_host=(self.ip, port),
                              on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
         self.ctx = ctx = parts.ctx
-        self.table = parts.table
+        self.table = with_rejections(parts.table, c)
         for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets)):
             obj = self._files[name].load()
             if obj:
@@ -100,6 +108,7 @@ class Broker:
         port = self.server.port
         try:
             self._build(port)
+            self._start_replication(port)
         except BaseException:
             self.server.stop(0)
             if self.store is not None and self.store.running:
@@ -117,10 +126,12 @@ class Broker:
                             vip_port, exc)
         self.server.add_close_listener(self._channel_closed)
         broker_addr = f"{self.ip}:{port}"
+        ha_addr = f"{c.brokerIP2 or self.ip}:{self.ha_port}"
         self.registration = NameServerRegistration(
-            c.namesrvAddr, (c.brokerClusterName, broker_addr, c.brokerName, c.brokerId, f"{self.ip}:{c.haListenPort}"),
+            c.namesrvAddr, (c.brokerClusterName, broker_addr, c.brokerName, c.brokerId, ha_addr),
             lambda: perm_limited(self.ctx.topics.wrapper(), c.brokerPermission), self.reactor,
             timeout_ms=c.registerBrokerTimeoutMills, compressed=c.compressedRegister,
+            on_reply=self._registered if c.is_slave else None,
         )
         if self.registration.peers:
             self.ctx.registration_pending = self.registration.pending
@@ -138,6 +149,41 @@ class Broker:
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
                  self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",
                  c.namesrvAddr or "(none)")
+
+    def _start_replication(self, port: int) -> None:
+        """A master serves slaves on its HA port; a slave replicates from its master's."""
+        c = self.config
+        self.ha_port = c.ha_port(port)
+        if c.is_slave:
+            self.ha_slave = HASlave(self.store, self.reactor, heartbeat_ms=c.haSendHeartbeatInterval,
+                                    housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
+            self.ha_slave.start(c.haMasterAddress)
+            self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True))
+            return
+        master = HAMaster(self.store, self.reactor, batch_size=c.haTransferBatchSize,
+                          heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval)
+        try:
+            self.ha_port = master.listen(self.ha_port, self.netty.bindAddress)
+        except CannotListenError as exc:
+            if c.haListenPort:
+                raise ConfigError(f"haListenPort={c.haListenPort}: cannot listen there ({exc.socketError}); "
+                                  "set another haListenPort") from None
+            # listenPort + 1 was only derived: a master without slaves runs the same without it
+            log.warning("HA port %d (listenPort + 1) unavailable (%s): no slave can replicate from this broker; "
+                        "set haListenPort", self.ha_port, exc)
+            return
+        self.ha_master = master
+        if c.brokerRole == "SYNC_MASTER" and c.inSyncReplicas > 1:
+            self.ctx.store.replicas = (master, c.inSyncReplicas - 1, c.slaveTimeout)
+        log.info("HA service listening on %s:%d for slaves", self.netty.bindAddress, self.ha_port)
+
+    def _registered(self, reply) -> None:
+        """A slave copies the metadata of the master the name server names, and replicates from its HA
+        address unless haMasterAddress says where."""
+        if not self.config.haMasterAddress and reply.ha_server_addr and self.ha_slave is not None:
+            self.ha_slave.set_master_address(reply.ha_server_addr)
+        if reply.master_addr and self.slave_sync is not None:
+            self.slave_sync.set_master_addr(reply.master_addr)
 
     def _every(self, seconds: float, fn, what: str, now: bool = True) -> None:
         loop = task.LoopingCall(fn)
@@ -173,6 +219,12 @@ class Broker:
             yield self.registration.unregister_all()
             yield self.registration.close()
         yield self.server.stop(grace)
+        if self.ha_slave is not None:
+            self.ha_slave.stop()
+        if self.slave_sync is not None:
+            yield self.slave_sync.stop()
+        if self.ha_master is not None:
+            yield self.ha_master.stop()
         self.persist_offsets(force=True)
         self._persist(TOPICS, self.ctx.topics)
         self._persist(SUBSCRIPTION_GROUPS, self.ctx.groups)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ferrymq.remoting.pending import Pending
 from ferrymq.server.store.message_store import MessageStore, total_memory
-from ferrymq.server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
+from ferrymq.server.store.status import GetMessageResult, PutMessageResult, PutMessageStatus, QueryMessageResult
 from ferrymq.server.store.twisted_adapter import deferred_for, flush_watch
 from ferrymq.wire.message import Host, MessageExt
 
@@ -27,11 +27,39 @@ class StoreAdapter:
         self.reactor = reactor
         self._memory_limit = total_memory() * store.config.accessMessageInMemoryMaxRatio // 100
         self._watch = flush_watch(store, reactor)
+        #: SYNC_MASTER with inSyncReplicas > 1: (the HA master, slave acks a put waits for, slaveTimeout ms)
+        self.replicas: tuple[Any, int, int] | None = None
 
-    def _promise(self, result: PutMessageResult) -> Any:
-        if result.needs_flush_wait:
-            return deferred_for(self.store, result, self.reactor, self._watch, Pending)
-        return result
+    def _promise(self, result: PutMessageResult, properties: dict[str, str]) -> Any:
+        """The answer to a put: at once, or once flushed (SYNC_FLUSH) and on enough slaves (SYNC_MASTER).
+        A message whose ``properties`` say WAIT=false waits for neither, as in Apache."""
+        promise = deferred_for(self.store, result, self.reactor, self._watch, Pending) \
+            if result.needs_flush_wait else result
+        if (self.replicas is None or result.status is not PutMessageStatus.PUT_OK
+                or properties.get("WAIT") == "false"):
+            return promise
+        return self._replicated(promise, result)
+
+    def _replicated(self, promise: Any, result: PutMessageResult) -> Pending:
+        """Apache's handleDiskFlushAndHA: both waits run from the put on; a slave timeout is the answer's
+        status (FLUSH_SLAVE_TIMEOUT) whatever the flush's."""
+        master, slaves, timeout_ms = self.replicas
+        acked = master.wait_for_replicas(result.commitlog_offset + result.wrote_bytes, slaves, timeout_ms)
+        out = Pending()
+
+        def replicated(ok: bool, flushed: PutMessageResult) -> None:
+            if not ok:
+                flushed.status = PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+            out.callback(flushed)
+
+        def flushed(r: PutMessageResult) -> None:
+            acked.addCallback(replicated, r)
+
+        if isinstance(promise, PutMessageResult):
+            flushed(promise)
+        else:
+            promise.addCallback(flushed)
+        return out
 
     def put_message(self, msg: MessageExt, properties_str: str | None = None) -> Any:
         """``properties_str``: ``msg.properties`` already encoded (the send path has it), stored verbatim."""
@@ -39,14 +67,14 @@ class StoreAdapter:
             msg.topic, msg.queue_id, msg.body, msg.properties, flag=msg.flag, sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp, born_host=msg.born_host, reconsume_times=msg.reconsume_times,
             prepared_transaction_offset=msg.prepared_transaction_offset, properties_str=properties_str,
-        ))
+        ), msg.properties)
 
     def put_batch(self, topic: str, queue_id: int, body: bytes, container: dict[str, str], *, sys_flag: int,
                   born_timestamp: int, born_host: tuple[str, int], reconsume_times: int) -> Any:
         return self._promise(self.store.put_batch(
             topic, queue_id, body, container, sys_flag=sys_flag, born_timestamp=born_timestamp,
             born_host=born_host, reconsume_times=reconsume_times,
-        ))
+        ), container)
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_nums: int, max_bytes: int,
                     tag_filter: Any) -> GetMessageResult:

@@ -76,6 +76,13 @@ class SubscriptionGroupManager:
         log.info("%s subscription group %s", "updated" if old else "created", config.group_name)
         self._changed()
 
+    def replace_all(self, table: dict[str, SubscriptionGroupConfig], data_version: DataVersion) -> None:
+        """A slave's copy of its master's table (SlaveSynchronize): the master's groups and data version."""
+        self.table = dict(table)
+        self.data_version = data_version
+        if self.on_change is not None:
+            self.on_change()
+
     def delete(self, group: str) -> SubscriptionGroupConfig | None:
         old = self.table.pop(group, None)
         if old is not None:

@@ -97,6 +97,13 @@ class TopicConfigManager:
         log.info("%s topic %s: %s", "updated" if old else "created", config.topic_name, config)
         self._changed(config)
 
+    def replace_all(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
+        """A slave's copy of its master's table (SlaveSynchronize): the master's topics and data version."""
+        self.table = dict(table)
+        self.data_version = data_version
+        if self.on_change is not None:
+            self.on_change(None)
+
     def delete(self, topic: str) -> TopicConfig | None:
         old = self.table.pop(topic, None)
         if old is not None:

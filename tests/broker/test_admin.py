@@ -142,7 +142,7 @@ def test_broker_config_get_and_update(bk):
     assert bk.call(C.UPDATE_BROKER_CONFIG, None, b"brokerName=other").code == ResponseCode.NO_PERMISSION
     assert bk.call(C.UPDATE_BROKER_CONFIG, None, b"defaultTopicQueueNums=lots").code == ResponseCode.SYSTEM_ERROR
     refused = bk.call(C.UPDATE_BROKER_CONFIG, None, b"brokerRole=SLAVE")
-    assert refused.code == ResponseCode.SYSTEM_ERROR and "replication is not implemented yet" in refused.remark
+    assert refused.code == ResponseCode.NO_PERMISSION and "brokerRole" in refused.remark
     assert bk.config.brokerRole == "ASYNC_MASTER"
 
 
@@ -156,3 +156,15 @@ def test_manual_file_cleaning_is_accepted(bk):
     for code in (C.TRIGGER_DELETE_FILES, C.DELETE_EXPIRED_COMMITLOG, C.CLEAN_EXPIRED_CONSUMEQUEUE):
         assert bk.call(code).code == 0
     assert bk.store.cleaner.manual_requests == before + 3
+
+
+def test_a_slave_gets_consumer_and_delay_offsets_as_apache_encodes_them(bk):
+    """GET_ALL_CONSUMER_OFFSET / GET_ALL_DELAY_OFFSET (SlaveSynchronize): queue ids and levels as bare keys."""
+    bk.ctx.offsets.commit("g", "T", 1, 7)
+    bk.ctx.scheduler.offsets = {3: 11}
+    offsets = bk.call(C.GET_ALL_CONSUMER_OFFSET)
+    assert offsets.code == 0 and offsets.body.startswith(b'{"offsetTable":{"T@g":{1:7}},"dataVersion":{"counter":')
+    delay = bk.call(C.GET_ALL_DELAY_OFFSET)
+    assert delay.code == 0 and delay.body == b'{"offsetTable":{3:11}}'
+    modes = bk.call(C.GET_ALL_MESSAGE_REQUEST_MODE)
+    assert modes.code == 0 and modes.body == b'{"messageRequestModeMap":{}}'

@@ -60,10 +60,11 @@ from .common import ok, refuse
 
 log = logging.getLogger("ferrymq.broker.admin")
 
-#: Keys UPDATE_BROKER_CONFIG never changes (Apache's default configBlackList plus paths and identity).
+#: Keys UPDATE_BROKER_CONFIG never changes (Apache's default configBlackList plus paths, identity and role:
+#: a role change needs a restart).
 CONFIG_BLACKLIST = frozenset(
     {"configBlackList", "brokerConfigPath", "rocketmqHome", "storePathRootDir", "storePathCommitLog",
-     "listenPort", "brokerName", "brokerClusterName", "brokerId"}
+     "listenPort", "brokerName", "brokerClusterName", "brokerId", "brokerRole", "haListenPort"}
 )
 
 
@@ -289,6 +290,27 @@ class AdminProcessor:
     def all_groups(self, cmd: RemotingCommand, channel: Any, _header: None):
         """The whole table, whatever the paging fields say (they are not read, so never refused)."""
         return ok(cmd, body=self.ctx.groups.wrapper().encode())
+
+    # ------------------------------------------------------------------ what a slave copies (SlaveSynchronize)
+
+    @handles(RequestCode.GET_ALL_CONSUMER_OFFSET, header=False)
+    def all_consumer_offsets(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """consumerOffset.json's content as Apache's ConsumerOffsetManager encodes it (bare queue-id keys).
+        Apache's slave assigns the dataVersion without a null check, so one is always sent."""
+        obj = {"offsetTable": {key: dict(queues) for key, queues in self.ctx.offsets.offset_table.items()},
+               "dataVersion": DataVersion()}
+        return ok(cmd, body=dumps(obj, quote_int_keys=False))
+
+    @handles(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE, header=False)
+    def all_message_request_modes(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """No group has a message request mode here (no POP consumption): an empty table."""
+        return ok(cmd, body=dumps({"messageRequestModeMap": {}}))
+
+    @handles(RequestCode.GET_ALL_DELAY_OFFSET, header=False)
+    def all_delay_offsets(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """delayOffset.json's content (level -> offset in SCHEDULE_TOPIC_XXXX), as Apache encodes it."""
+        obj = {"offsetTable": dict(sorted(self.ctx.scheduler.offsets.items()))}
+        return ok(cmd, body=dumps(obj, quote_int_keys=False))
 
     @handles(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG)
     def group_config(self, cmd: RemotingCommand, channel: Any, h: GetSubscriptionGroupConfigRequestHeader):

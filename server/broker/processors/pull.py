@@ -54,6 +54,28 @@ def pull_code(status: GetMessageStatus, requested_offset: int) -> int:
     return _CODES[status]
 
 
+def slave_read(config: Any, group_config: Any, result: GetMessageResult, code: int) -> tuple[int, int]:
+    """Apache's suggestWhichBrokerId: (response code, broker id the consumer should pull from next).
+
+    With slaveReadEnable a consumer far behind (its data no longer in memory) is sent to the group's
+    whichBrokerWhenConsumeSlowly, any other to the group's brokerId. A slave sends a consumer that is not
+    far behind back to the master (in classic replication Apache's lowest id of a group stays 0), turning
+    an answer without messages into PULL_RETRY_IMMEDIATELY; it never corrects an offset out of range
+    (offsetCheckInSlave=false) but answers PULL_RETRY_IMMEDIATELY to the group's brokerId.
+    """
+    suggest = 0
+    if config.slaveReadEnable:
+        suggest = (group_config.which_broker_when_consume_slowly if result.suggest_pulling_from_slave
+                   else group_config.broker_id)
+    if config.brokerId and not result.suggest_pulling_from_slave:
+        suggest = 0
+        if code != ResponseCode.SUCCESS:
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+    if config.brokerId and code == ResponseCode.PULL_OFFSET_MOVED:
+        suggest, code = group_config.broker_id, ResponseCode.PULL_RETRY_IMMEDIATELY
+    return code, suggest
+
+
 #: Pulls that carry their SQL92 expression (lite pull consumers) send the same one every time: compile once.
 _compiled = functools.lru_cache(maxsize=512)(compile_expression)
 
@@ -188,8 +210,11 @@ class PullProcessor:
                 group_config, message_filter, allow_suspend: bool):
         ctx = self.ctx
         code = pull_code(result.status, h.queue_offset)
+        suggest = 0
+        if ctx.config.slaveReadEnable or ctx.config.brokerId:
+            code, suggest = slave_read(ctx.config, group_config, result, code)
         header = PullMessageResponseHeader(
-            suggest_which_broker_id=0,
+            suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,

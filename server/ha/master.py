@@ -1,0 +1,226 @@
+"""The master side of classic replication: a listener on haListenPort streaming the commit log to slaves.
+
+Everything runs on the reactor, the thread that also appends to the store, and never blocks it: each
+connection is a push producer of its transport, so commit-log bytes are read (and copied into a frame,
+the one copy Twisted's ``write`` needs) only while the socket takes them. New data wakes the
+connections once per reactor turn, whatever the number of messages appended in it; a 100 ms poll (as
+Apache's WriteSocketService) covers records no consume queue announces (half messages).
+
+The acks the slaves report feed :meth:`HAMaster.wait_for_replicas`, the SYNC_MASTER wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from ferrymq.server.store.message_store import MessageStore
+from twisted.internet import defer, protocol, task
+from twisted.internet.interfaces import IPushProducer
+from zope.interface import implementer
+
+from .protocol import (
+    ProtocolError,
+    ReportReader,
+    encode_transfer_header,
+    first_transfer_offset,
+)
+
+log = logging.getLogger("ferrymq.ha.master")
+
+#: how often idle connections look for data no arrival announced, and check heartbeats and expiry (s)
+POLL_INTERVAL = 0.1
+
+
+@implementer(IPushProducer)
+class SlaveConnection(protocol.Protocol):
+    """One slave: its reports in, the commit log out from where it asked."""
+
+    def __init__(self, master: HAMaster):
+        self.master = master
+        self.reader = ReportReader()
+        #: the slave's first report (-1 until it arrives): where the stream starts
+        self.request_offset = -1
+        #: the slave's latest report: everything before it is stored on the slave
+        self.ack_offset = -1
+        self.next_offset = -1
+        self.paused = False
+        self.last_read = self.last_write = time.monotonic()
+        self.addr = "?"
+
+    def connectionMade(self) -> None:
+        peer = self.transport.getPeer()
+        self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.transport.registerProducer(self, True)
+        self.master.connections.add(self)
+        log.info("slave %s connected", self.addr)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self.master.connections.discard(self)
+        log.info("slave %s disconnected (acked %d)", self.addr, self.ack_offset)
+
+    def dataReceived(self, data: bytes) -> None:
+        self.last_read = time.monotonic()
+        try:
+            offset = self.reader.feed(data)
+        except ProtocolError as exc:
+            log.warning("slave %s: %s; closing", self.addr, exc)
+            self.transport.loseConnection()
+            return
+        if offset is None:
+            return
+        self.ack_offset = offset
+        if self.request_offset < 0:
+            self.request_offset = offset
+            store = self.master.store
+            self.next_offset = first_transfer_offset(offset, store.get_max_phy_offset(),
+                                                     store.config.mappedFileSizeCommitLog)
+            log.info("slave %s asks for data from %d; streaming from %d", self.addr, offset, self.next_offset)
+            self.pump()
+        self.master.acked()
+
+    # --- IPushProducer: the transport pauses us while its buffer is full
+    def pauseProducing(self) -> None:
+        self.paused = True
+
+    def resumeProducing(self) -> None:
+        self.paused = False
+        self.pump()
+
+    def stopProducing(self) -> None:
+        self.paused = True
+
+    def pump(self) -> None:
+        """Send frames from ``next_offset`` while there is data and the transport takes it."""
+        if self.next_offset < 0:
+            return
+        read = self.master.store.get_commitlog_data
+        batch = self.master.batch_size
+        while not self.paused:
+            view = read(self.next_offset, batch)
+            if view is None:
+                return
+            size = len(view)
+            self.transport.writeSequence((encode_transfer_header(self.next_offset, size), bytes(view)))
+            self.next_offset += size
+            self.last_write = time.monotonic()
+
+    def housekeep(self, now: float) -> None:
+        """Heartbeat when idle; close a connection the slave stopped reporting on."""
+        if now - self.last_read > self.master.housekeeping_s:
+            log.warning("slave %s sent nothing for %.0f s; closing", self.addr, now - self.last_read)
+            self.transport.loseConnection()
+            return
+        if self.next_offset >= 0 and not self.paused:
+            self.pump()
+            if now - self.last_write > self.master.heartbeat_s:
+                self.transport.write(encode_transfer_header(self.next_offset, 0))
+                self.last_write = now
+
+
+class _Factory(protocol.Factory):
+    def __init__(self, master: HAMaster):
+        self.master = master
+
+    def buildProtocol(self, addr: Any) -> SlaveConnection:
+        conn = SlaveConnection(self.master)
+        conn.factory = self
+        return conn
+
+
+class HAMaster:
+    """Apache's DefaultHAService on a master: serves any number of slaves on one port."""
+
+    def __init__(self, store: MessageStore, reactor: Any, *, batch_size: int = 32 * 1024,
+                 heartbeat_ms: int = 5000, housekeeping_ms: int = 20000):
+        self.store = store
+        self.reactor = reactor
+        self.batch_size = batch_size
+        self.heartbeat_s = heartbeat_ms / 1000
+        self.housekeeping_s = housekeeping_ms / 1000
+        self.connections: set[SlaveConnection] = set()
+        #: SYNC_MASTER waits: (commit-log end, slave acks needed, deadline, Deferred), in end order
+        self._waits: deque[tuple[int, int, float, defer.Deferred]] = deque()
+        self._wake: Any = None
+        self._port: Any = None
+        self._loop: task.LoopingCall | None = None
+        self._expiry: Any = None
+
+    def listen(self, port: int, interface: str = "") -> int:
+        """Start serving slaves on ``port``; the port actually bound."""
+        self._port = self.reactor.listenTCP(port, _Factory(self), interface=interface)
+        self.store.add_arriving_listener(self._arrived)
+        loop = self._loop = task.LoopingCall(self._poll)
+        loop.clock = self.reactor
+        loop.start(POLL_INTERVAL, now=False)
+        return self._port.getHost().port
+
+    @defer.inlineCallbacks
+    def stop(self):
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        if self._expiry is not None and self._expiry.active():
+            self._expiry.cancel()
+        for conn in list(self.connections):
+            conn.transport.abortConnection()
+        if self._port is not None:
+            yield self._port.stopListening()
+        while self._waits:
+            self._waits.popleft()[3].callback(False)
+
+    @property
+    def push2slave_max_offset(self) -> int:
+        """The highest offset any slave acknowledged (Apache's push2SlaveMaxOffset), -1 with none."""
+        return max((c.ack_offset for c in self.connections), default=-1)
+
+    def _arrived(self, *_args: Any) -> None:
+        if self._wake is None and self.connections:
+            self._wake = self.reactor.callLater(0, self._pump_all)
+
+    def _pump_all(self) -> None:
+        self._wake = None
+        for conn in list(self.connections):
+            conn.pump()
+
+    def _poll(self) -> None:
+        now = time.monotonic()
+        for conn in list(self.connections):
+            conn.housekeep(now)
+
+    # ------------------------------------------------------------------ SYNC_MASTER
+
+    def wait_for_replicas(self, end: int, slaves: int, timeout_ms: int) -> defer.Deferred:
+        """Fires True once ``slaves`` connected slaves acknowledged every byte before commit-log offset
+        ``end``, False after ``timeout_ms`` (Apache's GroupTransferService)."""
+        d: defer.Deferred = defer.Deferred()
+        if self._enough(end, slaves):
+            d.callback(True)
+            return d
+        deadline = time.monotonic() + timeout_ms / 1000
+        self._waits.append((end, slaves, deadline, d))
+        if self._expiry is None or not self._expiry.active():
+            self._expiry = self.reactor.callLater(timeout_ms / 1000, self._expire)
+        if self._wake is None:
+            self._wake = self.reactor.callLater(0, self._pump_all)
+        return d
+
+    def _enough(self, end: int, slaves: int) -> bool:
+        return sum(1 for c in self.connections if c.ack_offset >= end) >= slaves
+
+    def acked(self) -> None:
+        waits = self._waits
+        while waits and self._enough(waits[0][0], waits[0][1]):
+            waits.popleft()[3].callback(True)
+
+    def _expire(self) -> None:
+        self._expiry = None
+        waits = self._waits
+        now = time.monotonic()
+        while waits and waits[0][2] <= now:
+            end, slaves, _deadline, d = waits.popleft()
+            log.warning("transfer message to slave timeout, offset %d, request acks %d", end, slaves + 1)
+            d.callback(False)
+        if waits:
+            self._expiry = self.reactor.callLater(max(0.0, waits[0][2] - now), self._expire)

@@ -1,0 +1,133 @@
+"""A slave's copy of its master's metadata (Apache's SlaveSynchronize).
+
+The commit log reaches a slave through the HA stream; topics, subscription groups, consumer offsets
+and delay-level offsets do not, so a slave asks its master for them with the admin requests Apache's
+slave sends: GET_ALL_TOPIC_CONFIG (paged by topicSeq), GET_ALL_SUBSCRIPTIONGROUP_CONFIG (paged by
+groupSeq), GET_ALL_CONSUMER_OFFSET and GET_ALL_DELAY_OFFSET. Apache's slave does a full round at most
+once a minute (its first about a minute after start, answering TOPIC_NOT_EXIST until then); this one
+runs a round as soon as it learns its master's address and then every :data:`SYNC_INTERVAL_S`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ferrymq.remoting import RemotingClient
+from ferrymq.wire import fastjson
+from ferrymq.wire.bodies import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
+from ferrymq.wire.codes import RequestCode
+from ferrymq.wire.command import request
+from twisted.internet import defer, task
+
+log = logging.getLogger("ferrymq.ha.sync")
+
+#: seconds between two sync rounds (Apache's slave polls every 3 s)
+SYNC_INTERVAL_S = 3.0
+#: timeout of one admin call to the master (Apache's default remoting timeout)
+CALL_TIMEOUT_S = 3.0
+#: page size asked for (Apache's master answers all at once unless enableSplitMetadata)
+PAGE = 2_000
+
+
+class SlaveSynchronize:
+    """Pulls the master's tables into the slave's ``ctx`` (a :class:`~server.broker.context.BrokerContext`).
+
+    ``persist_offsets`` writes consumerOffset.json (the broker's file thread); topic and group changes
+    persist through their managers' own ``on_change``.
+    """
+
+    def __init__(self, ctx: Any, reactor: Any, persist_offsets: Callable[[], Any]):
+        self.ctx = ctx
+        self.reactor = reactor
+        self.persist_offsets = persist_offsets
+        self.client = RemotingClient(reactor=reactor)
+        self.master_addr = ""
+        self.rounds = 0
+        self._loop: task.LoopingCall | None = None
+        self._running: defer.Deferred | None = None
+
+    def set_master_addr(self, addr: str) -> None:
+        """Sync from ``addr`` (the master's client address); the first round starts now."""
+        if not addr or addr == self.master_addr:
+            return
+        self.master_addr = addr
+        if self._loop is None:
+            loop = self._loop = task.LoopingCall(self.sync_all)
+            loop.clock = self.reactor
+            loop.start(SYNC_INTERVAL_S, now=True).addErrback(lambda f: log.error("slave sync stopped: %s", f))
+
+    def stop(self) -> defer.Deferred:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        return self.client.close()
+
+    def sync_all(self) -> defer.Deferred | None:
+        """One round; a round still running is not doubled."""
+        if self._running is not None or not self.master_addr:
+            return None
+        d = self._running = defer.ensureDeferred(self._round(self.master_addr))
+
+        def done(_: object) -> None:
+            self._running = None
+            self.rounds += 1
+
+        d.addBoth(done)
+        return None  # the loop does not wait for a slow master
+
+    async def _round(self, addr: str) -> None:
+        for name, step in (("topic config", self._topics), ("subscription groups", self._groups),
+                           ("consumer offsets", self._offsets), ("delay offsets", self._delay_offsets)):
+            try:
+                await step(addr)
+            except Exception as exc:  # noqa: BLE001 - one table failing must not stop the others
+                log.warning("slave sync of %s from master %s failed: %s", name, addr, exc)
+
+    async def _call(self, addr: str, code: int, ext: dict[str, str] | None = None):
+        return await self.client.call(addr, request(code, ext), CALL_TIMEOUT_S)
+
+    async def _paged(self, addr: str, code: int, seq_key: str, max_key: str, decode, table_of):
+        """Apache's paged fetch: pages from ``seq`` 0 until the total the master states (none stated: the
+        one page holds everything); the last page's wrapper (for its data version) and the whole table."""
+        seq, table = 0, {}
+        while True:
+            resp = await self._call(addr, code, {seq_key: str(seq), max_key: str(PAGE), "dataVersion": ""})
+            wrapper = decode(resp.body)
+            page = table_of(wrapper)
+            table.update(page)
+            seq += len(page)
+            total = resp.ext("totalTopicNum") or resp.ext("totalGroupNum")
+            if total is None or not page or seq >= int(total) - 1:
+                return wrapper, table
+
+    async def _topics(self, addr: str) -> None:
+        wrapper, table = await self._paged(addr, RequestCode.GET_ALL_TOPIC_CONFIG, "topicSeq", "maxTopicNum",
+                                           TopicConfigSerializeWrapper.decode, lambda w: w.topic_config_table)
+        topics = self.ctx.topics
+        if topics.data_version != wrapper.data_version or topics.table != table:
+            topics.replace_all(table, wrapper.data_version)
+            log.info("topic config synced from master %s: %d topics", addr, len(table))
+
+    async def _groups(self, addr: str) -> None:
+        wrapper, table = await self._paged(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, "groupSeq",
+                                           "maxGroupNum", SubscriptionGroupWrapper.decode,
+                                           lambda w: w.subscription_group_table)
+        groups = self.ctx.groups
+        if groups.data_version != wrapper.data_version or groups.table != table:
+            groups.replace_all(table, wrapper.data_version)
+
+    async def _offsets(self, addr: str) -> None:
+        resp = await self._call(addr, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        table = (fastjson.loads(resp.body) or {}).get("offsetTable") or {}
+        if self.ctx.offsets.merge(table):
+            self.persist_offsets()
+
+    async def _delay_offsets(self, addr: str) -> None:
+        resp = await self._call(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        table = (fastjson.loads(resp.body) or {}).get("offsetTable") or {}
+        scheduler = self.ctx.scheduler
+        offsets = {int(level): int(offset) for level, offset in table.items()}
+        if offsets != scheduler.offsets:
+            scheduler.offsets = offsets
+            scheduler.persist()

@@ -1,0 +1,139 @@
+"""A FerryMQ master and a FerryMQ slave, each a real process on the loopback address."""
+
+from __future__ import annotations
+
+import pytest
+from ferrymq.testing import FerryMQServer, admin
+from ferrymq.testing.ports import free_port
+from ferrymq.wire.bodies import SubscriptionGroupConfig, TopicConfig
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
+from ferrymq.wire.headers import UpdateConsumerOffsetRequestHeader
+from ferrymq.wire.message import decode_records
+from ferrymq.wire.requests import encode_request_header
+
+from .helpers import (
+    BrokerProcess,
+    commitlog_bytes,
+    commitlog_range,
+    pull,
+    send,
+    wait_for,
+)
+
+#: small segments, so that the stream crosses segment ends; quick heartbeats instead of sleeps
+SEGMENT = 64 * 1024
+FAST = {"haSendHeartbeatInterval": 200, "haHousekeepingInterval": 3000, "mappedFileSizeCommitLog": SEGMENT}
+
+
+def start_pair(home, master_conf=None, slave_conf=None):
+    port = free_port(also_free=(-2, 1))
+    master = FerryMQServer(home / "master", {"listenPort": port, **FAST, **(master_conf or {})}).start()
+    slave = BrokerProcess(home / "slave", master.namesrv_addr, {
+        "brokerName": master.broker_name, "brokerClusterName": master.cluster, "brokerRole": "SLAVE",
+        "brokerId": 1, **FAST, **(slave_conf or {})})
+    try:
+        slave.start()
+    except BaseException:
+        master.kill()
+        raise
+    return master, slave
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    master, slave = start_pair(tmp_path_factory.mktemp("ha"), slave_conf={"slaveReadEnable": True})
+    yield master, slave
+    slave.kill()
+    master.kill()
+
+
+def in_sync(master_addr: str, slave_addr: str) -> tuple[int, int] | None:
+    """The slave's (min, max) once its max offset is the master's."""
+    mine, theirs = commitlog_range(master_addr), commitlog_range(slave_addr)
+    return theirs if theirs[1] == mine[1] and mine[1] > 0 else None
+
+
+def test_the_slave_holds_the_masters_bytes_at_the_same_offsets_across_segments(pair):
+    master, slave = pair
+    for i in range(120):  # ~100 KiB: more than one 64 KiB segment
+        assert send(master.broker_addr, "HaTopic", b"m%03d" % i + b"x" * 800, queue_id=i % 2).code == 0
+    low, high = wait_for(lambda: in_sync(master.broker_addr, slave.addr), "slave caught up")
+    assert high > SEGMENT
+    assert commitlog_bytes(slave.store / "commitlog", low, high) == \
+        commitlog_bytes(master.home / "store" / "commitlog", low, high)
+
+
+def test_the_slave_builds_its_consume_queues_and_answers_pulls_when_slave_read_is_on(pair):
+    master, slave = pair
+    for i in range(3):
+        assert send(master.broker_addr, "HaPulled", b"p%d" % i).code == 0
+    wait_for(lambda: in_sync(master.broker_addr, slave.addr), "slave caught up")
+    answer = wait_for(lambda: (r := pull(slave.addr, "HaPulled", "ha-group")).code == ResponseCode.SUCCESS and r,
+                      "a pull answered FOUND by the slave", timeout=5)
+    assert [m.body for m in decode_records(answer.body)] == [b"p0", b"p1", b"p2"]
+
+
+def test_a_slave_refuses_sends_as_apache_does(pair):
+    _master, slave = pair
+    answer = send(slave.addr, "HaTopic", b"to the slave")
+    assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_BUSY,
+                                            "[REJECTREQUEST]system busy, start flow control for a while")
+
+
+def test_a_slave_without_slave_read_refuses_pulls_and_a_sync_master_waits_for_it(tmp_path):
+    master, slave = start_pair(tmp_path, master_conf={"brokerRole": "SYNC_MASTER", "inSyncReplicas": 2,
+                                                      "slaveTimeout": 1000})
+    try:
+        assert send(master.broker_addr, "HaSync", b"acked by the slave").code == ResponseCode.SUCCESS
+        _low, high = commitlog_range(master.broker_addr)
+        assert commitlog_range(slave.addr)[1] == high  # answered only once the slave held it
+        answer = pull(slave.addr, "HaSync", "ha-group")
+        assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_BUSY,
+                                                "[REJECTREQUEST]system busy, start flow control for a while")
+        slave.kill()
+        answer = send(master.broker_addr, "HaSync", b"no slave to ack")
+        assert answer.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+        assert commitlog_range(master.broker_addr)[1] > high  # stored all the same
+    finally:
+        slave.kill()
+        master.kill()
+
+
+def test_the_slave_copies_topics_groups_and_consumer_offsets_from_its_master(pair):
+    master, slave = pair
+    master.create_topic("HaCreated", queues=3)
+    master.create_group("ha-synced-group", retry_max_times=5)
+    code = RequestCode.UPDATE_CONSUMER_OFFSET
+    header = UpdateConsumerOffsetRequestHeader(consumer_group="ha-synced-group", topic="HaCreated", queue_id=1,
+                                               commit_offset=42)
+    assert admin.call(master.broker_addr, request(code, encode_request_header(code, header))).code == 0
+    wait_for(lambda: admin.consumer_offset(slave.addr, "ha-synced-group", "HaCreated", 1) == 42,
+             "the slave answers the master's consumer offset", timeout=10)
+    topic = admin.call(slave.addr, request(RequestCode.GET_TOPIC_CONFIG, {"topic": "HaCreated"}))
+    assert topic.code == 0 and TopicConfig.decode(topic.body).read_queue_nums == 3
+    group = admin.call(slave.addr, request(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": "ha-synced-group"}))
+    assert group.code == 0 and SubscriptionGroupConfig.decode(group.body).retry_max_times == 5
+
+
+def test_replication_resumes_after_the_master_restarts_and_the_slave_is_killed(tmp_path):
+    master, slave = start_pair(tmp_path)
+    try:
+        def send_and_compare(first: int) -> None:
+            for i in range(first, first + 5):
+                assert send(master.broker_addr, "HaResume", b"r%d" % i + b"y" * 300).code == 0
+            low, high = wait_for(lambda: in_sync(master.broker_addr, slave.addr), "slave caught up")
+            assert commitlog_bytes(slave.store / "commitlog", low, high) == \
+                commitlog_bytes(master.home / "store" / "commitlog", low, high)
+
+        send_and_compare(0)
+        master.restart()  # the slave reconnects to the same HA address
+        send_and_compare(5)
+        slave.kill()  # SIGKILL: the slave recovers its log and asks for what follows it
+        slave.start()
+        send_and_compare(10)
+        answer = pull(master.broker_addr, "HaResume", "ha-group")
+        assert len(decode_records(answer.body)) == 15
+    finally:
+        slave.kill()
+        master.kill()
