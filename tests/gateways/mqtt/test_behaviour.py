@@ -18,28 +18,11 @@ from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.message import Message
 
 from .devices import V5, V311, Device, publish_properties
+from .devices import fresh_topic as _topic
 
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def ferrymq_mqtt(tmp_path_factory):
-    from ferrymq.testing.server import FerryMQServer
-
-    with FerryMQServer(tmp_path_factory.mktemp("mqtt"), {"enablePropertyFilter": True, "autoCreateTopicEnable": True},
-                       mqtt=True) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def brokers(mosquitto, ferrymq_mqtt):
-    """(name, port) of the reference broker, then FerryMQ's MQTT gateway."""
-    return [("mosquitto", mosquitto.port), ("ferrymq", ferrymq_mqtt.mqtt_port)]
-
-
-def _topic() -> str:
-    """A fresh first level: a RocketMQ topic name, so one scenario's messages never meet another's."""
-    return f"Mqtt_{uuid.uuid4().hex[:10]}"
 
 
 @pytest.mark.parametrize("version", [V311, V5])
