@@ -20,9 +20,9 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 import pytest
-
 from ferrymq.testing.ports import LOOPBACK
 
 from .mosquitto import ensure_installed
@@ -88,7 +88,7 @@ def mqtt_js_pub(port: int, topic: str, payload: str, qos: int = 0, version: int 
 
 
 def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=False)
     # MQTT.js prints a failed publish and still exits 0
     assert proc.returncode == 0 and not proc.stderr.strip(), f"{argv}: exit {proc.returncode}\n{proc.stderr}"
 
@@ -167,7 +167,7 @@ class Subscriber:
                 self.proc.kill()
                 self.proc.wait()
 
-    def __enter__(self) -> Subscriber:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
