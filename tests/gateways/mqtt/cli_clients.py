@@ -76,6 +76,14 @@ def mosquitto_pub(port: int, topic: str, payload: str, qos: int = 0, version: in
     _run(argv)
 
 
+def mosquitto_pub_lines(port: int, topic: str, lines: list[str], qos: int = 0, version: int = 5) -> None:
+    """Publish each line as one message from one connection (``mosquitto_pub -l``), as a device streaming
+    readings does."""
+    argv = [ensure_installed("mosquitto_pub", "mosquitto-clients"), "-h", LOOPBACK, "-p", str(port),
+            "-V", MOSQUITTO_VERSIONS[version], "-t", topic, "-l", "-q", str(qos)]
+    _run(argv, "".join(f"{line}\n" for line in lines))
+
+
 def mqtt_js_pub(port: int, topic: str, payload: str, qos: int = 0, version: int = 5, *,
                 user_properties: dict[str, str] | None = None) -> None:
     """Publish one message with ``mqtt pub``; MQTT 5 user properties as its ``--properties.userProperties.NAME``
@@ -87,8 +95,9 @@ def mqtt_js_pub(port: int, topic: str, payload: str, qos: int = 0, version: int 
     _run(argv)
 
 
-def _run(argv: list[str]) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=False)
+def _run(argv: list[str], stdin: str | None = None) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+                          **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
     # MQTT.js prints a failed publish and still exits 0
     assert proc.returncode == 0 and not proc.stderr.strip(), f"{argv}: exit {proc.returncode}\n{proc.stderr}"
 

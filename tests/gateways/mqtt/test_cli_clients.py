@@ -11,7 +11,7 @@ import functools
 
 import pytest
 
-from .cli_clients import Subscriber, mosquitto_pub, mqtt_js_pub
+from .cli_clients import Subscriber, mosquitto_pub, mosquitto_pub_lines, mqtt_js_pub
 from .devices import fresh_topic
 
 pytestmark = pytest.mark.timeout(120)
@@ -79,3 +79,18 @@ def test_mqtt5_user_properties_from_the_command_line(brokers, publisher):
             assert (first.topic, first.payload, first.user_properties) == (f"{topic}/dev1", "21.5", props), name
             assert (second.topic, second.content_type, second.user_properties) == (
                 f"{topic}/dev2", "application/json", {}), name
+
+
+@pytest.mark.parametrize("qos", [0, 1, 2])
+def test_a_stream_on_one_topic_arrives_in_order(brokers, qos):
+    """50 messages that one mosquitto_pub connection publishes on one topic (``-l``) reach a mosquitto_sub
+    of that topic in the order they were sent (MQTT 4.6: each topic is an ordered topic).
+
+    MQTT 3.1.1: over MQTT 5, mosquitto 2.0.11 and mosquitto_sub disagree on the Receive Maximum window at
+    QoS 2, and mosquitto_sub leaves with a protocol error after 20 messages of such a burst."""
+    for name, port in brokers:
+        topic = fresh_topic()
+        with _subscribed(Subscriber.mosquitto(port, f"{topic}/#", qos, 4), port, f"{topic}/probe") as sub:
+            lines = [f"reading {i}" for i in range(50)]
+            mosquitto_pub_lines(port, f"{topic}/dev1", lines, qos, 4)
+            assert [m.payload for m in sub.receive(len(lines))] == lines, name
