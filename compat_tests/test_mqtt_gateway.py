@@ -84,6 +84,26 @@ def test_device_publishes_reach_java_and_go_consumers_by_tag_and_by_sql92(server
                 **props, "mqttTopic": f"{topic}/{rest}" if rest else topic, "mqttQos": str(qos)}, f"{name}: {e}"
 
 
+def test_a_devices_stream_on_one_mqtt_topic_is_one_queue_in_order(server, mqtt_gateway, java):
+    """A device publishes 20 QoS 1 messages on one MQTT topic and 20 on another: a Java orderly push
+    consumer receives each topic's messages from one queue, in the order they were published (MQTT's
+    ordered topics, kept for RocketMQ consumers too)."""
+    topic, group = fresh("MqttOrder")
+    admin.create_topic(server.broker_addr, topic, 4)
+    device = Device(mqtt_gateway, V5)
+    try:
+        for i in range(20):
+            for rest in ("dev1", "dev2"):
+                device.publish(f"{topic}/{rest}", f"{rest} #{i}".encode(), 1)
+    finally:
+        device.close()
+    res = java("consume", n=server.namesrv_addr, t=topic, g=group, orderly=True, count=40, timeout=WAIT).check()
+    for rest in ("dev1", "dev2"):
+        got = [e for e in res.of("received") if e.get("tags") == rest]
+        assert [e["body"] for e in got] == [f"{rest} #{i}" for i in range(20)], res.explain()
+        assert len({e["queueId"] for e in got}) == 1, f"{rest}: {[e['queueId'] for e in got]}"
+
+
 # ---------------------------------------------------------------------------------------------- Java, Go -> MQTT
 
 #: sent by the Java and the Go producer: (tag, user properties); no tag is the first level alone
