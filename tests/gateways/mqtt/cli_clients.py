@@ -96,8 +96,7 @@ def mqtt_js_pub(port: int, topic: str, payload: str, qos: int = 0, version: int 
 
 
 def _run(argv: list[str], stdin: str | None = None) -> None:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, check=False,
-                          **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}))
+    proc = subprocess.run(argv, input=stdin or "", capture_output=True, text=True, timeout=TIMEOUT, check=False)
     # MQTT.js prints a failed publish and still exits 0
     assert proc.returncode == 0 and not proc.stderr.strip(), f"{argv}: exit {proc.returncode}\n{proc.stderr}"
 
@@ -114,7 +113,12 @@ class Subscriber:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         for stream, sink in ((self.proc.stdout, self._lines.put), (self.proc.stderr, self._err.append)):
-            threading.Thread(target=lambda s=stream, put=sink: [put(line) for line in s], daemon=True).start()
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream, sink) -> None:
+        for line in stream:
+            sink(line)
 
     @classmethod
     def mosquitto(cls, port: int, topic_filter: str, qos: int = 0, version: int = 5) -> Subscriber:
