@@ -94,3 +94,18 @@ def test_a_stream_on_one_topic_arrives_in_order(brokers, qos):
             lines = [f"reading {i}" for i in range(50)]
             mosquitto_pub_lines(port, f"{topic}/dev1", lines, qos, 4)
             assert [m.payload for m in sub.receive(len(lines))] == lines, name
+
+
+def test_a_wider_filter_on_a_subscribed_topic_gets_its_messages_at_once(brokers):
+    """A mosquitto_sub of ``T/room1/temp`` has its messages; an MQTT.js subscriber of ``T/+/temp`` joins
+    and gets ``T/room2/temp`` within the probe's wait (10 s), like the exact one gets its own."""
+    for name, port in brokers:
+        topic = fresh_topic()
+        exact = f"{topic}/room1/temp"
+        with _subscribed(Subscriber.mosquitto(port, exact, 1), port, exact) as narrow, \
+                _subscribed(Subscriber.mqtt_js(port, f"{topic}/+/temp", 1), port, f"{topic}/probe/temp") as wide:
+            mosquitto_pub(port, f"{topic}/room2/temp", "room2", 1)
+            mosquitto_pub(port, exact, "room1", 1)
+            assert sorted((m.topic, m.payload) for m in wide.receive(2)) == [
+                (exact, "room1"), (f"{topic}/room2/temp", "room2")], name
+            assert [(m.topic, m.payload) for m in narrow.receive(1)] == [(exact, "room1")], name
