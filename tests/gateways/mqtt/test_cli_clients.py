@@ -20,7 +20,12 @@ PUBLISHERS = {"mosquitto_pub": mosquitto_pub, "mqtt-js": mqtt_js_pub}
 
 
 def _subscribed(subscriber: Subscriber, port: int, probe_topic: str) -> Subscriber:
-    subscriber.wait_subscribed(probe_topic, functools.partial(mosquitto_pub, port))
+    """``subscriber`` once its subscription is in place; stopped if it never is."""
+    try:
+        subscriber.wait_subscribed(probe_topic, functools.partial(mosquitto_pub, port))
+    except BaseException:
+        subscriber.close()
+        raise
     return subscriber
 
 
