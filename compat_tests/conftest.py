@@ -14,6 +14,7 @@ Fixtures:
                                  (the Apache one is apache_bare_namesrv: no real broker registered)
   server                         name server + broker of Apache and of FerryMQ (parametrized, session)
   http_gateway                   the URL of an HTTP gateway in front of ``server``
+  mqtt_gateway                   the port of an MQTT gateway in front of ``server``
 """
 
 from __future__ import annotations
@@ -212,9 +213,9 @@ def server(request, compat_home):
     # the server users' test suites get (the pytest plugin's), with the scenarios' settings
     with FerryMQServer(compat_home / "ferrymq-feature", {"brokerClusterName": "FeatureCluster",
                                                          "brokerName": "feature-broker-a", **FEATURE_CONFIG,
-                                                         **GATEWAY_CONFIG}, http=True) as ferry:
+                                                         **GATEWAY_CONFIG}, http=True, mqtt=True) as ferry:
         yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.broker_name, ferry.cluster,
-                     http_url=ferry.http_url)
+                     http_url=ferry.http_url, mqtt_port=ferry.mqtt_port)
 
 
 @pytest.fixture(scope="session")
@@ -232,11 +233,42 @@ def http_gateway(server, compat_home) -> str:
     gateway.stop()
 
 
+@pytest.fixture(scope="session")
+def mqtt_gateway(server, compat_home) -> int:
+    """The loopback port of an MQTT gateway in front of ``server``: FerryMQ's own (its ``mqttListenPort``),
+    or ``ferrymq gateway mqtt`` in front of Apache (one per Apache server), ready to publish."""
+    from .mqtt_gateway import GatewayProcess, wait_until_publishing
+
+    if server.mqtt_port is not None:
+        wait_until_publishing(server.mqtt_port)
+        yield server.mqtt_port
+        return
+    gateway = GatewayProcess.start(_ferrymq_cli(), compat_home / "apache-mqtt-gateway", server.namesrv_addr)
+    yield gateway.port
+    gateway.stop()
+
+
 @pytest.fixture(scope="session", params=[toolchain.ROCKETMQ_5], ids=lambda v: f"java-{v}")
 def java5(request, compat_home) -> JavaScenarios:
     """The Java scenario program on the 5.x client only (for scenarios run once per broker, not per client)."""
     _need("java", "javac", "mvn")
     return JavaScenarios(_java_clients(request.param), compat_home / f"java-{request.param}")
+
+
+@pytest.fixture(scope="session")
+def java(java5):
+    """The Java 5.x scenario program as a :class:`clients.Client` (the gateway scenarios' Java side)."""
+    from .clients import Client
+
+    return Client(f"java-{java5.version}", java5)
+
+
+@pytest.fixture(scope="session")
+def go(go_harness):
+    """The Go harness as a :class:`clients.Client`."""
+    from .clients import Client
+
+    return Client("go", go_harness)
 
 
 @pytest.fixture(scope="session")

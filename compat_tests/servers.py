@@ -46,6 +46,8 @@ class Server:
     cluster: str
     #: the HTTP gateway the server serves itself (FerryMQ's); None for Apache's
     http_url: str | None = None
+    #: the loopback port of the MQTT gateway the server serves itself (FerryMQ's); None for Apache's
+    mqtt_port: int | None = None
 
 
 def start_apache(home: Path) -> tuple[ApacheNamesrv, ApacheBroker]:

@@ -26,7 +26,6 @@ from ferrymq.wire.command import request
 from tests.gateways.check_back_receiver import Receiver
 from tests.gateways.http_client import Gateway
 
-from .clients import Client
 from .http_gateway import CHECK_BACK_SECRET
 from .socket_client import call
 from .test_official_clients import WAIT, bodies, fresh, write_spec
@@ -37,16 +36,6 @@ def gw(http_gateway):
     client = Gateway(http_gateway)
     yield client
     client.close()
-
-
-@pytest.fixture(scope="session")
-def java(java5) -> Client:
-    return Client(f"java-{java5.version}", java5)
-
-
-@pytest.fixture(scope="session")
-def go(go_harness) -> Client:
-    return Client("go", go_harness)
 
 
 def user_properties(received: dict, names) -> dict[str, str]:

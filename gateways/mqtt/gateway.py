@@ -42,7 +42,7 @@ from ferrymq.sdk.client_instance import ClientInstance
 from ferrymq.sdk.consumer.push import ConsumeConcurrentlyStatus, PushConsumer
 from ferrymq.sdk.consumer.rebalance import ConsumeFromWhere, MessageModel
 from ferrymq.sdk.message import Message
-from ferrymq.sdk.producer import Producer
+from ferrymq.sdk.producer import Producer, select_by_hash
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
 
 from . import mapping, topics
@@ -225,7 +225,10 @@ class Gateway:
     # ------------------------------------------------------------------ device -> RocketMQ
 
     def send(self, message: Message) -> defer.Deferred:
-        """Store ``message``; the Deferred fires once the broker answered (QoS 1 and 2 acknowledge then)."""
+        """Store ``message``; the Deferred fires once the broker answered (QoS 1 and 2 acknowledge then).
+
+        Every message of one MQTT topic goes to the same queue (by hash of the topic), so that subscribers
+        get them in the order they were published, as MQTT's ordered topics promise (4.6)."""
         if self.producer is None:
             return defer.fail(RuntimeError("the MQTT gateway's RocketMQ client is not started"))
         retain = message.properties.get(mapping.RETAIN) == "1"
@@ -233,7 +236,7 @@ class Gateway:
             # RocketMQ stores no empty message: an empty retained PUBLISH only clears the retained one
             self._retain(message)
             return defer.succeed(None)
-        d = self.producer.send(message)
+        d = self.producer.send_orderly(message, select_by_hash, message.properties.get(mapping.MQTT_TOPIC))
 
         def stored(result):
             if retain:

@@ -386,6 +386,9 @@ class PushConsumer:
             pq.suggested_broker_id = result.suggest_which_broker_id  # e.g. a slave while the master is busy
             if result.status == PullStatus.FOUND:
                 pq.next_offset = result.next_begin_offset
+                # filtered by the subscription of now: one widened while the broker held this pull answers
+                # with what the new one selects, and the old one would drop it for good
+                sub = self.subscriptions.get(mq.topic, sub)
                 msgs = [m for m in result.messages if matches(sub, m)]
                 for m in msgs:
                     restore_retry_topic(m, self.group)

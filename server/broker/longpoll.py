@@ -78,6 +78,13 @@ class PullRequestHoldService:
             if max_offset > req.offset and (req.matches is None or tags_code is None or req.matches(tags_code)):
                 self._wake(req)
 
+    def wake_channel(self, channel: Any, topics: set[str]) -> None:
+        """Answer now the pulls ``channel`` holds on ``topics``: its subscription of them changed, and a held
+        pull waits only for messages the old one selects (a widened subscription would see its new
+        messages only at the hold's timeout)."""
+        for req in [r for r in self._by_channel.get(channel, ()) if r.topic in topics]:
+            self._wake(req)
+
     def wake_all(self) -> None:
         """Answer every held pull now (shutdown: clients get 19 and re-pull elsewhere)."""
         for waiting in list(self._held.values()):

@@ -160,3 +160,25 @@ def test_long_polls_answered_on_one_connection_are_not_kept_alive(bk):
     ch.close()
     assert still.called and still.result is None
     assert len(bk.ctx.holder) == 0
+
+
+def test_a_changed_subscription_answers_the_pulls_its_connection_holds_at_once(bk):
+    """A held pull waits for what its subscription selects: when the consumer's heartbeat widens it
+    (TagA to *), the pulls that connection holds on the topic are answered with what the new one selects
+    rather than at the hold's timeout; a heartbeat that changes nothing, or another connection's pull, is
+    left held."""
+    from tests.broker.conftest import FakeChannel
+
+    ch, other = FakeChannel("127.0.0.1:50010"), FakeChannel("127.0.0.1:50011")
+    bk.send("T20", b"consumed", tags="TagA")
+    assert bk.heartbeat("gw", "T20", "TagA", channel=ch, sub_version=1).code == 0
+    assert bk.heartbeat("gw", "T20", "TagA", channel=other, client_id="c2", sub_version=1).code == 0
+    held = bk.pull("gw", "T20", offset=1, sys_flag=SUSPEND, sub_version=1, channel=ch)
+    bystander = bk.pull("gw", "T20", offset=1, sys_flag=SUSPEND, sub_version=1, channel=other)
+    bk.send("T20", b"widened", tags="TagB")
+    assert not held.called
+    bk.heartbeat("gw", "T20", "TagA", channel=ch, sub_version=1)
+    assert not held.called
+    bk.heartbeat("gw", "T20", "*", channel=ch, sub_version=2)
+    assert held.called and [m.body for m in decode_records(held.result.body)] == [b"widened"]
+    assert not bystander.called

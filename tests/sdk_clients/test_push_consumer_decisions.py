@@ -346,3 +346,39 @@ def test_consume_from_where_applies_when_the_group_has_no_offset(cluster, where,
             assert not a.of(RequestCode.GET_MAX_OFFSET) and not a.of(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP)
     finally:
         c.shutdown()
+
+
+def test_a_pull_held_across_a_widened_subscription_keeps_what_the_new_one_selects(cluster):
+    """The broker answers a held pull after the consumer re-subscribed `*` (it got the heartbeat by then):
+    the TagC message, which the old `TagA || TagB` would filter out, reaches the listener instead of being
+    skipped for good."""
+    from twisted.internet import defer
+
+    ns, a = cluster
+    ns.set_route("T", [a], queues=1)
+    port = int(a.addr.rsplit(":", 1)[1])
+    held: list[tuple[defer.Deferred, object]] = []
+
+    def pull(cmd, ch):
+        d = defer.Deferred()
+        if decode_request_header(cmd).queue_offset == 0:
+            held.append((d, cmd))
+        return d
+
+    a.handlers[RequestCode.PULL_MESSAGE] = pull
+    seen = []
+    c = start_consumer(ns, lambda msgs, ctx: seen.extend(m.body for m in msgs))
+    try:
+        wait_until(lambda: held, "a held pull")
+        c.subscribe("T", "*")
+        wait_until(lambda: any(s.sub_string == "*" for hb in a.of(RequestCode.HEART_BEAT)
+                               for cd in HeartbeatData.decode(hb.body).consumer_data_set
+                               for s in cd.subscription_data_set if s.topic == "T"), "the widened heartbeat")
+        record = build_record("T", b"widened", {"TAGS": "TagC", "UNIQ_KEY": f"{0:032X}"}, queue_id=0, queue_offset=0,
+                              commitlog_offset=1000, store_host=("127.0.0.1", port))
+        ext = {"suggestWhichBrokerId": "0", "nextBeginOffset": "1", "minOffset": "0", "maxOffset": "1"}
+        d, cmd = held[0]
+        reactor_thread.call(d.callback, cmd.response(ResponseCode.SUCCESS, "FOUND", ext, bytes(record)))
+        wait_until(lambda: seen == [b"widened"], "the TagC message consumed")
+    finally:
+        c.shutdown()

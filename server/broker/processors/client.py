@@ -51,6 +51,13 @@ def normalized(sub: SubscriptionData) -> SubscriptionData:
     return sub
 
 
+def _replaces(old: SubscriptionData | None, new: SubscriptionData) -> bool:
+    """Whether ``new`` changes what the group's subscription ``old`` selects (a newer version of another
+    expression), as the group table takes it."""
+    return (old is not None and new.sub_version > old.sub_version
+            and (old.sub_string, old.expression_type) != (new.sub_string, new.expression_type))
+
+
 class ClientProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
@@ -83,12 +90,16 @@ class ClientProcessor:
                 for sub in consumer.subscription_data_set:
                     if sub.topic and not is_tag_type(sub.expression_type):
                         ctx.filters.register(group, sub.topic, sub.sub_string or "", sub.sub_version)
+            subscriptions = [normalized(s) for s in consumer.subscription_data_set if s.topic]
+            resubscribed = {s.topic for s in subscriptions
+                            if _replaces(ctx.consumers.find_subscription(group, s.topic), s)}
             changed = ctx.consumers.register(
                 group, self._channel_info(cmd, channel, client_id),
                 consumer.consume_type or "CONSUME_PASSIVELY", consumer.message_model or "CLUSTERING",
-                consumer.consume_from_where or "CONSUME_FROM_LAST_OFFSET",
-                [normalized(s) for s in consumer.subscription_data_set if s.topic], notify,
+                consumer.consume_from_where or "CONSUME_FROM_LAST_OFFSET", subscriptions, notify,
             )
+            if resubscribed and ctx.holder is not None:
+                ctx.holder.wake_channel(channel, resubscribed)
             if changed:
                 log.info("consumer group %s changed: %s from %s", group, client_id, peer_addr(channel))
         for producer in data.producer_data_set:

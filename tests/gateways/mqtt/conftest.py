@@ -1,3 +1,5 @@
+"""The brokers of the behaviour tests: Debian's mosquitto as the reference, FerryMQ's MQTT gateway under test."""
+
 import pytest
 
 from .mosquitto import Mosquitto

@@ -27,6 +27,11 @@ def publish_properties(**fields) -> Properties:
     return props
 
 
+def fresh_topic() -> str:
+    """A fresh first level: a RocketMQ topic name, so one scenario's messages never meet another's."""
+    return f"Mqtt_{uuid.uuid4().hex[:10]}"
+
+
 class Device:
     """One connected client; ``messages`` holds what it received, in order."""
 

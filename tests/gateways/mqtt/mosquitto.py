@@ -1,7 +1,8 @@
 """Debian's ``mosquitto`` as the reference broker of the behaviour tests: every expectation holds there first.
 
-Installed with apt-get when missing (root only, as compat_tests installs docker.io) and started on a free
-loopback port; it does not start by itself when installed.
+Installed with apt-get when missing (root only, as compat_tests installs docker.io), as are the command-line
+clients of ``mosquitto-clients``, and started on a free loopback port; it does not start by itself when
+installed.
 """
 
 from __future__ import annotations
@@ -17,24 +18,31 @@ import pytest
 
 from ferrymq.testing.ports import LOOPBACK, free_port
 
-MOSQUITTO = "/usr/sbin/mosquitto"
+
+def _found(program: str) -> str | None:
+    """``program`` on PATH, or in the system directories (mosquitto is in /usr/sbin, off most users' PATH)."""
+    for path in (shutil.which(program), f"/usr/sbin/{program}", f"/usr/bin/{program}"):
+        if path and os.path.exists(path):
+            return path
+    return None
 
 
-def ensure_installed() -> str:
-    """The mosquitto binary, installed with apt-get if missing; the test is skipped where that cannot be."""
-    found = shutil.which("mosquitto") or (MOSQUITTO if os.path.exists(MOSQUITTO) else None)
+def ensure_installed(program: str = "mosquitto", package: str = "mosquitto") -> str:
+    """The path of ``program`` (from Debian's ``package``), installed with apt-get if missing; the test is
+    skipped where that cannot be."""
+    found = _found(program)
     if found:
         return found
     if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip("mosquitto is not installed, and installing it needs root and apt-get")
+        pytest.skip(f"{program} is not installed, and installing {package} needs root and apt-get")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = ["apt-get", "install", "-y", "-q", "mosquitto"]
+    install = ["apt-get", "install", "-y", "-q", package]
     if subprocess.run(install, env=env, capture_output=True, check=False).returncode != 0:
         subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, check=False)
         proc = subprocess.run(install, env=env, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            pytest.skip(f"apt-get could not install mosquitto:\n{proc.stderr[-2000:]}")
-    return shutil.which("mosquitto") or MOSQUITTO
+            pytest.skip(f"apt-get could not install {package}:\n{proc.stderr[-2000:]}")
+    return _found(program) or pytest.skip(f"{package} is installed, but {program} is not on PATH")
 
 
 class Mosquitto:

@@ -18,13 +18,11 @@ from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.message import Message
 
 from .devices import V5, V311, Device, publish_properties
+from .devices import fresh_topic as _topic
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def _topic() -> str:
-    """A fresh first level: a RocketMQ topic name, so one scenario's messages never meet another's."""
-    return f"Mqtt_{uuid.uuid4().hex[:10]}"
 
 
 @pytest.mark.parametrize("version", [V311, V5])
