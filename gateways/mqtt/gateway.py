@@ -5,7 +5,7 @@ One producer stores what devices publish. Deliveries to devices come from two ki
 - **one BROADCASTING consumer for the whole gateway** serves every non-shared subscription: it pulls
   each subscribed RocketMQ topic once (tag expression: the union of the exact filters' tags, or ``*``,
   :func:`~.mapping.tag_expression`) and the gateway hands each message to every session whose filters
-  match, as an MQTT broker fans out. A consumer per client would pull every message once per client and
+  match, as an MQTT broker fans out (found through :class:`~.fanout.FanOutIndex`, by RocketMQ topic). A consumer per client would pull every message once per client and
   keep a RocketMQ client registration per device, which does not scale to fleets of idle devices;
 - **one CLUSTERING consumer per share name** (``$share/{name}/...``, group ``{name}``) serves the shared
   subscriptions: RocketMQ splits the topic's queues between the gateways (and any RocketMQ consumer of
@@ -42,6 +42,7 @@ from ferrymq.sdk.producer import Producer
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
 
 from . import mapping, topics
+from .fanout import FanOutIndex
 from .session import Ack, Release, Session, Sessions, deliver
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
@@ -134,6 +135,7 @@ class Gateway:
         self.producer: Producer | None = None
         self._offset_dir: str | None = None
         self._fan_out: _Consumer | None = None
+        self._index = FanOutIndex()
         self._shares: dict[str, _Consumer] = {}
         self._turn = count()
 
@@ -195,22 +197,21 @@ class Gateway:
 
     # ------------------------------------------------------------------ subscriptions
 
-    def subscriptions_changed(self) -> None:
-        """Re-derive what the consumers subscribe from every session's filters (a SUBSCRIBE, UNSUBSCRIBE
-        or the end of a session): cheap next to the round trips a change costs anyway."""
+    def subscriptions_changed(self, *sessions: Session) -> None:
+        """Re-derive what the consumers subscribe after a SUBSCRIBE, UNSUBSCRIBE or the end of a session:
+        ``sessions`` are those that changed or ended (none: any may have, every session is indexed anew)."""
+        if sessions:
+            for session in sessions:
+                self._index.update(session, self.sessions.get(session.client_id) is session)
+        else:
+            self._index.rebuild(self.sessions.values())
         if self._fan_out is not None:
             self._fan_out.update()
         for name in {shared.group for shared in _shares_of(self.sessions.values())} | set(self._shares):
             self._share_consumer(name).update()
 
     def _fan_out_expressions(self) -> dict[str, str]:
-        tags: dict[str, list] = {}
-        for session in self.sessions.values():
-            for topic_filter in session.subscriptions:
-                if not topic_filter.startswith(topics.SHARE_PREFIX):
-                    sub = mapping.subscription(topic_filter)
-                    tags.setdefault(sub.topic, []).append(sub.tag)
-        return {topic: mapping.tag_expression(t) for topic, t in tags.items()}
+        return self._index.expressions()
 
     def _share_consumer(self, name: str) -> _Consumer:
         consumer = self._shares.get(name)
@@ -238,7 +239,7 @@ class Gateway:
             if delivery is None or not self._fan_out.consumer.is_new(msg):
                 continue
             stored_at = msg.store_timestamp / 1000
-            for session in list(self.sessions.values()):
+            for session in self._index.sessions_for(msg.topic, delivery.topic_name):
                 if session.matching(delivery, None, stored_at):
                     self._run(session, deliver(session, delivery, None, stored_at=stored_at))
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS

@@ -82,7 +82,7 @@ class MQTTProtocol(Protocol):
             elif isinstance(action, Forward):
                 self._forward(action)
             elif isinstance(action, ChangeSubscriptions):
-                self.gateway.subscriptions_changed()
+                self.gateway.subscriptions_changed(action.session)
                 self.transport.write(encode(action.reply, self.conn.version))
             elif isinstance(action, Connected):
                 if action.taken_over is not None:
@@ -94,7 +94,7 @@ class MQTTProtocol(Protocol):
                 self._timer = None
                 self._arm()
             elif isinstance(action, SessionEnded):
-                self.gateway.subscriptions_changed()
+                self.gateway.subscriptions_changed(action.session)
             elif isinstance(action, (Ack, Release)):
                 settle([action])
 
@@ -179,8 +179,9 @@ class MQTTListener:
                     lambda f, topic=action.message.topic: log.warning("MQTT will to %s not stored: %s", topic,
                                                                       f.getErrorMessage()))
         settle(actions)
-        if any(isinstance(action, SessionEnded) for action in actions):
-            self.gateway.subscriptions_changed()
+        ended = [action.session for action in actions if isinstance(action, SessionEnded)]
+        if ended:
+            self.gateway.subscriptions_changed(*ended)
 
     @defer.inlineCallbacks
     def stop(self):
