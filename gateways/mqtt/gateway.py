@@ -33,6 +33,8 @@ from typing import Any
 
 from twisted.internet import defer
 
+from ferrymq.remoting import Processor
+from ferrymq.remoting.local import LocalPeer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import ClientInstance
 from ferrymq.sdk.consumer.push import ConsumeConcurrentlyStatus, PushConsumer
@@ -51,6 +53,9 @@ log = logging.getLogger("ferrymq.gateway.mqtt")
 PRODUCER_GROUP = "FERRYMQ_MQTT_PRODUCER"
 #: the group of the gateway's broadcasting consumer (BROADCASTING: every gateway gets every message)
 FAN_OUT_GROUP = "FERRYMQ_MQTT_FAN_OUT"
+#: messages handed to the fan-out at once: what one pull brings (it never fails a message, so a batch
+#: costs one consume instead of one per message)
+FAN_OUT_BATCH = 32
 
 
 class _SinceSubscribed(PushConsumer):
@@ -138,13 +143,24 @@ class Gateway:
         self._index = FanOutIndex()
         self._shares: dict[str, _Consumer] = {}
         self._turn = count()
+        #: the broker of this process, if any: (its address, its request table, the sends' BORNHOST)
+        self._local_broker: tuple[str, Processor, str] | None = None
 
     # ------------------------------------------------------------------ lifecycle
+
+    def send_in_process(self, addr: str, processor: Processor, born_host: str) -> None:
+        """Hand the sends to the broker at ``addr`` straight to its request table (call before
+        :meth:`start`): the gateway served by a broker process stores what devices publish without a
+        socket. Queue selection, retries and the broker's answers stay the producer's."""
+        self._local_broker = (addr, processor, born_host)
 
     @defer.inlineCallbacks
     def start(self):
         config = ClientConfig(self.namesrv_addr, **self._config_kwargs)
         self._instance = ClientInstance(config)
+        if self._local_broker is not None:
+            addr, processor, born_host = self._local_broker
+            self._instance.api.local_brokers[addr] = LocalPeer(processor, born_host)
         self.producer = Producer(PRODUCER_GROUP, config=config, instance=self._instance,
                                  max_message_size=self.max_message_size)
         yield self.producer.start()
@@ -154,7 +170,7 @@ class Gateway:
         self._fan_out = _Consumer(
             _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
                              message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
-                             await_termination_when_shutdown=0.5),
+                             consume_message_batch_max_size=FAN_OUT_BATCH, await_termination_when_shutdown=0.5),
             self._fan_out_expressions)
         self._fan_out.consumer.register_listener(self._fan_out_listener)
         log.info("MQTT gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
