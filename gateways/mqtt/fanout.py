@@ -11,6 +11,9 @@ message was stored).
 
 It also keeps each RocketMQ topic's tag expression (:func:`.mapping.tag_expression`), which the fan-out
 consumer subscribes with, so a SUBSCRIBE costs what its own filters change, not a pass over all sessions.
+Past :data:`MAX_TAGS` distinct tags the expression is ``*``: a fleet subscribed to ``commands/{device}``
+would otherwise make it grow with the fleet (and every heartbeat carry it), while the gateway matches
+each message against the filters anyway.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from dataclasses import dataclass, field
 
 from . import mapping, topics
 from .session import Session
+
+#: distinct tags a topic's tag expression names at most; beyond, it is ``*``
+MAX_TAGS = 64
 
 
 @dataclass
@@ -84,7 +90,7 @@ class FanOutIndex:
         out = {}
         for name, entry in self._topics.items():
             if entry.expression is None:
-                entry.expression = mapping.tag_expression(entry.tags)
+                entry.expression = "*" if len(entry.tags) > MAX_TAGS else mapping.tag_expression(entry.tags)
             out[name] = entry.expression
         return out
 
@@ -122,4 +128,4 @@ class FanOutIndex:
             del self._topics[sub.topic]
 
 
-__all__ = ["FanOutIndex"]
+__all__ = ["MAX_TAGS", "FanOutIndex"]

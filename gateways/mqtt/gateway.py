@@ -223,7 +223,7 @@ class Gateway:
             self._index.rebuild(self.sessions.values())
         if self._fan_out is not None:
             self._fan_out.update()
-        for name in {shared.group for shared in _shares_of(self.sessions.values())} | set(self._shares):
+        for name in {shared.group for shared in _shares_of(sessions or self.sessions.values())} | set(self._shares):
             self._share_consumer(name).update()
 
     def _fan_out_expressions(self) -> dict[str, str]:

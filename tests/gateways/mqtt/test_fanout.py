@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ferrymq.gateways.mqtt import topics
-from ferrymq.gateways.mqtt.fanout import FanOutIndex
+from ferrymq.gateways.mqtt.fanout import MAX_TAGS, FanOutIndex
 from ferrymq.gateways.mqtt.packets import Subscription
 from ferrymq.gateways.mqtt.session import Session
 
@@ -102,3 +102,14 @@ def test_the_index_finds_exactly_the_sessions_a_pass_over_all_of_them_finds(filt
             index.update(s)
     expected = [s for s in sessions if any(topics.matches(f, name) for f in s.subscriptions)]
     assert sorted(index.sessions_for("t", name), key=sessions.index) == expected
+
+
+def test_a_topic_with_more_tags_than_max_tags_is_subscribed_with_every_tag():
+    fleet = [session(f"dev{i}", f"commands/dev{i}") for i in range(MAX_TAGS + 1)]
+    index = indexed(*fleet[:MAX_TAGS])
+    assert index.expressions()["commands"].count("||") == MAX_TAGS - 1
+    index.update(fleet[-1])
+    assert index.expressions() == {"commands": "*"}
+    assert index.sessions_for("commands", "commands/dev3") == [fleet[3]]  # matching stays exact
+    index.update(fleet[-1], current=False)
+    assert index.expressions()["commands"] != "*"
