@@ -15,7 +15,8 @@ use into a cache directory keyed by its sources:
   publisher with at most 16 messages sent and not yet received (a closed loop end to end: 64 messages on
   the way). The rate is messages received per second over the measured seconds after a warm-up; the
   latency is from the publisher's send to the subscriber's receipt (one process, one clock);
-* **idle**: 10,000 clients CONNECT (keep-alive 30 s: each sends one PINGREQ per period), then the
+* **idle**: 10,000 clients CONNECT (keep-alive 30 s: each sends one PINGREQ per period) and each
+  subscribes to its own topic at QoS 1 (``mqttidle/r{round}/c{i}``, a device's command topic), then the
   broker's RSS and CPU are sampled at rest; RSS also before the clients came.
 
 Beside each figure: the broker's CPU (its process tree, per message or in cores) and the load tool's
@@ -66,6 +67,7 @@ class Plan:
     message_size: int = 1024
     idle_clients: int = 10_000
     idle_keepalive_s: int = 30
+    idle_subscribe: bool = True  # each idle client subscribes to a topic of its own
     idle_measure_s: float = 10.0  # seconds the idle broker is sampled
     phases: tuple[str, ...] = PHASES
 
@@ -108,7 +110,7 @@ FIGURES = (
     ("idle_rss_mib", "RSS with the idle clients connected", "MiB", "idle", "rss_mib"),
     ("idle_rss_before_mib", "RSS before they connected", "MiB", "idle", "rss_before_mib"),
     ("idle_cpu_pct", "broker CPU at rest, idle clients connected", "%", "idle", "cpu_pct"),
-    ("idle_connect_s", "time to connect the idle clients", "s", "idle", "connect_seconds"),
+    ("idle_connect_s", "time to connect (and subscribe) the idle clients", "s", "idle", "connect_seconds"),
 )
 
 
@@ -325,7 +327,8 @@ class Bench:
         server = self.brokers[broker]
         hold = p.idle_measure_s + 3
         argv = [self.tool, "idle", "-broker", self.url(broker), "-clients", str(p.idle_clients),
-                "-keepalive", str(p.idle_keepalive_s), "-hold", f"{hold:g}s"]
+                "-keepalive", str(p.idle_keepalive_s), "-hold", f"{hold:g}s",
+                *(["-subscribe", f"mqttidle/r{r}"] if p.idle_subscribe else [])]
         log = self.home / f"{broker}-idle-r{r}.log"
         rss_before = server.rss_mib()
         tool0 = _children_cpu_s()
@@ -397,6 +400,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seconds", type=float, help="measured seconds of each publish->subscribe phase")
     p.add_argument("--phases", help=f"comma-separated subset of {','.join(PHASES)}")
     p.add_argument("--idle-clients", type=int, help="connections of the idle phase")
+    p.add_argument("--idle-no-subscribe", action="store_true", help="idle clients only connect (no subscription each)")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work dir (broker and tool logs)")
     args = p.parse_args(argv if argv is not None else [])
@@ -404,7 +408,8 @@ def main(argv: list[str] | None = None) -> dict:
     if phases and not set(phases) <= set(PHASES):
         p.error(f"--phases takes {', '.join(PHASES)}")
     overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds, "phases": phases,
-                                   "idle_clients": args.idle_clients}.items() if v is not None}
+                                   "idle_clients": args.idle_clients,
+                                   "idle_subscribe": False if args.idle_no_subscribe else None}.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)
     started = time.time()
     home = Path(tempfile.mkdtemp(prefix="ferrymq-mqtt-bench-"))

@@ -2,7 +2,7 @@
 // (MQTT 3.1.1).
 //
 //	mqttload pubsub -broker tcp://HOST:PORT -topic T -qos 1 -publishers 4 -subscribers 1 -window 16 ...
-//	mqttload idle -broker tcp://HOST:PORT -clients 10000 -keepalive 30 -hold 35s
+//	mqttload idle -broker tcp://HOST:PORT -clients 10000 -keepalive 30 -subscribe T -hold 35s
 //
 // pubsub: every subscriber subscribes to T/+ and each publisher i publishes size-byte messages to T/p{i},
 // at most -window of them on the way at once: a publisher sends its next message when the first
@@ -12,8 +12,9 @@
 // -duration after -warmup are printed as one line `RESULT {json}`.
 //
 // idle: -clients connections CONNECT with the keep-alive given (Paho sends the PINGREQs), at most
-// -concurrency connecting at once; once all are connected the tool prints `READY {json}`, holds them for
-// -hold, counts the connections lost meanwhile, disconnects and prints `RESULT {json}`.
+// -concurrency connecting at once, and with -subscribe T each subscribes to T/c{i} at QoS 1 (a device's
+// own command topic); once all are up the tool prints `READY {json}`, holds them for -hold, counts the
+// connections lost meanwhile, disconnects and prints `RESULT {json}`.
 package main
 
 import (
@@ -242,6 +243,7 @@ func idle(args []string) error {
 	keepAlive := fs.Int("keepalive", 30, "keep-alive seconds")
 	concurrency := fs.Int("concurrency", 64, "connections being made at once")
 	hold := fs.Duration("hold", 35*time.Second, "time the connections are held once all are up")
+	subscribe := fs.String("subscribe", "", "topic prefix: client i subscribes to {prefix}/c{i} (none if empty)")
 	fs.Parse(args)
 
 	var lost atomic.Int64
@@ -264,6 +266,12 @@ func idle(args []string) error {
 				return
 			}
 			conns[i] = c
+			if *subscribe != "" {
+				t := c.Subscribe(fmt.Sprintf("%s/c%d", *subscribe, i), 1, func(mqtt.Client, mqtt.Message) {})
+				if !t.WaitTimeout(60*time.Second) || t.Error() != nil {
+					errs <- fmt.Errorf("SUBSCRIBE of client %d: %v", i, t.Error())
+				}
+			}
 		}(i)
 	}
 	wg.Wait()
@@ -282,6 +290,6 @@ func idle(args []string) error {
 		}
 	}
 	emit("RESULT", map[string]any{"clients": *clients, "failed": failed, "connect_seconds": connectSeconds,
-		"lost": lostDuringHold, "keepalive_s": *keepAlive, "hold_s": hold.Seconds()})
+		"lost": lostDuringHold, "keepalive_s": *keepAlive, "hold_s": hold.Seconds(), "subscribed": *subscribe != ""})
 	return nil
 }
