@@ -103,6 +103,7 @@ FIGURES = (
     ("qos1_rate", "QoS 1 publish->subscribe", "msg/s", "qos1", "rate"),
     ("qos1_p50_ms", "QoS 1 latency p50", "ms", "qos1", "p50_ms"),
     ("qos1_p99_ms", "QoS 1 latency p99", "ms", "qos1", "p99_ms"),
+    ("qos1_lost", "QoS 1 messages not received within 2 s", "msgs", "qos1", "lost"),
     ("qos0_broker_us", "broker CPU per message, QoS 0", "µs", "qos0", "broker_cpu_us_per_msg"),
     ("qos1_broker_us", "broker CPU per message, QoS 1", "µs", "qos1", "broker_cpu_us_per_msg"),
     ("qos0_tool_cores", "load tool CPU, QoS 0", "cores", "qos0", "tool_cores"),
@@ -143,7 +144,7 @@ def verdict(summary: dict) -> dict[str, bool | None]:
 
 
 def _fmt(value: float, unit: str) -> str:
-    if unit in ("msg/s", "µs"):
+    if unit in ("msg/s", "µs", "msgs"):
         return f"{value:,.0f}"
     if unit in ("MiB", "%"):
         return f"{value:,.1f}"
@@ -208,7 +209,7 @@ def load_tool() -> Path:
     if binary.exists():
         return binary
     if go is None:
-        raise SystemExit("mqtt_bench's load tool (benchmarks/mqttload) is Go: install Go 1.22 or later and run again")
+        raise SystemExit("mqtt_bench's load tool (benchmarks/mqttload) is Go: install Go 1.24 or later and run again")
     cache.mkdir(parents=True, exist_ok=True)
     print(f"building the load tool: go build -o {binary} ...", flush=True)
     proc = subprocess.run([go, "build", "-o", str(binary), "."], cwd=LOAD_TOOL, capture_output=True, text=True)

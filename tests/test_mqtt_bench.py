@@ -1,8 +1,13 @@
-"""The MQTT benchmark's summary over rounds and its verdict (no broker, no load tool)."""
+"""The MQTT benchmark's summary over rounds and its verdict, and its load tool against mosquitto."""
+
+import os
+import shutil
+import subprocess
 
 import pytest
 
-from benchmarks.mqtt_bench import Plan, Round, summarize, table, verdict
+from benchmarks.mqtt_bench import Mosquitto, Plan, Round, load_tool, summarize, table, verdict
+from benchmarks.sidebyside import parse
 
 
 def _round(i: int, ferry_rate: float, ferry_p99: float, mosq_rate: float, mosq_p99: float, rss: float = 120.0) -> Round:
@@ -48,3 +53,30 @@ def test_table_shows_both_brokers_the_ratio_and_the_targets():
 def test_full_runs_longer_than_quick_and_overrides_win():
     assert Plan.full().rounds > Plan.quick().rounds and Plan.full().idle_measure_s == 30.0
     assert Plan.quick(rounds=1, phases=("idle",)).phases == ("idle",)
+
+
+def test_the_load_tool_measures_a_real_broker(tmp_path):
+    """Built from benchmarks/mqttload, one short run against mosquitto: every message sent is received
+    and timed, and idle clients connect, subscribe and hold."""
+    if shutil.which("go") is None and not os.path.exists("/usr/local/go/bin/go"):
+        pytest.skip("Go is not installed")
+    if shutil.which("mosquitto") is None and not os.path.exists("/usr/sbin/mosquitto"):
+        pytest.skip("mosquitto is not installed")
+
+    broker = Mosquitto(tmp_path)
+    broker.start()
+    try:
+        url = f"tcp://127.0.0.1:{broker.port}"
+        out = subprocess.run([str(load_tool()), "pubsub", "-broker", url, "-topic", "t/x", "-qos", "1",
+                              "-warmup", "200ms", "-duration", "1s"], capture_output=True, text=True, timeout=60)
+        res = parse.result(out.stdout, "pubsub")
+        assert res["received"] > 100 and res["received"] >= res["sent"] - 4 * 16  # at most the windows in flight
+        assert 0 < res["p50_ms"] <= res["p99_ms"] <= res["max_ms"]
+        assert res["failed"] == 0  # every QoS 1 PUBLISH acknowledged ("lost" counts 5 s waits: a loaded machine)
+        out = subprocess.run([str(load_tool()), "idle", "-broker", url, "-clients", "50", "-subscribe", "idle",
+                              "-hold", "200ms"], capture_output=True, text=True, timeout=60)
+        assert "READY " in out.stdout
+        res = parse.result(out.stdout, "idle")
+        assert (res["clients"], res["failed"], res["lost"], res["subscribed"]) == (50, 0, 0, True)
+    finally:
+        broker.stop()
