@@ -72,11 +72,11 @@ class Plan:
     phases: tuple[str, ...] = PHASES
 
     @classmethod
-    def quick(cls, **overrides) -> "Plan":
+    def quick(cls, **overrides) -> Plan:
         return replace(cls(), **overrides)
 
     @classmethod
-    def full(cls, **overrides) -> "Plan":
+    def full(cls, **overrides) -> Plan:
         return replace(cls(rounds=5, seconds=20.0, warmup_s=5.0, idle_measure_s=30.0), **overrides)
 
 
@@ -126,12 +126,11 @@ def summarize(rounds: list[Round]) -> dict[str, dict[str, dict[str, float] | Non
     ratio taken within each round first (rounds where both brokers measured it)."""
     out: dict[str, dict[str, dict[str, float] | None]] = {}
     for key, _label, _unit, phase, figure in FIGURES:
-        def values(broker: str) -> list[float]:
-            return [getattr(r, broker)[phase][figure] for r in rounds if figure in getattr(r, broker).get(phase, {})]
-
+        values = {broker: [getattr(r, broker)[phase][figure] for r in rounds if figure in getattr(r, broker).get(phase, {})]
+                  for broker in BROKERS}
         both = [r for r in rounds
                 if figure in r.ferrymq.get(phase, {}) and r.mosquitto.get(phase, {}).get(figure)]
-        out[key] = {"ferrymq": _spread(values("ferrymq")), "mosquitto": _spread(values("mosquitto")),
+        out[key] = {"ferrymq": _spread(values["ferrymq"]), "mosquitto": _spread(values["mosquitto"]),
                     "ratio": _spread([r.ferrymq[phase][figure] / r.mosquitto[phase][figure] for r in both])}
     return out
 
@@ -212,7 +211,8 @@ def load_tool() -> Path:
         raise SystemExit("mqtt_bench's load tool (benchmarks/mqttload) is Go: install Go 1.24 or later and run again")
     cache.mkdir(parents=True, exist_ok=True)
     print(f"building the load tool: go build -o {binary} ...", flush=True)
-    proc = subprocess.run([go, "build", "-o", str(binary), "."], cwd=LOAD_TOOL, capture_output=True, text=True)
+    proc = subprocess.run([go, "build", "-o", str(binary), "."], cwd=LOAD_TOOL, capture_output=True, text=True,
+                          check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"go build of benchmarks/mqttload failed:\n{proc.stderr[-3000:]}")
     return binary
@@ -430,7 +430,7 @@ def main(argv: list[str] | None = None) -> dict:
     print()
     print(table(summary))
     mosquitto_version = subprocess.run([bench.brokers["mosquitto"].binary, "-h"], capture_output=True,
-                                       text=True).stdout.splitlines()[:1]
+                                       text=True, check=False).stdout.splitlines()[:1]
     results = {
         "meta": {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
                  "wall_s": round(time.time() - started, 1), "machine": machine(),

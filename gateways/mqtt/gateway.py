@@ -5,8 +5,9 @@ One producer stores what devices publish. Deliveries to devices come from two ki
 - **one BROADCASTING consumer for the whole gateway** serves every non-shared subscription: it pulls
   each subscribed RocketMQ topic once (tag expression: the union of the exact filters' tags, or ``*``,
   :func:`~.mapping.tag_expression`) and the gateway hands each message to every session whose filters
-  match, as an MQTT broker fans out (found through :class:`~.fanout.FanOutIndex`, by RocketMQ topic). A consumer per client would pull every message once per client and
-  keep a RocketMQ client registration per device, which does not scale to fleets of idle devices;
+  match (found through :class:`~.fanout.FanOutIndex`, by RocketMQ topic), as an MQTT broker fans out. A
+  consumer per client would pull every message once per client and keep a RocketMQ client registration
+  per device, which does not scale to fleets of idle devices;
 - **one CLUSTERING consumer per share name** (``$share/{name}/...``, group ``{name}``) serves the shared
   subscriptions: RocketMQ splits the topic's queues between the gateways (and any RocketMQ consumer of
   that group), and this gateway gives each message to one of its members, round robin. The message's
@@ -170,7 +171,8 @@ class Gateway:
         self._fan_out = _Consumer(
             _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
                              message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
-                             consume_message_batch_max_size=FAN_OUT_BATCH, await_termination_when_shutdown=0.5),
+                             consume_message_batch_max_size=FAN_OUT_BATCH,
+                             await_termination_when_shutdown=0.5),
             self._fan_out_expressions)
         self._fan_out.consumer.register_listener(self._fan_out_listener)
         log.info("MQTT gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)

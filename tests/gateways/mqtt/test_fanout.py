@@ -1,12 +1,11 @@
 """The fan-out index: the sessions a message may be for, by RocketMQ topic, and each topic's tag expression."""
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from ferrymq.gateways.mqtt import topics
 from ferrymq.gateways.mqtt.fanout import MAX_TAGS, FanOutIndex
 from ferrymq.gateways.mqtt.packets import Subscription
 from ferrymq.gateways.mqtt.session import Session
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def session(client_id: str, *filters: str) -> Session:
