@@ -103,9 +103,9 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
     return listener
 
 
-def _with_gateway(gateway, broker):
-    """``broker``, whose own gateway (if it serves one) now sends to it in process."""
-    if gateway is not None:
+def _with_gateways(gateways, broker):
+    """``broker``, whose own gateways (those it serves) now send to it in process."""
+    for gateway in filter(None, gateways):
         gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
     return broker
 
@@ -387,7 +387,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
                   cfg.PlannedFeatures)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
-    broker = _with_gateway(http, _broker_factory(broker_cfg, props))
+    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props))
     # the gateways stop first, so their clients can still unregister from the broker
     return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker]))], args)
 
@@ -414,7 +414,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
-    broker = _with_gateway(http, _broker_factory(broker_cfg, props))
+    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props))
     # the gateways stop first, then the broker, which can still unregister from the name server
     return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker, namesrv]))], args)
 

@@ -5,8 +5,9 @@ One producer stores what devices publish. Deliveries to devices come from two ki
 - **one BROADCASTING consumer for the whole gateway** serves every non-shared subscription: it pulls
   each subscribed RocketMQ topic once (tag expression: the union of the exact filters' tags, or ``*``,
   :func:`~.mapping.tag_expression`) and the gateway hands each message to every session whose filters
-  match, as an MQTT broker fans out. A consumer per client would pull every message once per client and
-  keep a RocketMQ client registration per device, which does not scale to fleets of idle devices;
+  match (found through :class:`~.fanout.FanOutIndex`, by RocketMQ topic), as an MQTT broker fans out. A
+  consumer per client would pull every message once per client and keep a RocketMQ client registration
+  per device, which does not scale to fleets of idle devices;
 - **one CLUSTERING consumer per share name** (``$share/{name}/...``, group ``{name}``) serves the shared
   subscriptions: RocketMQ splits the topic's queues between the gateways (and any RocketMQ consumer of
   that group), and this gateway gives each message to one of its members, round robin. The message's
@@ -37,6 +38,8 @@ from typing import Any
 
 from twisted.internet import defer
 
+from ferrymq.remoting import Processor
+from ferrymq.remoting.local import LocalPeer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import ClientInstance
 from ferrymq.sdk.consumer.push import ConsumeConcurrentlyStatus, PushConsumer
@@ -48,6 +51,7 @@ from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
 from . import mapping, topics
 from .persistence import StateFiles
 from .retained import RetainedMessages
+from .fanout import FanOutIndex
 from .session import Ack, Release, Session, Sessions, deliver
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
@@ -56,6 +60,9 @@ log = logging.getLogger("ferrymq.gateway.mqtt")
 PRODUCER_GROUP = "FERRYMQ_MQTT_PRODUCER"
 #: the group of the gateway's broadcasting consumer (BROADCASTING: every gateway gets every message)
 FAN_OUT_GROUP = "FERRYMQ_MQTT_FAN_OUT"
+#: messages handed to the fan-out at once: what one pull brings (it never fails a message, so a batch
+#: costs one consume instead of one per message)
+FAN_OUT_BATCH = 32
 
 
 class _SinceSubscribed(PushConsumer):
@@ -149,8 +156,11 @@ class Gateway:
         self.producer: Producer | None = None
         self._offset_dir: str | None = None
         self._fan_out: _Consumer | None = None
+        self._index = FanOutIndex()
         self._shares: dict[str, _Consumer] = {}
         self._turn = count()
+        #: the broker of this process, if any: (its address, its request table, the sends' BORNHOST)
+        self._local_broker: tuple[str, Processor, str] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -169,11 +179,20 @@ class Gateway:
             log.info("MQTT gateway: %d persistent session(s) and %d retained message(s) restored",
                      len(sessions), len(retained))
 
+    def send_in_process(self, addr: str, processor: Processor, born_host: str) -> None:
+        """Hand the sends to the broker at ``addr`` straight to its request table (call before
+        :meth:`start`): the gateway served by a broker process stores what devices publish without a
+        socket. Queue selection, retries and the broker's answers stay the producer's."""
+        self._local_broker = (addr, processor, born_host)
+
     @defer.inlineCallbacks
     def start(self):
         self.restore()
         config = ClientConfig(self.namesrv_addr, **self._config_kwargs)
         self._instance = ClientInstance(config)
+        if self._local_broker is not None:
+            addr, processor, born_host = self._local_broker
+            self._instance.api.local_brokers[addr] = LocalPeer(processor, born_host)
         self.producer = Producer(PRODUCER_GROUP, config=config, instance=self._instance,
                                  max_message_size=self.max_message_size)
         yield self.producer.start()
@@ -186,6 +205,7 @@ class Gateway:
         self._fan_out = _Consumer(
             _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
                              message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
+                             consume_message_batch_max_size=FAN_OUT_BATCH,
                              await_termination_when_shutdown=0.5),
             self._fan_out_expressions)
         self._fan_out.consumer.register_listener(self._fan_out_listener)
@@ -272,22 +292,21 @@ class Gateway:
 
     # ------------------------------------------------------------------ subscriptions
 
-    def subscriptions_changed(self) -> None:
-        """Re-derive what the consumers subscribe from every session's filters (a SUBSCRIBE, UNSUBSCRIBE
-        or the end of a session): cheap next to the round trips a change costs anyway."""
+    def subscriptions_changed(self, *sessions: Session) -> None:
+        """Re-derive what the consumers subscribe after a SUBSCRIBE, UNSUBSCRIBE or the end of a session:
+        ``sessions`` are those that changed or ended (none: any may have, every session is indexed anew)."""
+        if sessions:
+            for session in sessions:
+                self._index.update(session, self.sessions.get(session.client_id) is session)
+        else:
+            self._index.rebuild(self.sessions.values())
         if self._fan_out is not None:
             self._fan_out.update()
-        for name in {shared.group for shared in _shares_of(self.sessions.values())} | set(self._shares):
+        for name in {shared.group for shared in _shares_of(sessions or self.sessions.values())} | set(self._shares):
             self._share_consumer(name).update()
 
     def _fan_out_expressions(self) -> dict[str, str]:
-        tags: dict[str, list] = {}
-        for session in self.sessions.values():
-            for topic_filter in session.subscriptions:
-                if not topic_filter.startswith(topics.SHARE_PREFIX):
-                    sub = mapping.subscription(topic_filter)
-                    tags.setdefault(sub.topic, []).append(sub.tag)
-        return {topic: mapping.tag_expression(t) for topic, t in tags.items()}
+        return self._index.expressions()
 
     def _share_consumer(self, name: str) -> _Consumer:
         consumer = self._shares.get(name)
@@ -315,7 +334,7 @@ class Gateway:
             if delivery is None or not self._fan_out.consumer.is_new(msg):
                 continue
             stored_at = msg.store_timestamp / 1000
-            for session in list(self.sessions.values()):
+            for session in self._index.sessions_for(msg.topic, delivery.topic_name):
                 if session.matching(delivery, None, stored_at):
                     self._run(session, deliver(session, delivery, None, stored_at=stored_at))
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS

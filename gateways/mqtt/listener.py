@@ -94,7 +94,7 @@ class MQTTProtocol(Protocol):
             elif isinstance(action, Forward):
                 self._forward(action)
             elif isinstance(action, ChangeSubscriptions):
-                self.gateway.subscriptions_changed()
+                self.gateway.subscriptions_changed(action.session)
                 self._write(encode(action.reply, self.conn.version))
                 for topic_filter in action.retained:
                     for delivery in self.gateway.retained_deliveries(topic_filter):
@@ -111,7 +111,7 @@ class MQTTProtocol(Protocol):
                 self._arm()
             elif isinstance(action, SessionEnded):
                 self.gateway.session_changed(action.session)
-                self.gateway.subscriptions_changed()
+                self.gateway.subscriptions_changed(action.session)
             elif isinstance(action, (Ack, Release)):
                 settle([action])
 
@@ -226,7 +226,7 @@ class MQTTListener:
         for session in ended:
             self.gateway.session_changed(session)
         if ended:
-            self.gateway.subscriptions_changed()
+            self.gateway.subscriptions_changed(*ended)
 
     @defer.inlineCallbacks
     def stop(self):

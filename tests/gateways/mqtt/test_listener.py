@@ -68,3 +68,37 @@ def test_the_gateway_command_serves_devices_in_front_of_any_cluster(tmp_path):
             subscriber.close()
         finally:
             stop(proc)
+
+
+def test_the_broker_processs_gateway_stores_in_process(tmp_path):
+    """Its sends run through the broker's request table, not a loopback connection: the stored BORNHOST
+    has port 0, where a connection would show its own port."""
+    import threading
+
+    from ferrymq.sdk.blocking_clients import BlockingPushConsumer
+    from ferrymq.sdk.client_config import ClientConfig
+    from ferrymq.testing.server import FerryMQServer
+
+    from .devices import V311, Device
+
+    with FerryMQServer(tmp_path / "server", mqtt=True) as server:
+        server.create_topic("InProcess", 1)
+        got, arrived = [], threading.Event()
+
+        def listener(msgs, context):
+            got.extend(msgs)
+            arrived.set()
+
+        consumer = BlockingPushConsumer("InProcessReader", config=ClientConfig(server.namesrv_addr),
+                                        consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe("InProcess", "*")
+        consumer.register_listener(listener)
+        consumer.start()
+        device = Device(server.mqtt_port, V311)
+        try:
+            device.publish("InProcess/dev1", b"stored in process", 1)
+            assert arrived.wait(20)
+        finally:
+            device.close()
+            consumer.shutdown()
+    assert [(m.body, m.born_host[1]) for m in got] == [(b"stored in process", 0)]
