@@ -48,12 +48,15 @@ _MODEL_ORDINAL = {"BROADCASTING": "0", "CLUSTERING": "1"}
 
 
 class Rates:
-    """Totals per key between two scrapes: the rate since the previous one. A key new since then counts
-    from 0 (a topic or group that appeared meanwhile); on the first scrape every rate is 0, since what
-    the totals hold then may have been put before the broker started."""
+    """Totals per key between two scrapes: the rate since the previous one. On the first scrape every
+    rate is 0, since the totals then may have grown before the broker started. A key new since the
+    previous scrape counts from 0 with ``new_from_zero`` (a topic created meanwhile starts empty), else
+    its rate is 0 until the next scrape (a group's pull offsets appear at its first pull, at the offset
+    it had reached before)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *, new_from_zero: bool):
         self._clock = clock
+        self._new_from_zero = new_from_zero
         self._previous: tuple[float, dict[Any, int]] | None = None
 
     def update(self, totals: dict[Any, int]) -> dict[Any, float]:
@@ -62,7 +65,11 @@ class Rates:
         if previous is None or now <= previous[0]:
             return dict.fromkeys(totals, 0.0)
         then, before = previous
-        return {key: max(0, total - before.get(key, 0)) / (now - then) for key, total in totals.items()}
+        rates = {}
+        for key, total in totals.items():
+            base = before.get(key, 0 if self._new_from_zero else total)
+            rates[key] = max(0, total - base) / (now - then)
+        return rates
 
 
 class BrokerMetrics:
@@ -74,8 +81,8 @@ class BrokerMetrics:
         self.ctx = ctx
         self.connections = connections
         self.stall_watch = stall_watch
-        self._topic_rates = Rates(clock)
-        self._group_rates = Rates(clock)
+        self._topic_rates = Rates(clock, new_from_zero=True)
+        self._group_rates = Rates(clock, new_from_zero=False)
 
     async def collect_from_thread(self, timeout: float) -> list[Metric]:
         """The families, collected by the reactor for a caller on an asyncio loop in another thread;

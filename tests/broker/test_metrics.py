@@ -64,10 +64,21 @@ def test_topic_tps_is_the_rate_since_the_previous_scrape(bk):
 
 def test_rates_count_a_new_key_from_zero_and_never_go_negative():
     ticks = Ticks()
-    rates = Rates(ticks)
+    rates = Rates(ticks, new_from_zero=True)
     assert rates.update({"a": 100}) == {"a": 0.0}
     ticks.t = 2.0
     assert rates.update({"a": 90, "b": 10}) == {"a": 0.0, "b": 5.0}  # "a" was deleted and re-created
+
+
+def test_a_group_seen_first_has_no_rate_until_the_next_scrape():
+    """After a restart a consumer's first pull shows its pull offset where it left off: not a burst."""
+    ticks = Ticks()
+    rates = Rates(ticks, new_from_zero=False)
+    rates.update({})
+    ticks.t = 1.0
+    assert rates.update({"g": 1_000_000}) == {"g": 0.0}
+    ticks.t = 2.0
+    assert rates.update({"g": 1_000_004}) == {"g": 4.0}
 
 
 def test_a_stalled_reactor_fails_the_collection_in_time():

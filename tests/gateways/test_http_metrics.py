@@ -102,10 +102,11 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
 
     got = threading.Event()
     received: list[bytes] = []
+    wanted = [10]
 
     def on_messages(msgs, context):
         received.extend(m.body for m in msgs)
-        if len(received) >= 10:
+        if len(received) >= wanted[0]:
             got.set()
 
     consumer = BlockingPushConsumer(GROUP, server.namesrv_addr, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
@@ -115,7 +116,13 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
         assert got.wait(30), received
         connected = Scrape(server)
         assert connected.value("ferrymq_connections", cluster=server.cluster) >= 1
-        assert connected.value("rocketmq_consumer_tps", topic=TOPIC, group=GROUP) > 0  # pulled since the last scrape
+        # the group's first pulls: it has a rate from the next scrape on
+        assert connected.value("rocketmq_consumer_tps", topic=TOPIC, group=GROUP) == 0
+        got.clear()
+        wanted[0] = 12
+        _send(server, 2)
+        assert got.wait(30), received
+        assert Scrape(server).value("rocketmq_consumer_tps", topic=TOPIC, group=GROUP) > 0
 
         def consumed():
             scrape = Scrape(server)
