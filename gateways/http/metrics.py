@@ -22,8 +22,8 @@ from .problems import Problem
 
 log = logging.getLogger("ferrymq.gateway.http")
 
-#: the text format generate_latest writes (what Prometheus asks for first; newer prometheus_client
-#: releases name version 1.0.0 as their latest, which this route does not negotiate)
+#: the text format generate_latest writes, which every Prometheus version reads (newer prometheus_client
+#: releases name version 1.0.0 as their latest; this route does not negotiate it)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: how long a scrape waits for the reactor to collect the broker's figures (Prometheus's own scrape
 #: timeout is 10 s by default)
