@@ -103,9 +103,15 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
     return listener
 
 
-def _with_gateways(gateways, broker):
-    """``broker``, whose own gateways (those it serves) now send to it in process."""
+def _with_gateways(gateways, broker, watch):
+    """``broker``, whose own gateways (those it serves) now send to it in process; its HTTP gateway also
+    serves the broker's metrics (with the reactor's stall ``watch``) on /metrics."""
+    from ferrymq.gateways.http.server import GatewayThread
+    from ferrymq.server.broker.metrics import BrokerMetrics
+
     for gateway in filter(None, gateways):
+        if isinstance(gateway, GatewayThread):
+            gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, lambda: len(broker.server.connections), watch)
         gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
     return broker
 
@@ -316,20 +322,29 @@ def _warn_unknown(props: dict[str, str], *classes: type) -> None:
         log.warning("config key %r is not known to FerryMQ and is ignored%s", name, hint)
 
 
-def _run_reactor(stoppables: list, args: argparse.Namespace) -> int:
+def _stall_watch(args: argparse.Namespace):
+    """The reactor's :class:`~ferrymq.server.stall_watch.StallWatch`; :func:`_run_reactor` starts it."""
+    from twisted.internet import reactor
+
+    from ferrymq.server.stall_watch import StallWatch
+
+    traceback_file = open(args.stall_traceback, "a") if args.stall_traceback else None  # noqa: SIM115 - lives as long as the process
+    return StallWatch(reactor, traceback_file=traceback_file)
+
+
+def _run_reactor(stoppables: list, args: argparse.Namespace, watch=None) -> int:
     """Run until SIGTERM/SIGINT; shutdown triggers stop every component gracefully first."""
     from twisted.internet import reactor
 
     from ferrymq.server.gc_tuning import tune_gc
-    from ferrymq.server.stall_watch import StallWatch
     from ferrymq.wire import native
 
     native.report()
     tune_gc()
     for component in stoppables:
         reactor.addSystemEventTrigger("before", "shutdown", component.stop)
-    traceback_file = open(args.stall_traceback, "a") if args.stall_traceback else None  # noqa: SIM115 - lives as long as the process
-    watch = StallWatch(reactor, traceback_file=traceback_file)
+    if watch is None:
+        watch = _stall_watch(args)
     reactor.callWhenRunning(watch.start)
     reactor.addSystemEventTrigger("before", "shutdown", watch.stop)
     reactor.run()
@@ -387,9 +402,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
                   cfg.PlannedFeatures)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
-    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props))
+    watch = _stall_watch(args)
+    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
     # the gateways stop first, so their clients can still unregister from the broker
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker]))], args)
+    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker]))], args, watch)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -414,9 +430,10 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
-    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props))
+    watch = _stall_watch(args)
+    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
     # the gateways stop first, then the broker, which can still unregister from the name server
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker, namesrv]))], args)
+    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker, namesrv]))], args, watch)
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:

@@ -45,6 +45,7 @@ class StallWatch:
         self.now = now
         self.cpu = cpu if cpu is not None else ThreadCpu()
         self.stalls = 0  #: the process's own (warned)
+        self.stalled_seconds = 0.0  #: how late the ticks of :attr:`stalls` were, summed
         self.machine_stalls = 0  #: late because the machine kept the thread waiting for a CPU (INFO)
         self._due = 0.0
         self._call: Any = None
@@ -98,6 +99,7 @@ class StallWatch:
                      "for a CPU and ran %.0f ms", late * 1000, waited * 1000, used.ran * 1000)
             return
         self.stalls += 1
+        self.stalled_seconds += late
         wait_note = "" if used.waited is None else f", waited {waited * 1000:.0f} ms for a CPU"
         log.warning("the reactor was stalled for %.0f ms (cyclic GC %.0f ms of it): its thread ran %.0f ms%s, "
                     "the process's other threads ran %.0f ms; requests on every connection waited that long%s",

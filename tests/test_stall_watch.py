@@ -63,6 +63,7 @@ def test_a_late_tick_is_reported_with_its_length_and_gc_share(caplog):
         _tick_at(clock, now, 2 * watch.interval + 0.4 + 0.01)  # back on time: nothing more
     watch.stop()
     assert watch.stalls == 1
+    assert abs(watch.stalled_seconds - 0.4) < 1e-9  # what /metrics adds up
     [record] = caplog.records
     assert "stalled for 400 ms (cyclic GC 300 ms of it)" in record.getMessage()
 

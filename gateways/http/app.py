@@ -18,7 +18,7 @@ from starlette.routing import Route
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
 
-from . import groups, messages, schema, sse
+from . import groups, messages, metrics, schema, sse
 from .gateway import Gateway
 from .problems import Problem, from_client_error
 from .transactions import State
@@ -338,6 +338,7 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
     publish = _guarded(r.publish)
     routes = [
         Route("/openapi.json", _guarded(r.openapi), methods=["GET"]),
+        Route("/metrics", metrics.endpoint(gateway), methods=["GET"]),
         Route("/v1/topics", _guarded(r.list_topics), methods=["GET"]),
         Route("/v1/topics", _guarded(r.create_topic), methods=["POST"]),
         Route("/v1/topics/{topic}/messages", publish, methods=["POST"]),

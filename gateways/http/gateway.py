@@ -60,6 +60,9 @@ class Gateway:
         self._announced: set[tuple[str, str]] = set()  # (group, broker name) a heartbeat has named the group to
         #: the broker of this process, if any: (its address, its request table, the sends' BORNHOST)
         self._local_broker: tuple[str, Processor, str] | None = None
+        #: the figures of the broker of this process, if any (a :class:`~ferrymq.server.broker.metrics.BrokerMetrics`),
+        #: served on /metrics beside the process's own
+        self.broker_metrics: Any = None
 
     def send_in_process(self, addr: str, processor: Processor, born_host: str) -> None:
         """Hand the sends to the broker at ``addr`` straight to its request table (call before

@@ -449,6 +449,13 @@ DOCUMENT: dict[str, Any] = {
                     "responses": {"200": {"description": "OpenAPI 3.1.",
                                           "content": {"application/json": {"schema": {"type": "object"}}}}}},
         },
+        "/metrics": {
+            "get": {"operationId": "metrics",
+                    "summary": "Prometheus metrics: the broker's figures and the process's (docs/metrics.md).",
+                    "responses": {"200": {"description": "Prometheus text exposition format 0.0.4.",
+                                          "content": {"text/plain": {"schema": {"type": "string"}}}},
+                                  **_problems(500, 503)}},
+        },
         "/v1/topics": {
             "get": {"operationId": "listTopics", "summary": "Topics the name servers know.",
                     "responses": {"200": _json("Topics", "The topic names, sorted."), **_problems(503, 504)}},

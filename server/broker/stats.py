@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections import deque
-from typing import Callable
+from typing import Callable, NamedTuple
 
 #: The three TPS windows mqadmin prints, seconds.
 WINDOWS = (10, 60, 600)
@@ -68,3 +69,24 @@ class BrokerStats:
         for counter in (self.put, self.get_found, self.get_miss, self.get_transferred, self.timer_enqueue,
                         self.timer_dequeue):
             counter.sample()
+
+
+class DiskSpace(NamedTuple):
+    total: int
+    used: int
+    #: what an unprivileged writer can still use (blocks reserved for root are in neither figure)
+    free: int
+
+    @property
+    def used_ratio(self) -> float:
+        """What Apache reports as commitLogDiskRatio: the share of the disk in use (by anything)."""
+        return self.used / self.total if self.total else 0.0
+
+
+def disk_space(path: str) -> DiskSpace:
+    """The space of the file system holding ``path``; zeros when it cannot be read."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return DiskSpace(0, 0, 0)
+    return DiskSpace(usage.total, usage.used, usage.free)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ferrymq.remoting.pending import Pending
+from ferrymq.server.histogram import HistogramCounts
 from ferrymq.server.store.message_store import MessageStore, total_memory
 from ferrymq.server.store.status import GetMessageResult, PutMessageResult, PutMessageStatus, QueryMessageResult
 from ferrymq.server.store.twisted_adapter import deferred_for, flush_watch
@@ -137,6 +138,9 @@ class StoreAdapter:
 
     def earliest_message_time(self) -> int:
         return self.store.get_earliest_message_time()
+
+    def commitlog_flush_times(self) -> HistogramCounts:
+        return self.store.commitlog.flush_times.read()
 
     # ------------------------------------------------------------------ SystemStore
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Callable, Protocol
 
+from ferrymq.server.histogram import HistogramCounts
 from ferrymq.server.store.status import GetMessageResult, PutMessageResult, QueryMessageResult
 from ferrymq.wire.message import Host, MessageExt
 
@@ -66,6 +67,9 @@ class BrokerStore(Protocol):
     def commitlog_max_offset(self) -> int: ...
 
     def earliest_message_time(self) -> int: ...
+
+    def commitlog_flush_times(self) -> HistogramCounts:
+        """How long the commit log's flushes took so far (any thread may be flushing meanwhile)."""
 
 
 class SystemStore(Protocol):

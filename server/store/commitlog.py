@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from typing import Callable, NamedTuple
 
+from ferrymq.server.histogram import Histogram
 from ferrymq.wire.message import (
     BLANK_MAGIC,
     MAGIC_V1,
@@ -54,6 +56,8 @@ class CommitLog:
         #: the segment :meth:`reserve` last handed out (None until the first reservation after a load or
         #: truncation)
         self.tail: MappedFile | None = None
+        #: how long the flushes that wrote something took (seconds): what /metrics shows as flush latency
+        self.flush_times = Histogram()
 
     # --- positions ---
     @property
@@ -71,7 +75,11 @@ class CommitLog:
 
     def flush(self) -> int:
         """fsync everything committed (any thread); returns :attr:`flushed_offset`."""
-        return self.queue.flush()
+        before, started = self.queue.flushed_offset, time.perf_counter()
+        flushed = self.queue.flush()
+        if flushed != before:  # a periodic flush with nothing to write is not a flush worth timing
+            self.flush_times.observe(time.perf_counter() - started)
+        return flushed
 
     def fits(self, size: int) -> bool:
         """Whether a record (or contiguous batch) of ``size`` bytes can be stored at all."""

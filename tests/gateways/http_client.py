@@ -34,6 +34,8 @@ def check_answer(response: httpx.Response) -> None:
         return
     media, spec = next(iter(content.items()))
     assert response.headers["content-type"].split(";")[0] == media, response.headers["content-type"]
+    if not media.endswith("json"):  # text (/metrics): its format is checked by the tests of the route
+        return
     fastjsonschema.validate({"$schema": _DRAFT7, "components": DOCUMENT["components"], **spec["schema"]},
                             response.json())
 

@@ -91,3 +91,13 @@ def test_a_failed_write_commits_nothing_and_the_reservation_stands(tmp_path, mon
     monkeypatch.undo()
     assert cl.max_offset == end and cl.reserve(len(rec), 7) == end
     assert cl.commit(end, rec, 7) == end + len(rec)
+
+
+def test_flushes_that_write_data_are_timed_and_empty_ones_are_not(tmp_path):
+    cl = CommitLog(str(tmp_path / "cl"), SEGMENT)
+    assert cl.flush_times.read().count == 0
+    put(cl, b"a" * 100, 0)
+    cl.flush()
+    cl.flush()  # nothing new: an ASYNC_FLUSH tick with nothing to write
+    times = cl.flush_times.read()
+    assert times.count == 1 and times.total > 0

@@ -56,6 +56,7 @@ from ferrymq.server.config import ConfigError, from_properties, to_properties
 
 from ..context import BrokerContext
 from ..group_attributes import AttributeRefused, alter_attributes
+from ..stats import disk_space
 from .common import ok, refuse
 
 log = logging.getLogger("ferrymq.broker.admin")
@@ -165,6 +166,7 @@ class AdminProcessor:
         ctx, stats, store = self.ctx, self.ctx.stats, self.ctx.store
         now = ctx.now_ms()
         earliest = store.earliest_message_time()
+        disk_ratio = disk_space(ctx.config.storePathRootDir).used_ratio
         table = {
             "brokerVersionDesc": CURRENT_VERSION_DESC,
             "brokerVersion": str(CURRENT_VERSION),
@@ -194,8 +196,8 @@ class AdminProcessor:
             "dispatchBehindBytes": "0",
             "earliestMessageTimeStamp": str(earliest if earliest > 0 else now),
             "startAcceptSendRequestTimeStamp": "0",
-            "commitLogDiskRatio": f"{self._disk_ratio():.6f}",
-            "consumeQueueDiskRatio": f"{self._disk_ratio():.6f}",
+            "commitLogDiskRatio": f"{disk_ratio:.6f}",
+            "consumeQueueDiskRatio": f"{disk_ratio:.6f}",
             "commitLogMinOffset": str(store.commitlog_min_offset()),
             "commitLogMaxOffset": str(store.commitlog_max_offset()),
             "bootTimestamp": str(stats.boot_ms),
@@ -219,15 +221,6 @@ class AdminProcessor:
             "timerEnqueueTps": f"{stats.timer_enqueue.tps(10):.1f}",
             "timerDequeueTps": f"{stats.timer_dequeue.tps(10):.1f}",
         }
-
-    def _disk_ratio(self) -> float:
-        import shutil
-
-        try:
-            usage = shutil.disk_usage(self.ctx.config.storePathRootDir)
-        except OSError:
-            return 0.0
-        return usage.used / usage.total if usage.total else 0.0
 
     @handles(RequestCode.TRIGGER_DELETE_FILES, RequestCode.DELETE_EXPIRED_COMMITLOG, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
     def delete_expired_files(self, cmd: RemotingCommand, channel: Any, _header: None):
