@@ -183,6 +183,14 @@ def read_options(given: Mapping[str, str]) -> ReadOptions:
     )
 
 
+def stream_options(given: Mapping[str, str]) -> ReadOptions:
+    """A streaming read's options: a read's, without an end."""
+    for name in ("endingOffsets", "endingTimestamp"):
+        if name.lower() in {k.lower() for k in given}:
+            raise OptionError(name, "a stream has no end: give it to batch reads only")
+    return read_options(given)
+
+
 def write_options(given: Mapping[str, str]) -> WriteOptions:
     opts = _Options(given, WRITE_OPTIONS)
     return WriteOptions(

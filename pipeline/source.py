@@ -23,7 +23,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from .cluster import Cluster
-from .options import ReadOptions, read_options, write_options
+from .options import ReadOptions, read_options, stream_options, write_options
 from .queues import QueueRange
 from .reader import PullSettings, read_range
 from .rows import SCHEMA_DDL
@@ -68,7 +68,7 @@ class RocketMQDataSource(DataSource):
         return RocketMQReader(read_options(self.options))
 
     def streamReader(self, schema: StructType) -> RocketMQStreamReader:
-        return RocketMQStreamReader(read_options(self.options))
+        return RocketMQStreamReader(stream_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> RocketMQWriter:
         return RocketMQWriter(self._send_settings(schema))

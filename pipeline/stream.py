@@ -21,8 +21,8 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
 from .cluster import Cluster
-from .options import OffsetSpec, OptionError, ReadOptions
-from .queues import LATEST, QueueRange, QueueRef, offsets_from_json, offsets_to_json
+from .options import ReadOptions
+from .queues import QueueRange, QueueRef, offsets_from_json, offsets_to_json
 from .reader import PullSettings, read_range
 
 Offsets = dict[QueueRef, int]
@@ -54,8 +54,6 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches on the driver; each batch reads one partition per queue that moved."""
 
     def __init__(self, options: ReadOptions):
-        if options.ending != OffsetSpec(LATEST):
-            raise OptionError("endingOffsets", "a stream has no end: give endingOffsets to batch reads only")
         self.options = options
         self.settings = PullSettings(options.name_server, options.consumer_group, options.expression,
                                      options.expression_type, options.pull_batch_size)
