@@ -17,15 +17,13 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamArrowWriter,
-    InputPartition,
     WriterCommitMessage,
 )
 from pyspark.sql.types import StructType
 
 from .cluster import Cluster
 from .options import ReadOptions, read_options, stream_options, write_options
-from .queues import QueueRange
-from .reader import PullSettings, read_range
+from .reader import PullSettings, QueuePartition, read_range
 from .rows import SCHEMA_DDL
 from .stream import RocketMQStreamReader
 from .writer import SendSettings, check_columns, send_partition
@@ -34,13 +32,6 @@ from .writer import SendSettings, check_columns, send_partition
 #: the task properties in which Spark names the streaming query (its id survives restarts) and micro-batch
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
-
-
-@dataclass
-class QueuePartition(InputPartition):
-    """One Spark partition: the range of one message queue."""
-
-    range: QueueRange
 
 
 @dataclass

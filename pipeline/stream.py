@@ -23,7 +23,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from .cluster import Cluster
 from .options import ReadOptions
 from .queues import QueueRange, QueueRef, offsets_from_json, offsets_to_json
-from .reader import PullSettings, read_range
+from .reader import PullSettings, QueuePartition, read_range
 
 Offsets = dict[QueueRef, int]
 
@@ -96,9 +96,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return to_spark(spread(begin, latest, limit.max_rows))
         return to_spark({q: max(offset, latest.get(q, offset)) for q, offset in begin.items()})
 
-    def partitions(self, start: dict, end: dict) -> list:
-        from .source import QueuePartition
-
+    def partitions(self, start: dict, end: dict) -> list[QueuePartition]:
         begin, finish = from_spark(start), from_spark(end)
         out = []
         for queue, stop in sorted(finish.items()):
@@ -107,7 +105,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 out.append(QueuePartition(QueueRange(queue, first, stop)))
         return out
 
-    def read(self, partition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: QueuePartition) -> Iterator[pa.RecordBatch]:
         return read_range(self.settings, [partition.range])
 
     def commit(self, end: dict) -> None:
