@@ -101,15 +101,27 @@ def test_commit_offsets_writes_the_group_offsets_consumer_progress_shows(spark, 
     assert sum(w.consumer_offset for w in stats.offset_table.values()) == 6  # the first run's end
 
 
-def test_write_stream_sends_each_row_once(spark, server, topic, tmp_path):
-    target = make_topic(server)
-    send(server, messages(topic, 8))
-    stream = spark.readStream.format("rocketmq").options(nameServer=server.namesrv_addr, topic=topic).load()
+def stream_to_topic(spark, server, source: str, target: str, checkpoint) -> None:
+    stream = spark.readStream.format("rocketmq").options(nameServer=server.namesrv_addr, topic=source).load()
     query = (stream.select("body", "tags", "keys").writeStream.format("rocketmq")
              .option("nameServer", server.namesrv_addr).option("topic", target)
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     assert query.awaitTermination(120), (query.status, query.lastProgress)
     assert query.exception() is None
+
+
+def test_write_stream_sends_each_row_once_and_a_batch_run_again_under_the_same_msg_ids(
+        spark, server, topic, tmp_path):
+    target = make_topic(server)
+    send(server, messages(topic, 8))
+    stream_to_topic(spark, server, topic, target, tmp_path / "checkpoint")
     got = pull_all(server, target)
     assert sorted(m.body for m in got) == sorted(f"m{i}".encode() for i in range(8))
     assert {m.tags for m in got} == {"t"} and len({m.msg_id for m in got}) == 8
+    first_ids = {m.body: m.msg_id for m in got}
+    # as if the query had stopped after sending its batch and before logging it done: a restart runs it again
+    for name in ("0", ".0.crc"):  # the batch's entry in the commit log and its checksum
+        (tmp_path / "checkpoint" / "commits" / name).unlink()
+    stream_to_topic(spark, server, topic, target, tmp_path / "checkpoint")
+    again = pull_all(server, target)
+    assert len(again) == 16 and all(first_ids[m.body] == m.msg_id for m in again)
