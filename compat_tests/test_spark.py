@@ -1,7 +1,8 @@
 """Issue 25: the ``rocketmq`` PySpark data source against Apache RocketMQ 5.5.0 and FerryMQ, checked with
 the official Java client 5.5.0: a batch read holds exactly what the Java consumer receives, rows written
-from Spark reach the Java consumer with their tags, keys and properties, and a SQL92 read returns exactly
-the rows the broker's filter matches. One Spark session (the suite's ``spark`` fixture) serves both
+from Spark reach the Java consumer with their tags, keys and properties, a SQL92 read returns exactly
+the rows the broker's filter matches, and a restarted stream reads each message once and writes back its
+group's offsets. One Spark session (the suite's ``spark`` fixture) serves both
 servers, and one Java consumer per server checks both directions (a push consumer's first rebalance on
 Apache takes seconds).
 """
@@ -109,3 +110,39 @@ def test_a_sql92_read_returns_exactly_the_rows_the_broker_filter_matches(server,
     for row in functools.reduce(DataFrame.unionByName, reads).collect():
         got[row.expr].add(int(row.body.decode().removeprefix("sql-")))
     assert got == cases, json.dumps({e: sorted(got[e]) for e in cases if got[e] != cases[e]})
+
+
+def test_a_stream_restarted_from_its_checkpoint_reads_each_message_once_and_commits_the_group(
+        server, spark, tmp_path):
+    """Two availableNow runs of a stream to Parquet, 10 then 5 more messages, at most 4 offsets a batch:
+    the Parquet output holds each message of the topic once, and the group's offsets (``commitOffsets``)
+    are the end of the second run's first batch, the last one Spark committed (it commits a batch when it
+    plans the next)."""
+    from ferrymq.sdk import BlockingMQAdmin
+
+    topic, group = fresh("SparkStream")
+    create_topic(server, topic)
+
+    def write(first: int, n: int) -> None:
+        spark.createDataFrame([(f"s-{i}",) for i in range(first, first + n)], "body STRING") \
+            .write.format("rocketmq").options(nameServer=server.namesrv_addr, topic=topic).mode("append").save()
+
+    def run() -> list[int]:
+        stream = spark.readStream.format("rocketmq").options(
+            nameServer=server.namesrv_addr, topic=topic, maxOffsetsPerTrigger="4", consumerGroup=group,
+            commitOffsets="true").load()
+        query = stream.writeStream.format("parquet").option("path", str(tmp_path / "out")) \
+            .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start()
+        assert query.awaitTermination(WAIT) and query.exception() is None
+        return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+    write(0, 10)
+    assert run() == [4, 4, 2]
+    write(10, 5)
+    assert run() == [4, 1]
+    archived = spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted(r.msgId for r in archived) == sorted(r.msgId for r in read(spark, server, topic).collect())
+    assert sorted(r.body for r in archived) == sorted(f"s-{i}".encode() for i in range(15))
+    with BlockingMQAdmin(server.namesrv_addr) as admin:
+        stats = admin.consume_stats(group, topic)
+    assert sum(w.consumer_offset for w in stats.offset_table.values()) == 14

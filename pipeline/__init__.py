@@ -1,7 +1,8 @@
 """RocketMQ topics as Spark DataFrames: the ``rocketmq`` data source (docs/pipeline.md).
 
 ``register(spark)`` adds the format to a session; then ``spark.read.format("rocketmq")`` reads queues as
-partitions and ``df.write.format("rocketmq")`` sends rows as messages, against FerryMQ or Apache RocketMQ.
+partitions, ``spark.readStream`` reads them in micro-batches, and ``df.write`` / ``df.writeStream`` send rows
+as messages, against FerryMQ or Apache RocketMQ.
 Needs the ``spark`` extra (pyspark, pyarrow).
 """
 

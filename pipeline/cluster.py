@@ -100,6 +100,12 @@ class Cluster:
         """The broker's offset-by-time look-up: the first message stored at or after ``timestamp_ms``."""
         return self._admin.api.search_offset(self._addr(queue), queue.message_queue(), timestamp_ms)
 
+    def commit_offsets(self, group: str, offsets: dict[QueueRef, int]) -> None:
+        """Store ``offsets`` as ``group``'s consumer offsets on each queue's master broker."""
+        for queue, offset in sorted(offsets.items()):
+            self._admin.api.update_consumer_offset(self._addr(queue), group, queue.message_queue(), offset,
+                                                   oneway=False)
+
     def resolve(self, spec: OffsetSpec, queue: QueueRef, low: int, high: int) -> int:
         """``spec``'s offset of ``queue`` as a number within the queue's ``[low, high]``."""
         if spec.timestamp_ms is not None:

@@ -1,8 +1,8 @@
 """The data source's options, checked and typed before anything is read or written.
 
 Names follow rocketmq-spark where it has one (``nameServer``, ``topic``, ``startingOffsets``,
-``endingOffsets``, ``subExpression``, ``pullBatchSize``); the rest follow Spark's Kafka source
-(``startingTimestamp``, ``topicPattern``). Spark hands options over case-insensitively, so they are looked
+``endingOffsets``, ``subExpression``, ``pullBatchSize``, ``maxOffsetsPerTrigger``); the rest follow Spark's
+Kafka source (``startingTimestamp``, ``topicPattern``). Spark hands options over case-insensitively, so they are looked
 up that way. Every error names the option it is about, so it reads well at ``load()``.
 """
 
@@ -57,6 +57,10 @@ class ReadOptions:
     expression_type: str = "TAG"
     pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
     consumer_group: str = DEFAULT_CONSUMER_GROUP
+    #: streaming: the most offsets one micro-batch advances, summed over the queues (None: no bound)
+    max_offsets_per_trigger: int | None = None
+    #: streaming: write each committed micro-batch's end offsets back as the consumer group's offsets
+    commit_offsets: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,8 +72,11 @@ class WriteOptions:
 
 
 READ_OPTIONS = ("nameServer", "topic", "topicPattern", "startingOffsets", "endingOffsets", "startingTimestamp",
-                "endingTimestamp", "subExpression", "sql92", "pullBatchSize", "consumerGroup")
+                "endingTimestamp", "subExpression", "sql92", "pullBatchSize", "consumerGroup", "maxOffsetsPerTrigger",
+                "commitOffsets")
 WRITE_OPTIONS = ("nameServer", "topic", "producerGroup", "sendBatchSize")
+#: options Spark itself passes along with the format's own (lower-cased)
+SPARK_OPTIONS = {"path", "checkpointlocation"}
 
 
 class _Options:
@@ -77,7 +84,7 @@ class _Options:
 
     def __init__(self, given: Mapping[str, str], known: tuple[str, ...]):
         self._given = {k.lower(): v for k, v in given.items()}
-        unknown = sorted(set(self._given) - {k.lower() for k in known} - {"path"})
+        unknown = sorted(set(self._given) - {k.lower() for k in known} - SPARK_OPTIONS)
         if unknown:
             raise OptionError(unknown[0], f"not an option of the rocketmq format (it takes {', '.join(known)})")
 
@@ -98,6 +105,14 @@ class _Options:
         if not value.isdigit() or int(value) < 1:
             raise OptionError(name, f"{value!r} is not a positive whole number")
         return int(value)
+
+    def boolean(self, name: str) -> bool:
+        value = self.get(name)
+        if value is None or value.lower() == "false":
+            return False
+        if value.lower() != "true":
+            raise OptionError(name, f"{value!r} is not true or false")
+        return True
 
     def timestamp(self, name: str) -> int | None:
         value = self.get(name)
@@ -148,6 +163,10 @@ def read_options(given: Mapping[str, str]) -> ReadOptions:
     tag_expression, sql = opts.get("subExpression"), opts.get("sql92")
     if tag_expression is not None and sql is not None:
         raise OptionError("sql92", "give subExpression (tags) or sql92, not both")
+    consumer_group = opts.get("consumerGroup")
+    commit_offsets = opts.boolean("commitOffsets")
+    if commit_offsets and consumer_group is None:
+        raise OptionError("commitOffsets", "needs consumerGroup: the group whose offsets the stream writes")
     return ReadOptions(
         name_server=name_server,
         topics=topics,
@@ -157,8 +176,19 @@ def read_options(given: Mapping[str, str]) -> ReadOptions:
         expression=sql if sql is not None else (tag_expression or "*"),
         expression_type="SQL92" if sql is not None else "TAG",
         pull_batch_size=opts.positive_int("pullBatchSize", DEFAULT_PULL_BATCH_SIZE),
-        consumer_group=opts.get("consumerGroup") or DEFAULT_CONSUMER_GROUP,
+        consumer_group=consumer_group or DEFAULT_CONSUMER_GROUP,
+        max_offsets_per_trigger=(opts.positive_int("maxOffsetsPerTrigger", 1)
+                                 if opts.get("maxOffsetsPerTrigger") is not None else None),
+        commit_offsets=commit_offsets,
     )
+
+
+def stream_options(given: Mapping[str, str]) -> ReadOptions:
+    """A streaming read's options: a read's, without an end."""
+    for name in ("endingOffsets", "endingTimestamp"):
+        if name.lower() in {k.lower() for k in given}:
+            raise OptionError(name, "a stream has no end: give it to batch reads only")
+    return read_options(given)
 
 
 def write_options(given: Mapping[str, str]) -> WriteOptions:

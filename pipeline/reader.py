@@ -11,12 +11,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
 
 from ferrymq.sdk.blocking_clients import BlockingPullConsumer
 from ferrymq.sdk.message import PullStatus
 
 from .queues import QueueRange
 from .rows import record_batch
+
+
+@dataclass
+class QueuePartition(InputPartition):
+    """One Spark partition: the range of one message queue."""
+
+    range: QueueRange
 
 
 @dataclass(frozen=True)

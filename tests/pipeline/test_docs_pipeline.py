@@ -26,6 +26,8 @@ def test_the_examples_run_in_order(spark, server):
     for code in examples:
         exec(compile(code.replace(DOC_ADDR, server.namesrv_addr), str(DOC), "exec"), namespace)
     assert namespace["spark"] is spark  # the examples' sessions are the running one
+    archived = spark.read.parquet(f"{namespace['archive']}/data").collect()
+    assert len(archived) == 3 and {r.body for r in archived} == {b"demo 0", b"demo 1", b"demo 2"}
     bodies = {r.body for r in spark.read.format("rocketmq").options(nameServer=server.namesrv_addr, topic=topic)
               .load().collect()}
     assert {b"order 1", b"order 2", b"demo 0"} <= bodies
