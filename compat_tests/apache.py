@@ -93,19 +93,29 @@ class ApacheNamesrv:
         return f"{LOOPBACK}:{self.port}"
 
     @classmethod
-    def start(cls, home: Path, version: str = toolchain.ROCKETMQ_5) -> "ApacheNamesrv":
+    def start(cls, home: Path, version: str = toolchain.ROCKETMQ_5) -> ApacheNamesrv:
+        ns = cls.launch(home, version)
+        ns.wait_ready()
+        return ns
+
+    @classmethod
+    def launch(cls, home: Path, version: str = toolchain.ROCKETMQ_5) -> ApacheNamesrv:
+        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to listen."""
         home.mkdir(parents=True, exist_ok=True)
         port = free_port()
         conf = write_conf(home / "namesrv.conf", {"listenPort": port})
         child = Child("Apache name server", _java_command(home, NAMESRV_MAIN, conf, version), home / "namesrv.out")
         child.start()
-        try:
-            child.wait_until(lambda: "boot success" in child.log_tail(400) and port_open(LOOPBACK, port),
-                             f"listening on {port}", BOOT_TIMEOUT)
-        except BaseException:
-            child.kill()
-            raise
         return cls(home, port, child, version)
+
+    def wait_ready(self) -> None:
+        """Waits until the name server listens; kills it if it does not."""
+        try:
+            self.child.wait_until(lambda: "boot success" in self.child.log_tail(400) and port_open(LOOPBACK, self.port),
+                                  f"listening on {self.port}", BOOT_TIMEOUT)
+        except BaseException:
+            self.child.kill()
+            raise
 
     def stop(self) -> None:
         self.child.kill()
@@ -127,13 +137,22 @@ class ApacheBroker:
     advertised_ip: str
     version: str
     store: Path
+    namesrv_addr: str
+    bind_ip: str
 
     @property
     def addr(self) -> str:
         return f"{self.advertised_ip}:{self.port}"
 
     @classmethod
-    def start(
+    def start(cls, home: Path, namesrv_addr: str, **options) -> ApacheBroker:
+        """:meth:`launch` with the same arguments, then :meth:`wait_ready`."""
+        broker = cls.launch(home, namesrv_addr, **options)
+        broker.wait_ready()
+        return broker
+
+    @classmethod
+    def launch(
         cls,
         home: Path,
         namesrv_addr: str,
@@ -144,7 +163,8 @@ class ApacheBroker:
         bind_ip: str = LOOPBACK,
         extra: dict[str, object] | None = None,
         version: str = toolchain.ROCKETMQ_5,
-    ) -> "ApacheBroker":
+    ) -> ApacheBroker:
+        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register."""
         home.mkdir(parents=True, exist_ok=True)
         port = free_port(also_free=(-2, 1))
         store = store_root(home)
@@ -171,17 +191,20 @@ class ApacheBroker:
         conf = write_conf(home / "broker.conf", settings)
         child = Child("Apache broker", _java_command(home, BROKER_MAIN, conf, version), home / "broker.out")
         child.start()
+        return cls(home, port, child, cluster, name, advertised_ip, version, store, namesrv_addr, bind_ip)
+
+    def wait_ready(self) -> None:
+        """Waits until the broker listens and the name server routes to it; stops it if not."""
+        child = self.child
         try:
-            child.wait_until(lambda: "boot success" in child.log_tail(600) and port_open(bind_ip, port),
-                             f"listening on {port}", BOOT_TIMEOUT)
+            child.wait_until(lambda: "boot success" in child.log_tail(600) and port_open(self.bind_ip, self.port),
+                             f"listening on {self.port}", BOOT_TIMEOUT)
             # "boot success" can come before the name server has the registration; clients need it.
-            child.wait_until(lambda: _routes_to(namesrv_addr.split(";")[0], "TBW102", name),
-                             f"registered with the name server {namesrv_addr}", BOOT_TIMEOUT)
+            child.wait_until(lambda: _routes_to(self.namesrv_addr.split(";")[0], "TBW102", self.name),
+                             f"registered with the name server {self.namesrv_addr}", BOOT_TIMEOUT)
         except BaseException:
-            child.kill()
-            _remove_if_outside(store, home)
+            self.stop()
             raise
-        return cls(home, port, child, cluster, name, advertised_ip, version, store)
 
     def stop(self) -> None:
         self.child.kill()

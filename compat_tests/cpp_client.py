@@ -120,29 +120,29 @@ def txn(a) -> bool:
         return {"commit": TransactionStatus.COMMIT, "rollback": TransactionStatus.ROLLBACK}.get(
             mode, TransactionStatus.UNKNOWN)
 
+    plain = None
+    if a.warm_up:
+        # The C++ client heartbeats when a producer starts, to the brokers it has routes for, and then
+        # every 30 s; a broker checks back only with producer groups that heartbeated. A plain producer
+        # of this process (same client instance) sends first, so that the route is known and the
+        # transactional producer's start registers its group at once. (send_sync on the
+        # TransactionMQProducer itself crashes librocketmq.so.)
+        from rocketmq.client import Producer
+
+        plain = Producer(f"{a.group}_plain")
+        plain.set_namesrv_addr(a.n)
+        plain.start()
+        plain.send_sync(_message(a.t, "warm-up"))
+        emit(event="warmed_up")
     p = TransactionMQProducer(a.group, check)
     p.set_namesrv_addr(a.n)
     p.start()
-    started = time.monotonic()
+    if plain is not None:
+        plain.shutdown()
     ok = True
     try:
         with open(a.spec) as f:
             spec = json.load(f)
-        if a.heartbeat_wait:
-            # The C++ client heartbeats at start only to brokers it already has routes for (none yet),
-            # then every 30 s; a broker checks back only with producer groups that heartbeated. A plain
-            # producer's send in this process (same client instance) fetches the route; the next
-            # heartbeat tick then registers the group. (send_sync on the TransactionMQProducer itself
-            # crashes librocketmq.so.)
-            from rocketmq.client import Producer
-
-            plain = Producer(f"{a.group}_plain")
-            plain.set_namesrv_addr(a.n)
-            plain.start()
-            plain.send_sync(_message(a.t, "warm-up"))
-            time.sleep(max(0.0, started + a.heartbeat_wait - time.monotonic()))
-            emit(event="heartbeat_waited", seconds=round(time.monotonic() - started, 1))
-            plain.shutdown()
         for i, e in enumerate(spec):
             m = _message(a.t, e["body"], e.get("tag", ""), e.get("keys", ""), e.get("props"))
             try:
@@ -180,8 +180,8 @@ def main(argv: list[str]) -> int:
         s.add_argument("--timeout", type=float, default=30)
         s.add_argument("--linger", type=float, default=0)
         s.add_argument("--spec")
-        s.add_argument("--heartbeat-wait", type=float, default=0,
-                       help="txn: send a plain message, then wait until this many seconds after start")
+        s.add_argument("--warm-up", action="store_true",
+                       help="txn: a plain producer sends 'warm-up' before the transactional one starts")
     a = ap.parse_args(argv)
     return 0 if {"send": send, "consume": consume, "txn": txn}[a.cmd](a) else 1
 

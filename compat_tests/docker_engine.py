@@ -3,8 +3,9 @@
 The engine runs with no bridge, no iptables rules and its state under a temp dir, so it touches nothing
 of the host's networking: containers use the host's network (``--network host``). The image is the
 repository's own ``Dockerfile`` built ``FROM`` a Debian root file system made by ``debootstrap`` (cached
-as a tarball in ``compat_tests/.cache/container/``), so nothing is pulled from a container registry;
-Python packages come from PyPI during the build, as for a user.
+as a tarball in the user's cache, ``~/.cache/ferrymq-compat/container/``, beside the Maven and Go caches:
+it depends on no file of the clone), so nothing is pulled from a container registry; Python packages
+come from PyPI during the build, as for a user.
 """
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .toolchain import CACHE
-
 ROOT = Path(__file__).resolve().parent.parent
-ROOTFS_CACHE = CACHE / "container"
+ROOTFS_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ferrymq-compat" / "container"
 #: Debian release and packages of the base root file system (its Python, 3.11, is FerryMQ's minimum)
 SUITE = "bookworm"
 PACKAGES = ("python3", "python3-venv")
@@ -137,9 +136,10 @@ def rootfs_tarball() -> Path:
         if proc.returncode != 0:
             raise RuntimeError(f"debootstrap failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
                                f"{proc.stderr[-3000:]}")
-        partial = out.with_suffix(".tmp")
+        # a name of its own: another clone's tests may be making the same tarball at the same time
+        partial = out.with_name(f"{out.name}.{os.getpid()}.tmp")
         subprocess.run(["tar", "-C", str(root), "-cf", str(partial), "."], check=True, capture_output=True)
-        partial.rename(out)
+        os.replace(partial, out)
     return out
 
 

@@ -51,11 +51,18 @@ class Server:
 
 
 def start_apache(home: Path) -> tuple[ApacheNamesrv, ApacheBroker]:
-    ns = ApacheNamesrv.start(home / "namesrv")
+    """Boots the name server and the broker side by side: the broker's boot is the longer one, and it
+    registers with the name server at its end (again every ``registerNameServerPeriod`` if that failed)."""
+    ns = ApacheNamesrv.launch(home / "namesrv")
+    broker = None
     try:
-        broker = ApacheBroker.start(home / "broker", ns.addr, cluster="FeatureCluster", name="feature-broker-a",
-                                    extra={**FEATURE_CONFIG, **APACHE_ONLY_CONFIG})
+        broker = ApacheBroker.launch(home / "broker", ns.addr, cluster="FeatureCluster", name="feature-broker-a",
+                                     extra={**FEATURE_CONFIG, **APACHE_ONLY_CONFIG})
+        ns.wait_ready()
+        broker.wait_ready()
     except BaseException:
+        if broker is not None:
+            broker.stop()
         ns.stop()
         raise
     return ns, broker

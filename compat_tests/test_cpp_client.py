@@ -77,20 +77,19 @@ def test_cpp_push_consumer_with_tag_expression(server, cpp, java5, tmp_path):
 def test_cpp_transactional_producer(server, cpp, java5, tmp_path):
     """The C++ transactional producer: committed, rolled back, and UNKNOW-then-COMMIT-on-check-back
     messages; a Java consumer gets exactly the two committed ones (and the plain warm-up message), and
-    only the UNKNOW one was checked back. (Waits 32 s for the C++ client's first heartbeat.)"""
+    only the UNKNOW one was checked back."""
     topic, group = fresh("CppTx")
     ns = server.namesrv_addr
     modes = ("commit", "rollback", "unknown-commit")
     spec = [{"body": f"tx-{m}", "keys": f"key-{m}", "props": {"txmode": m}} for m in modes]
-    # The C++ client heartbeats at start only to brokers it has routes for, then every 30 s, and a broker
-    # checks back only with producer groups that heartbeated (Apache: "channel table is empty", and the
-    # half message is discarded after transactionCheckMax). So the producer first sends a plain
-    # "warm-up" message and waits for its 30 s heartbeat tick before the transactions.
-    HEARTBEAT_WAIT = 32
+    # The C++ client heartbeats when a producer starts only to brokers it has routes for, then every 30 s,
+    # and a broker checks back only with producer groups that heartbeated (Apache: "channel table is
+    # empty", and the half message is discarded after transactionCheckMax). So a plain producer of the
+    # same process first sends a "warm-up" message, and the transactional producer starts after it.
     # The producer leaves as soon as the UNKNOW one was checked; the bound is generous for a loaded machine.
     linger = (TRANSACTION_TIMEOUT_MS + (TRANSACTION_CHECK_MAX + 12) * TRANSACTION_CHECK_INTERVAL_MS) / 1000
     res = cpp("txn", "-n", ns, "-t", topic, "--group", f"{group}_producer", "--spec", write_spec(tmp_path, spec),
-              "--linger", str(linger), "--heartbeat-wait", str(HEARTBEAT_WAIT), timeout=linger + HEARTBEAT_WAIT + 60).check()
+              "--linger", str(linger), "--warm-up", timeout=linger + 60).check()
     assert len(res.of("sent")) == 3, res.explain()
     checks = defaultdict(int)
     for e in res.of("check"):

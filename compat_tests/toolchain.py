@@ -19,7 +19,9 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 import time
+import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +121,8 @@ class JavaClients:
 
     version: str
     classpath: str  # dependency jars, then the scenario classes
+    #: the class-data sharing archive of exactly this classpath (None: the JVM loads every class itself)
+    class_archive: Path | None = None
 
     def command(self, main_class: str, args: list[str], *, home: Path, system_properties: dict[str, str] | None = None) -> list[str]:
         """A java command line running ``main_class``; logs and client state go under ``home``."""
@@ -128,9 +132,11 @@ class JavaClients:
             "rocketmq.client.logUseSlf4j": "false",
             **(system_properties or {}),
         }
+        sharing = [f"-XX:SharedArchiveFile={self.class_archive}"] if self.class_archive else []
         return [
             require("java"),
             *CLIENT_JVM_FLAGS,
+            *sharing,
             *(f"-D{k}={v}" for k, v in props.items()),
             "-cp",
             self.classpath,
@@ -145,7 +151,10 @@ def java_clients(version: str = ROCKETMQ_5) -> JavaClients:
         deps = _maven_classpath(JAVA_DIR / "pom.xml", f"clients-{version}", {"rocketmq.version": version})
         classes = _compiled(JAVA_DIR / "src" / "main" / "java", deps, f"scenarios-{version}",
                             f"the Java scenarios against rocketmq-client {version}")
-    return JavaClients(version=version, classpath=f"{deps}{os.pathsep}{classes}")
+        # class-data sharing maps classes from jars only, not from a directory
+        classpath = f"{deps}{os.pathsep}{_jarred(classes)}"
+        archive = _class_data_archive(classpath, f"clients-{version}")
+    return JavaClients(version=version, classpath=classpath, class_archive=archive)
 
 
 def testcontainers_java() -> JavaClients:
@@ -169,6 +178,68 @@ def _compiled(src: Path, deps: str, name: str, what: str) -> Path:
              f"compiling {what}")
         tmp.rename(classes)
     return classes
+
+
+def _jarred(classes: Path) -> Path:
+    """``classes`` (a compiled directory) as a jar beside it."""
+    jar = classes.with_name(classes.name + ".jar")
+    if not jar.exists():
+        tmp = jar.with_name(jar.name + ".tmp")
+        with zipfile.ZipFile(tmp, "w") as zf:
+            for f in sorted(p for p in classes.rglob("*") if p.is_file()):
+                zf.write(f, f.relative_to(classes).as_posix())
+        tmp.rename(jar)
+    return jar
+
+
+#: Client runs whose loaded classes make up the archive. They need no server: against a closed port each
+#: still starts its client (producer, push consumer, admin tool), tries to connect and shuts down.
+_TRAINING_RUNS = (
+    ("ferrymq.compat.Scenarios", ["send", "-n", "127.0.0.1:1", "-t", "CdsTraining", "-count", "1"]),
+    ("ferrymq.compat.Scenarios", ["consume", "-n", "127.0.0.1:1", "-t", "CdsTraining", "-g", "cds_training",
+                                  "-count", "1", "-timeout", "500"]),
+    ("ferrymq.compat.QuickMqAdmin", ["clusterList", "-n", "127.0.0.1:1"]),
+)
+#: seconds a training run is given (4.9.x's consumer keeps retrying the closed port and never leaves)
+TRAINING_RUN_TIMEOUT = 10
+
+
+def _class_data_archive(classpath: str, name: str) -> Path | None:
+    """A class-data sharing archive of the classes the training runs load from ``classpath``, built once
+    per classpath; None where this JVM cannot write one (the clients then run without)."""
+    # The JVM refuses an archive once a jar it was made from changed: size and time are part of the key.
+    jars = [Path(entry) for entry in classpath.split(os.pathsep)]
+    stamps = [f"{jar}:{jar.stat().st_size}:{jar.stat().st_mtime_ns}" for jar in jars]
+    archive = CACHE / f"{name}-{_digest(*stamps, *CLIENT_JVM_FLAGS)}.jsa"
+    if archive.exists():
+        return archive
+    java = require("java")
+    with tempfile.TemporaryDirectory(dir=CACHE) as work:
+        work = Path(work)
+        lines: dict[str, None] = {}
+        for i, (main, args) in enumerate(_TRAINING_RUNS):
+            listed = work / f"run-{i}.classlist"
+            try:
+                subprocess.run([java, *CLIENT_JVM_FLAGS, f"-XX:DumpLoadedClassList={listed}", f"-Duser.home={work}",
+                                f"-Drocketmq.client.logRoot={work / 'logs'}", "-Drocketmq.client.logUseSlf4j=false",
+                                "-cp", classpath, main, *args],
+                               capture_output=True, timeout=TRAINING_RUN_TIMEOUT, stdin=subprocess.DEVNULL, check=False)
+            except subprocess.TimeoutExpired:
+                pass  # the list holds what the run loaded until then
+            if listed.exists():
+                lines.update(dict.fromkeys(listed.read_text().splitlines()))
+        if not lines:
+            return None
+        classlist = work / "all.classlist"
+        classlist.write_text("\n".join(lines) + "\n")
+        tmp = work / "archive.jsa"
+        dump = subprocess.run([java, *CLIENT_JVM_FLAGS, "-Xshare:dump", f"-XX:SharedClassListFile={classlist}",
+                               f"-XX:SharedArchiveFile={tmp}", "-cp", classpath],
+                              capture_output=True, timeout=300, stdin=subprocess.DEVNULL, check=False)
+        if dump.returncode != 0 or not tmp.exists():
+            return None
+        tmp.rename(archive)
+    return archive
 
 
 def apache_server_classpath(version: str = ROCKETMQ_5) -> str:
