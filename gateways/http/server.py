@@ -139,26 +139,6 @@ class GatewayThread:
         return threads.deferToThread(shut_down)
 
 
-def _asyncio_reactor_class() -> type:
-    from twisted.internet.asyncioreactor import AsyncioSelectorReactor
-
-    class AsyncioReactor(AsyncioSelectorReactor):
-        """Twisted's asyncio reactor, whose calls from other threads run at the loop's next turn.
-
-        Twisted's own runs each as a ``callLater(0)``, a loop timer, and uvloop's timers count whole
-        milliseconds: every answer of the store's writer thread would wait up to a millisecond for it.
-        """
-
-        def callFromThread(self, f, *args, **kwargs) -> None:
-            self._asyncioEventloop.call_soon_threadsafe(lambda: f(*args, **kwargs))
-
-    return AsyncioReactor
-
-
-def _AsyncioReactor(loop: asyncio.AbstractEventLoop):
-    return _asyncio_reactor_class()(loop)
-
-
 def install_reactor() -> bool:
     """Make Twisted's reactor the asyncio reactor on a uvloop loop, so that :class:`GatewayOnReactor` can
     serve on it; call before anything imports ``twisted.internet.reactor``. False when that happened
@@ -171,11 +151,11 @@ def install_reactor() -> bool:
         import uvloop
     except ImportError:
         return False
-    from twisted.internet.main import installReactor
+    from twisted.internet import asyncioreactor
 
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
-    installReactor(_AsyncioReactor(loop))
+    asyncioreactor.install(loop)
     return True
 
 
