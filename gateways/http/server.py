@@ -26,7 +26,6 @@ import logging
 import signal
 import socket
 import threading
-from typing import Any
 
 import uvicorn
 

@@ -4,12 +4,13 @@ reactor on uvloop): the endpoint and transaction suites again, against a server 
 from __future__ import annotations
 
 import pytest
-
 from ferrymq.testing.server import FerryMQServer
 
 from . import test_http_gateway, test_http_transactions
-from .test_http_gateway import *  # noqa: F403 - the same tests, against this module's server
-from .test_http_transactions import *  # noqa: F403
+
+# the same tests, against this module's server
+from .test_http_gateway import *
+from .test_http_transactions import *
 
 pytestmark = pytest.mark.timeout(120)
 
