@@ -1,6 +1,6 @@
 """HTTP gateway publish and consume beside the remoting sync send: one broker, one run, 64 at once.
 
-Run: ``.venv/bin/python -m benchmarks.http_bench [--quick | --full] [--rounds N] [--gateway process] [--out FILE]``.
+Run: ``.venv/bin/python -m benchmarks.http_bench [--quick | --full] [--rounds N] [--gateway loop|thread|process] [--out FILE]``.
 
 One ``ferrymq standalone`` (ASYNC_FLUSH, temp store, loopback, the HTTP gateway served as by default, on
 its own thread) is driven in rounds. Each round runs, in an order that flips every round so drift of the
