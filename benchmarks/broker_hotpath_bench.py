@@ -116,14 +116,17 @@ def main(argv: list[str] | None = None) -> dict:
                    help="commit-log segment size (mappedFileSizeCommitLog) in MiB: a few tens put the writer in "
                         "segments written full of zeros ahead of it, as in the side-by-side's timed phases "
                         "(which follow a 1 GiB backlog); by default it writes the fresh store's first segment")
-    p.add_argument("--http", choices=("on", "off"), default="on",
-                   help="the HTTP gateway: on (the default, idle on a port of its own) or off (httpListenPort=0)")
+    p.add_argument("--http", choices=("on", "off", "BROKER", "OWN_THREAD"), default="on",
+                   help="the HTTP gateway: on (the default, idle on a port of its own, served where httpEventLoop "
+                        "says by default), BROKER or OWN_THREAD (on, with that httpEventLoop: the reactor is the "
+                        "asyncio one on uvloop with BROKER, epoll's with OWN_THREAD) or off (httpListenPort=0)")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = p.parse_args(argv)
     phases = set(args.phases.split(","))
     tools = javatools.load_tools()
     home = Path(tempfile.mkdtemp(prefix="ferrymq-hotpath-"))
-    overrides: dict[str, object] = {"httpListenPort": 0} if args.http == "off" else {}
+    overrides: dict[str, object] = ({"httpListenPort": 0} if args.http == "off" else
+                                    {"httpEventLoop": args.http} if args.http in ("BROKER", "OWN_THREAD") else {})
     if args.segment_mib:
         overrides["mappedFileSizeCommitLog"] = args.segment_mib << 20
     side = FerrySide(home / "ferrymq", args.flush, overrides)

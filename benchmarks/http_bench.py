@@ -1,6 +1,6 @@
 """HTTP gateway publish and consume beside the remoting sync send: one broker, one run, 64 at once.
 
-Run: ``.venv/bin/python -m benchmarks.http_bench [--quick | --full] [--rounds N] [--gateway process] [--out FILE]``.
+Run: ``.venv/bin/python -m benchmarks.http_bench [--quick | --full] [--rounds N] [--gateway loop|thread|process] [--out FILE]``.
 
 One ``ferrymq standalone`` (ASYNC_FLUSH, temp store, loopback, the HTTP gateway served as by default, on
 its own thread) is driven in rounds. Each round runs, in an order that flips every round so drift of the
@@ -54,6 +54,10 @@ TARGET_P99_ADDED_MS = 2.0
 PUBLISH_CONTENT_TYPE = "application/octet-stream"
 
 
+#: the broker's httpEventLoop of each --gateway served by the broker process
+EVENT_LOOPS = {"loop": "BROKER", "thread": "OWN_THREAD"}
+
+
 @dataclass(frozen=True)
 class Plan:
     rounds: int = 3
@@ -66,7 +70,9 @@ class Plan:
     queues: int = 8
     flush: str = "ASYNC_FLUSH"
     segment_mib: int = 64
-    gateway: str = "thread"  # "thread": served by the broker process (the default); "process": `ferrymq gateway http`
+    #: "loop": served by the broker process on its own loop (httpEventLoop=BROKER); "thread": by the broker
+    #: process on a loop of its own (httpEventLoop=OWN_THREAD); "process": `ferrymq gateway http`
+    gateway: str = "thread"
 
     @classmethod
     def quick(cls, **overrides) -> "Plan":
@@ -227,8 +233,9 @@ class Bench:
         self.wrk = ensure_wrk()
         self.tools = javatools.load_tools()
         self.http_port = free_port()
-        in_broker = plan.gateway == "thread"
+        in_broker = plan.gateway != "process"
         self.side = FerrySide(home / "ferrymq", plan.flush, {"httpListenPort": self.http_port if in_broker else 0,
+                                                             "httpEventLoop": EVENT_LOOPS.get(plan.gateway, "OWN_THREAD"),
                                                              "mappedFileSizeCommitLog": plan.segment_mib << 20})
         self.gateway: Child | None = None  # the gateway's own process, when it has one
         self.script = home / "publish.lua"
@@ -401,8 +408,9 @@ def main(argv: list[str] | None = None) -> dict:
     size.add_argument("--full", action="store_true", help="5 rounds of 30 s phases (about 10 minutes)")
     p.add_argument("--rounds", type=int, help="rounds (medians are taken over them)")
     p.add_argument("--seconds", type=float, help="measured seconds of each send phase")
-    p.add_argument("--gateway", choices=("thread", "process"),
-                   help="thread: the gateway served by the broker process, as by default (the default); process: "
+    p.add_argument("--gateway", choices=("loop", "thread", "process"),
+                   help="loop: the gateway served by the broker process on its own event loop (httpEventLoop="
+                        "BROKER); thread: served by the broker process on a loop of its own (OWN_THREAD); process: "
                         "the broker with httpListenPort=0 and `ferrymq gateway http` in front of it")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work dir (broker and tool logs)")

@@ -66,20 +66,34 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     if gateway_cfg.httpListenPort == 0:
         return None
     from ferrymq.gateways.http.gateway import Gateway
-    from ferrymq.gateways.http.server import GatewayThread
+    from ferrymq.gateways.http.server import GatewayOnReactor, GatewayThread, on_asyncio_reactor
     from twisted.internet import reactor
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
     gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
                       local_offset_dir=os.path.join(broker_cfg.storePathRootDir, "http-offsets"),
                       **gateway_cfg.transaction_options())
-    thread = GatewayThread(gateway, bind, gateway_cfg.httpListenPort)
+    on_reactor = gateway_cfg.httpEventLoop == "BROKER" and on_asyncio_reactor()
+    server = (GatewayOnReactor if on_reactor else GatewayThread)(gateway, bind, gateway_cfg.httpListenPort)
     try:
-        thread.start()
+        server.start()
     except OSError as exc:
         raise CannotStart(str(exc)) from None
-    reactor.callWhenRunning(thread.start_client)
-    return thread
+    reactor.callWhenRunning(server.start_client)
+    return server
+
+
+def _install_reactor(props: dict[str, str]) -> None:
+    """The asyncio reactor on uvloop when the HTTP gateway is to be served on the broker's loop; else
+    Twisted's default (epoll) reactor. Call before anything imports the reactor."""
+    gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
+    if gateway_cfg.httpListenPort == 0 or gateway_cfg.httpEventLoop != "BROKER":
+        return
+    from ferrymq.gateways.http.server import install_reactor
+
+    if not install_reactor():
+        log.warning("httpEventLoop=BROKER: the asyncio reactor on uvloop cannot be installed here; the HTTP "
+                    "gateway is served on a loop of its own")
 
 
 def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir_name: str = "mqtt"):
@@ -106,11 +120,11 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
 def _with_gateways(gateways, broker, watch):
     """``broker``, whose own gateways (those it serves) now send to it in process; its HTTP gateway also
     serves the broker's metrics (with the reactor's stall ``watch``) on /metrics."""
-    from ferrymq.gateways.http.server import GatewayThread
+    from ferrymq.gateways.http.gateway import Gateway as HttpGateway
     from ferrymq.server.broker.metrics import BrokerMetrics
 
     for gateway in filter(None, gateways):
-        if isinstance(gateway, GatewayThread):
+        if isinstance(gateway.gateway, HttpGateway):
             gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, lambda: len(broker.server.connections), watch)
         gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
     return broker
@@ -400,6 +414,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         return 0
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
                   cfg.PlannedFeatures)
+    _install_reactor(props)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
@@ -425,6 +440,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
                   cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
+    _install_reactor(props)
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"

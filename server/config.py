@@ -332,6 +332,11 @@ class GatewayConfig:
                               check=port)
     mqttListenPort: int = key(MQTT_PORT, "Port of the MQTT gateway (docs/mqtt.md), on bindAddress; 0 turns it off.",
                               check=port)
+    httpEventLoop: str = key(
+        "OWN_THREAD", "Where a broker process serves its HTTP gateway: BROKER, on the broker's own event loop (the "
+        "reactor is then Twisted's asyncio reactor on uvloop), or OWN_THREAD, on a loop of its own in a thread "
+        "beside the broker's epoll reactor (docs/benchmarks.md, \"HTTP gateway\", has both's figures).",
+        check=one_of("BROKER", "OWN_THREAD"))
     httpCheckBackSecret: str = key("", "HMAC-SHA256 key signing the HTTP gateway's transaction check-back calls "
                                        "(docs/http.md); empty refuses transactional publishes over HTTP.",
                                    secret=True)

@@ -1,15 +1,21 @@
-"""Serving the gateway: uvicorn on an asyncio loop of its own.
+"""Serving the gateway: uvicorn on an asyncio loop, uvloop's.
 
 The loop is uvloop's and uvicorn parses HTTP with httptools when they are installed (both are
 dependencies): httptools takes about a third off the broker process's CPU per HTTP publish and uvloop a
-quarter of what is left, in a process whose threads share one interpreter lock with the broker
-(docs/benchmarks.md, "HTTP gateway").
+quarter of what is left (docs/benchmarks.md, "HTTP gateway").
 
-Inside a FerryMQ server the gateway's loop runs in a thread beside the Twisted reactor, which keeps
-serving the remoting protocol on its own (epoll) loop: HTTP requests cost the broker's clients nothing
-until they come, and the gateway reaches the broker through the RocketMQ client it is, whose sends to
-this broker run through the broker's request table in process (:meth:`.Gateway.send_in_process`). Alone
-(``ferrymq gateway http``) the loop runs in the main thread and the client's reactor in a thread.
+Inside a FerryMQ server the gateway reaches the broker through the RocketMQ client it is, whose sends to
+this broker run through the broker's request table in process (:meth:`.Gateway.send_in_process`), and is
+served one of two ways (``httpEventLoop``):
+
+- :class:`GatewayOnReactor` (``BROKER``): on the broker's own loop, the reactor being Twisted's asyncio
+  reactor on uvloop (:func:`install_reactor`). An HTTP publish runs start to end in one thread, with no
+  hand-over to the reactor and back and no contention for the interpreter lock.
+- :class:`GatewayThread` (``OWN_THREAD``): on a loop of its own in a thread, beside the broker's epoll
+  reactor; every SDK call hops to the reactor thread and its answer hops back.
+
+Alone (``ferrymq gateway http``, :func:`serve_forever`) the loop runs in the main thread and the client's
+reactor in a thread.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import threading
-from typing import Any
 
 import uvicorn
 
@@ -130,6 +136,99 @@ class GatewayThread:
             self._thread.join(15)
 
         return threads.deferToThread(shut_down)
+
+
+def install_reactor() -> bool:
+    """Make Twisted's reactor the asyncio reactor on a uvloop loop, so that :class:`GatewayOnReactor` can
+    serve on it; call before anything imports ``twisted.internet.reactor``. False when that happened
+    already (the reactor installed stays), or when uvloop is missing."""
+    import sys
+
+    if "twisted.internet.reactor" in sys.modules:
+        return False
+    try:
+        import uvloop
+    except ImportError:
+        return False
+    from twisted.internet import asyncioreactor
+
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    asyncioreactor.install(loop)
+    return True
+
+
+def on_asyncio_reactor() -> bool:
+    """Whether the installed reactor runs on an asyncio loop (an installed :func:`install_reactor`)."""
+    from twisted.internet import asyncioreactor, reactor
+
+    return isinstance(reactor, asyncioreactor.AsyncioSelectorReactor)
+
+
+def _listen(host: str, port: int, backlog: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family, backlog=backlog)
+    except OSError as exc:
+        raise OSError(f"httpListenPort {port} on {host} cannot be listened on ({exc.strerror}): set "
+                      f"httpListenPort in the config file, or 0 to turn the HTTP gateway off") from None
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+class GatewayOnReactor:
+    """The gateway served on the reactor's own loop (the reactor being :func:`install_reactor`'s).
+
+    :meth:`start` binds the port before the reactor runs (a taken port stops the server from starting,
+    as a taken listenPort does); uvicorn serves from the reactor's first turn and the gateway's client
+    starts there too (:meth:`start_client`): until then requests are answered 503.
+    """
+
+    def __init__(self, gateway: Gateway, host: str, port: int):
+        self.gateway = gateway
+        self.host = host
+        self.port = port
+        self._server = _Server(_config(gateway, host, port, manage_gateway=False))
+        self._socket: socket.socket | None = None
+        self._task: asyncio.Task | None = None
+        #: the reactor's loop (install_reactor made it this thread's), running once the reactor runs
+        self._loop = asyncio.get_event_loop()
+
+    def start(self) -> None:
+        from twisted.internet import reactor
+
+        self._socket = _listen(self.host, self.port, self._server.config.backlog)
+        self.port = self._socket.getsockname()[1]
+        reactor.callWhenRunning(self._serve)
+
+    def _serve(self) -> None:
+        self._task = self._loop.create_task(self._server.serve(sockets=[self._socket]))
+
+    def start_client(self) -> None:
+        """Start the gateway's RocketMQ client; call from the running reactor (it does not block it)."""
+        self._loop.create_task(self.gateway.start()).add_done_callback(self._started)
+
+    def _started(self, task: asyncio.Task) -> None:
+        if task.exception() is not None:
+            log.error("the HTTP gateway's RocketMQ client did not start: %s", task.exception())
+        else:
+            log.info("HTTP gateway listening on %s:%d, on the broker's event loop (docs/http.md)",
+                     self.host, self.port)
+
+    def stop(self):
+        """Stop the client (while the reactor still runs), then the server; a Deferred of both."""
+        from twisted.internet import defer
+
+        return defer.Deferred.fromFuture(self._loop.create_task(self._stop()))
+
+    async def _stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.gateway.stop(), 15)
+        except Exception as exc:  # noqa: BLE001 - the server stops regardless
+            log.warning("the HTTP gateway's client did not stop cleanly: %s", exc)
+        self._server.should_exit = True
+        if self._task is not None:
+            await asyncio.wait({self._task}, timeout=15)
 
 
 def serve_forever(gateway: Gateway, host: str, port: int) -> None:

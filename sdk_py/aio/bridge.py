@@ -8,6 +8,9 @@ Two directions:
 - :func:`on_loop` turns application code (a plain function or a coroutine function) into a callable the
   SDK may call from the reactor thread: it runs on the application's loop and answers with a Deferred,
   so listeners, local transactions and transaction checkers run where the application's state lives.
+
+Where the application's loop is the reactor's own (Twisted's asyncio reactor, as a FerryMQ broker runs
+it when it serves its HTTP gateway on its loop), both directions are plain calls: no thread to hop to.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Self
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
+from twisted.python.threadable import isInIOThread
 
 from .. import reactor_thread
 
@@ -74,6 +78,8 @@ _hops = _Hops()
 async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run ``fn(*args, **kwargs)`` in the reactor thread and return its result (a Deferred is waited on)."""
     reactor_thread.ensure_running()
+    if isInIOThread():
+        return await _here(fn, args, kwargs)
     loop = asyncio.get_running_loop()
     future = loop.create_future()
     running: list[defer.Deferred] = []
@@ -109,10 +115,42 @@ async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise
 
 
+async def _here(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """:func:`call` on the reactor's own loop: an answer given at once is returned at once, a Deferred
+    is awaited (cancelling the task cancels it)."""
+    future: asyncio.Future | None = None
+    outcome: list = []
+
+    def settle(result: Any) -> None:
+        if future is None:
+            outcome.append(result)
+        elif not future.done():  # cancelled meanwhile
+            if isinstance(result, Failure):
+                future.set_exception(result.value)
+            else:
+                future.set_result(result)
+
+    d = defer.maybeDeferred(fn, *args, **kwargs)
+    d.addBoth(settle)
+    if outcome:
+        if isinstance(outcome[0], Failure):
+            raise outcome[0].value
+        return outcome[0]
+    future = asyncio.get_running_loop().create_future()
+    try:
+        return await future
+    except asyncio.CancelledError:
+        d.cancel()
+        raise
+
+
 def post(fn: Callable[..., Any], *args: Any) -> None:
     """Run ``fn(*args)`` in the reactor thread without waiting; calls posted run in the order posted."""
     reactor_thread.ensure_running()
-    _hops.post(fn, *args)
+    if isInIOThread():  # at once, as call() runs there: the two keep the order they are made in
+        fn(*args)
+    else:
+        _hops.post(fn, *args)
 
 
 def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any]) -> Callable[..., defer.Deferred]:
@@ -126,6 +164,8 @@ def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any]) -> Callable
         return result
 
     def from_reactor(*args: Any) -> defer.Deferred:
+        if _runs_on(loop):
+            return defer.Deferred.fromFuture(asyncio.ensure_future(run(args), loop=loop))
         try:
             future = asyncio.run_coroutine_threadsafe(run(args), loop)
         except RuntimeError:  # the loop is closed
@@ -145,6 +185,14 @@ def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any]) -> Callable
         return d
 
     return from_reactor
+
+
+def _runs_on(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether this thread is running ``loop`` (the reactor's own, when the reactor is asyncio's)."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _fire(d: defer.Deferred, result: Any) -> None:
