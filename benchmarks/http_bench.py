@@ -31,22 +31,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import resource
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from benchmarks.sidebyside import javatools, parse
 from benchmarks.sidebyside.brokers import FerrySide, ferrymq_executable
 from benchmarks.sidebyside.procstat import tree_cpu_s
-from benchmarks.sidebyside.runner import machine
+from benchmarks.rounds import children_cpu_s, debian_program, spread, write_results
 from compat_tests.processes import LOOPBACK, Child, free_port
 
 TARGET_RATIO = 0.5
@@ -148,20 +144,14 @@ FIGURES = (
 )
 
 
-def _spread(values: list[float]) -> dict[str, float] | None:
-    if not values:
-        return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "rounds": len(values)}
-
-
 def summarize(rounds: list[Round]) -> dict[str, dict[str, float] | None]:
     """Median, min and max over the rounds of every figure, and of two per-round comparisons: HTTP
     publish over remoting sync send, and the p99 the gateway adds."""
-    out = {key: _spread([getattr(r, phase)[figure] for r in rounds if figure in getattr(r, phase)])
+    out = {key: spread([getattr(r, phase)[figure] for r in rounds if figure in getattr(r, phase)])
            for key, _label, _unit, phase, figure in FIGURES}
     both = [r for r in rounds if "tps" in r.publish and r.remoting.get("tps")]
-    out["ratio"] = _spread([r.publish["tps"] / r.remoting["tps"] for r in both])
-    out["p99_added_ms"] = _spread([r.publish["p99_ms"] - r.remoting["p99_ms"] for r in both])
+    out["ratio"] = spread([r.publish["tps"] / r.remoting["tps"] for r in both])
+    out["p99_added_ms"] = spread([r.publish["p99_ms"] - r.remoting["p99_ms"] for r in both])
     return out
 
 
@@ -204,25 +194,7 @@ def table(summary: dict) -> str:
 
 def ensure_wrk() -> str:
     """wrk's path; installed from the distribution (apt-get) when missing and this process may."""
-    found = shutil.which("wrk")
-    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
-        print("installing wrk (apt-get install -y wrk) ...", flush=True)
-        for argv in (["apt-get", "install", "-y", "-q", "wrk"], ["apt-get", "update", "-q"],
-                     ["apt-get", "install", "-y", "-q", "wrk"]):
-            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            found = shutil.which("wrk")
-            if found:
-                break
-    if found is None:
-        raise SystemExit("http_bench drives HTTP with wrk: install it (Debian/Ubuntu: sudo apt-get install wrk; "
-                         "Fedora: dnf install wrk; macOS: brew install wrk) and run again")
-    return found
-
-
-def _children_cpu_s() -> float:
-    """CPU of the children waited for so far: around one tool's run, that tool's own CPU."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return debian_program("wrk", "wrk", "http_bench drives HTTP with wrk")
 
 
 class Bench:
@@ -297,9 +269,9 @@ class Bench:
 
     def _timed(self, run, messages_of) -> dict[str, float]:
         """Run one load tool; add the server's CPU per message and the tool's CPU in cores."""
-        broker0, tool0, wall0 = self.server_cpu_s(), _children_cpu_s(), time.monotonic()
+        broker0, tool0, wall0 = self.server_cpu_s(), children_cpu_s(), time.monotonic()
         figures = run()
-        broker, tool, wall = self.server_cpu_s() - broker0, _children_cpu_s() - tool0, time.monotonic() - wall0
+        broker, tool, wall = self.server_cpu_s() - broker0, children_cpu_s() - tool0, time.monotonic() - wall0
         messages = messages_of(figures)
         figures["broker_cpu_us_per_msg"] = round(1e6 * broker / messages, 1) if messages else 0.0
         figures["tool_cores"] = round(tool / wall, 2)
@@ -438,18 +410,8 @@ def main(argv: list[str] | None = None) -> dict:
     summary = summarize(rounds)
     print()
     print(table(summary))
-    results = {
-        "meta": {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-                 "wall_s": round(time.time() - started, 1), "machine": machine(),
-                 "command": " ".join(["python -m benchmarks.http_bench", *(argv if argv is not None else [])]),
-                 "plan": asdict(plan), "work_dir": str(home) if args.keep else None},
-        "summary": summary, "verdict": verdict(summary), "rounds": [asdict(r) for r in rounds],
-    }
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"\nresults: {args.out}")
-    return results
+    return write_results(args.out, "http_bench", argv, started, plan, home if args.keep else None, summary,
+                         verdict(summary), rounds)
 
 
 if __name__ == "__main__":

@@ -32,20 +32,18 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from benchmarks.sidebyside import parse
 from benchmarks.sidebyside.brokers import FerrySide
 from benchmarks.sidebyside.procstat import rss_mib, tree_cpu_s, tree_rss_mib
-from benchmarks.sidebyside.runner import machine
+from benchmarks.rounds import children_cpu_s, debian_program, spread, write_results
 from compat_tests.processes import LOOPBACK, Child, free_port, port_open
 
 TARGET_QOS1_RATIO = 0.5
@@ -115,12 +113,6 @@ FIGURES = (
 )
 
 
-def _spread(values: list[float]) -> dict[str, float] | None:
-    if not values:
-        return None
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "rounds": len(values)}
-
-
 def summarize(rounds: list[Round]) -> dict[str, dict[str, dict[str, float] | None]]:
     """For every figure: each broker's median, min and max over the rounds, and the FerryMQ/mosquitto
     ratio taken within each round first (rounds where both brokers measured it)."""
@@ -130,8 +122,8 @@ def summarize(rounds: list[Round]) -> dict[str, dict[str, dict[str, float] | Non
                   for broker in BROKERS}
         both = [r for r in rounds
                 if figure in r.ferrymq.get(phase, {}) and r.mosquitto.get(phase, {}).get(figure)]
-        out[key] = {"ferrymq": _spread(values["ferrymq"]), "mosquitto": _spread(values["mosquitto"]),
-                    "ratio": _spread([r.ferrymq[phase][figure] / r.mosquitto[phase][figure] for r in both])}
+        out[key] = {"ferrymq": spread(values["ferrymq"]), "mosquitto": spread(values["mosquitto"]),
+                    "ratio": spread([r.ferrymq[phase][figure] / r.mosquitto[phase][figure] for r in both])}
     return out
 
 
@@ -181,20 +173,7 @@ def table(summary: dict) -> str:
 
 def ensure_mosquitto() -> str:
     """mosquitto's path; installed from the distribution (apt-get) when missing and this process may."""
-    found = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None)
-    if found is None and shutil.which("apt-get") and os.geteuid() == 0:
-        print("installing mosquitto (apt-get install -y mosquitto) ...", flush=True)
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        for argv in (["apt-get", "install", "-y", "-q", "mosquitto"], ["apt-get", "update", "-q"],
-                     ["apt-get", "install", "-y", "-q", "mosquitto"]):
-            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-            found = shutil.which("mosquitto") or ("/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None)
-            if found:
-                break
-    if found is None:
-        raise SystemExit("mqtt_bench compares with mosquitto: install it (Debian/Ubuntu: sudo apt-get install "
-                         "mosquitto; Fedora: dnf install mosquitto; macOS: brew install mosquitto) and run again")
-    return found
+    return debian_program("mosquitto", "mosquitto", "mqtt_bench compares with mosquitto", ["/usr/sbin/mosquitto"])
 
 
 def load_tool() -> Path:
@@ -216,12 +195,6 @@ def load_tool() -> Path:
     if proc.returncode != 0:
         raise RuntimeError(f"go build of benchmarks/mqttload failed:\n{proc.stderr[-3000:]}")
     return binary
-
-
-def _children_cpu_s() -> float:
-    """CPU of the children waited for so far: around one tool's run, that tool's own CPU."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 class Mosquitto:
@@ -309,9 +282,9 @@ class Bench:
         argv = [self.tool, "pubsub", "-broker", self.url(broker), "-topic", f"mqttbench/r{r}q{qos}", "-qos", str(qos),
                 "-publishers", str(p.publishers), "-subscribers", str(p.subscribers), "-window", str(p.window),
                 "-size", str(p.message_size), "-warmup", f"{p.warmup_s:g}s", "-duration", f"{p.seconds:g}s"]
-        server, cpu0, tool0, wall0 = self.brokers[broker], self.brokers[broker].cpu_s(), _children_cpu_s(), time.monotonic()
+        server, cpu0, tool0, wall0 = self.brokers[broker], self.brokers[broker].cpu_s(), children_cpu_s(), time.monotonic()
         out = _run(f"{broker}-qos{qos}-r{r}", argv, self.home / f"{broker}-qos{qos}-r{r}.log", p.warmup_s + p.seconds + 120)
-        cpu, tool, wall = server.cpu_s() - cpu0, _children_cpu_s() - tool0, time.monotonic() - wall0
+        cpu, tool, wall = server.cpu_s() - cpu0, children_cpu_s() - tool0, time.monotonic() - wall0
         raw = parse.result(out, f"mqttload pubsub at {broker}")
         # the broker's CPU and the messages received both over the whole run (warm-up included)
         total = raw["received"] * (wall / raw["seconds"]) if raw["seconds"] else 0
@@ -332,7 +305,7 @@ class Bench:
                 *(["-subscribe", f"mqttidle/r{r}"] if p.idle_subscribe else [])]
         log = self.home / f"{broker}-idle-r{r}.log"
         rss_before = server.rss_mib()
-        tool0 = _children_cpu_s()
+        tool0 = children_cpu_s()
         child = Child(f"{broker}-idle-r{r}", argv, log).start()
         try:
             child.wait_until(lambda: "READY " in log.read_text(errors="replace"), "connected", 300)
@@ -352,7 +325,7 @@ class Bench:
         return {"clients": raw["clients"], "failed": raw["failed"], "lost": raw["lost"],
                 "connect_seconds": round(ready["connect_seconds"], 2), "rss_before_mib": round(rss_before, 1),
                 "rss_mib": round(peak, 1), "rss_anon_mib": round(peak_anon, 1), "cpu_pct": round(100 * cpu / wall, 2),
-                "measured_s": round(wall, 1), "tool_cpu_s": round(_children_cpu_s() - tool0, 2)}
+                "measured_s": round(wall, 1), "tool_cpu_s": round(children_cpu_s() - tool0, 2)}
 
     def round(self, r: int) -> Round:
         order = list(BROKERS) if r % 2 == 0 else list(reversed(BROKERS))
@@ -431,19 +404,9 @@ def main(argv: list[str] | None = None) -> dict:
     print(table(summary))
     mosquitto_version = subprocess.run([bench.brokers["mosquitto"].binary, "-h"], capture_output=True,
                                        text=True, check=False).stdout.splitlines()[:1]
-    results = {
-        "meta": {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-                 "wall_s": round(time.time() - started, 1), "machine": machine(),
-                 "mosquitto": mosquitto_version[0] if mosquitto_version else "unknown",
-                 "command": " ".join(["python -m benchmarks.mqtt_bench", *(argv if argv is not None else [])]),
-                 "plan": asdict(plan), "work_dir": str(home) if args.keep else None},
-        "summary": summary, "verdict": verdict(summary), "rounds": [asdict(r) for r in rounds],
-    }
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"\nresults: {args.out}")
-    return results
+    return write_results(args.out, "mqtt_bench", argv, started, plan, home if args.keep else None, summary,
+                         verdict(summary), rounds,
+                         mosquitto=mosquitto_version[0] if mosquitto_version else "unknown")
 
 
 if __name__ == "__main__":
