@@ -9,13 +9,12 @@ front of Apache RocketMQ it is ``ferrymq gateway http -n <Apache's name server>`
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import httpx
 from ferrymq.gateways.http.schema import ENVELOPE_TYPE
 
-from .apache import write_conf
-from .processes import LOOPBACK, Child, free_port
+from . import gateway_process
+from .processes import LOOPBACK
 
 #: the topic the readiness check publishes to (auto-created on both servers)
 READY_TOPIC = "CompatHttpGatewayReady"
@@ -44,31 +43,16 @@ def wait_until_publishing(url: str, timeout: float = 60, alive=lambda: True) -> 
     raise RuntimeError(f"the HTTP gateway at {url} does not publish: {last}")
 
 
-class GatewayProcess:
+class GatewayProcess(gateway_process.GatewayProcess):
     """``ferrymq gateway http -n NAMESRV`` on a free loopback port, its log in ``home``."""
 
-    def __init__(self, child: Child, port: int):
-        self.child = child
-        self.port = port
+    protocol = "http"
+    port_key = "httpListenPort"
+    config = GATEWAY_CONFIG
 
     @property
     def url(self) -> str:
         return f"http://{LOOPBACK}:{self.port}"
 
-    @classmethod
-    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60) -> GatewayProcess:
-        home.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, "httpListenPort": port, **GATEWAY_CONFIG})
-        child = Child("ferrymq gateway http", [str(cli), "gateway", "http", "-n", namesrv_addr, "-c", str(conf)],
-                      home / "gateway.out").start()
-        gateway = cls(child, port)
-        try:
-            wait_until_publishing(gateway.url, timeout, alive=child.alive)
-        except RuntimeError as exc:
-            child.kill()
-            raise RuntimeError(f"{exc}; log {child.log}:\n{child.log_tail()}") from None
-        return gateway
-
-    def stop(self) -> None:
-        self.child.kill()
+    def wait_until_publishing(self, timeout: float, alive) -> None:
+        wait_until_publishing(self.url, timeout, alive)

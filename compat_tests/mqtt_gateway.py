@@ -10,12 +10,10 @@ RocketMQ producer is up and has a route.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from tests.gateways.mqtt.devices import V5, Device
 
-from .apache import write_conf
-from .processes import LOOPBACK, Child, free_port
+from . import gateway_process
 
 #: the topic the readiness check publishes to (auto-created on both servers)
 READY_TOPIC = "CompatMqttGatewayReady"
@@ -42,27 +40,11 @@ def wait_until_publishing(port: int, timeout: float = 60, alive=lambda: True) ->
     raise RuntimeError(f"the MQTT gateway on port {port} does not publish: {last}")
 
 
-class GatewayProcess:
+class GatewayProcess(gateway_process.GatewayProcess):
     """``ferrymq gateway mqtt -n NAMESRV`` on a free loopback port, its log in ``home``."""
 
-    def __init__(self, child: Child, port: int):
-        self.child = child
-        self.port = port
+    protocol = "mqtt"
+    port_key = "mqttListenPort"
 
-    @classmethod
-    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60) -> GatewayProcess:
-        home.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, "mqttListenPort": port})
-        child = Child("ferrymq gateway mqtt", [str(cli), "gateway", "mqtt", "-n", namesrv_addr, "-c", str(conf)],
-                      home / "gateway.out").start()
-        gateway = cls(child, port)
-        try:
-            wait_until_publishing(port, timeout, alive=child.alive)
-        except RuntimeError as exc:
-            child.kill()
-            raise RuntimeError(f"{exc}; log {child.log}:\n{child.log_tail()}") from None
-        return gateway
-
-    def stop(self) -> None:
-        self.child.kill()
+    def wait_until_publishing(self, timeout: float, alive) -> None:
+        wait_until_publishing(self.port, timeout, alive)
