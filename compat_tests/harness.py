@@ -11,10 +11,13 @@ import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
 from .toolchain import JavaClients
+
+K = TypeVar("K")
 
 #: A line of a Java stack trace: mqadmin reports most failures this way and still exits 0.
 JAVA_STACK_FRAME = re.compile(r"^\s+at [\w.$]+\([\w.]*(:\d+)?\)", re.M)
@@ -136,6 +139,15 @@ class Running:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+def finish_all(running: dict[K, Running], timeout: float) -> dict[K, ScenarioResult]:
+    """Each client's result once it ends, by the same keys; every one is killed if any fails to end."""
+    try:
+        return {key: r.finish(timeout) for key, r in running.items()}
+    finally:
+        for r in running.values():
+            r.kill()
 
 
 @dataclass

@@ -16,6 +16,7 @@ from collections import defaultdict
 
 import pytest
 
+from .harness import finish_all
 from .servers import DELAY_LEVEL_3_MS, TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_CHECK_MAX, TRANSACTION_TIMEOUT_MS
 from .test_official_clients import WAIT, bodies, fresh, wait_until_offline, write_spec
 
@@ -88,11 +89,7 @@ def test_sql92_subscriptions_select_exactly_the_matching_messages(server, client
     else:
         running = {g: client5.spawn("consume", n=ns, t=topic, g=g, sql=e, count=len(SQL_CASES[e]), timeout=WAIT,
                                     linger=2) for e, g in groups.items()}
-        try:
-            results = {g: r.finish(WAIT + 60) for g, r in running.items()}
-        finally:
-            for r in running.values():
-                r.kill()
+        results = finish_all(running, WAIT + 60)
         for g, res in results.items():
             got[g] = bodies(res)
         explain = "\n".join(r.explain() for r in results.values() if r.returncode != 0)[:20000]

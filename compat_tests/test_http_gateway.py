@@ -26,6 +26,7 @@ from ferrymq.wire.command import request
 from tests.gateways.check_back_receiver import Receiver
 from tests.gateways.http_client import Gateway
 
+from .harness import finish_all
 from .http_gateway import CHECK_BACK_SECRET
 from .socket_client import call
 from .test_official_clients import WAIT, bodies, fresh, write_spec
@@ -104,12 +105,9 @@ def test_published_over_http_reaches_java_tag_and_go_sql92_consumers(server, htt
         "go": (go.spawn("consume", n=ns, t=topic, g=f"{group}_go", sql=SQL_EXPRESSION, count=len(SQL_SELECTS),
                         timeout=WAIT, linger=2), SQL_SELECTS),
     }
-    try:
-        results = {name: (running.finish(WAIT + 30), selects) for name, (running, selects) in consumers.items()}
-    finally:
-        for running, _ in consumers.values():
-            running.kill()
-    for name, (res, selects) in results.items():
+    results = finish_all({name: running for name, (running, _) in consumers.items()}, WAIT + 30)
+    for name, res in results.items():
+        selects = consumers[name][1]
         res.check()
         assert sorted(bodies(res)) == sorted(f"http-{i}" for i in selects), f"{name}:\n{res.explain()}"
         for e in res.of("received"):

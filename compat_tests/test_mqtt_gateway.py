@@ -18,6 +18,7 @@ from ferrymq.testing import admin
 
 from tests.gateways.mqtt.devices import V5, V311, Device, publish_properties
 
+from .harness import finish_all
 from .test_http_gateway import user_properties, wait_for_consumers
 from .test_official_clients import WAIT, bodies, fresh, write_spec
 
@@ -68,12 +69,9 @@ def test_device_publishes_reach_java_and_go_consumers_by_tag_and_by_sql92(server
         consumers[f"{name} sql"] = (client.spawn("consume", n=ns, t=topic, g=f"{group}_{name}_sql",
                                                  sql=SQL_EXPRESSION.format(topic=topic), count=len(SQL_SELECTS),
                                                  timeout=WAIT, linger=2), SQL_SELECTS)
-    try:
-        results = {name: (running.finish(WAIT + 30), selects) for name, (running, selects) in consumers.items()}
-    finally:
-        for running, _ in consumers.values():
-            running.kill()
-    for name, (res, selects) in results.items():
+    results = finish_all({name: running for name, (running, _) in consumers.items()}, WAIT + 30)
+    for name, res in results.items():
+        selects = consumers[name][1]
         res.check()
         assert sorted(bodies(res)) == sorted(f"mqtt-{i}" for i in selects), f"{name}:\n{res.explain()}"
         for e in res.of("received"):
