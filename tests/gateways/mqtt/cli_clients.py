@@ -25,7 +25,7 @@ from typing import Self
 import pytest
 from ferrymq.testing.ports import LOOPBACK
 
-from .mosquitto import ensure_installed
+from .mosquitto import ensure_installed, terminate
 
 CACHE = Path(__file__).resolve().parent / ".cache" / "mqtt-js"
 MQTT_JS = "mqtt@5"
@@ -172,13 +172,7 @@ class Subscriber:
         assert extra is None, f"{self.argv}: unexpected {extra}"
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
 
     def __enter__(self) -> Self:
         return self

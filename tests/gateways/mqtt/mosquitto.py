@@ -45,6 +45,17 @@ def ensure_installed(program: str = "mosquitto", package: str = "mosquitto") -> 
     return _found(program) or pytest.skip(f"{package} is installed, but {program} is not on PATH")
 
 
+
+def terminate(proc: subprocess.Popen, grace: float = 5) -> None:
+    """End ``proc`` with SIGTERM (so it can shut down as it would in use), SIGKILL after ``grace`` s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
 class Mosquitto:
     """A mosquitto broker on ``port`` of the loopback address, anonymous; with ``persistence``, its sessions
     and retained messages are saved in ``home`` when it stops and read back by :meth:`restart`."""
@@ -82,10 +93,4 @@ class Mosquitto:
         self.start()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
