@@ -3,6 +3,7 @@ is allowed; misspelled and Apache 4.x keys are pointed out; ``--help`` and ``-p`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import socket
@@ -22,6 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*FERRYMQ, *args], check=False, cwd=ROOT, capture_output=True, text=True, timeout=30)
+
+
+@contextlib.contextmanager
+def taken_port():
+    """A loopback port some other socket is listening on, for as long as the block runs."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
 
 
 def write_conf(tmp_path: Path, text: str) -> Path:
@@ -112,10 +122,7 @@ def test_a_file_that_is_not_utf8_is_refused_in_one_line(tmp_path):
 
 
 def test_a_taken_broker_port_names_listenPort(tmp_path):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         result = run("standalone", "-c", str(write_conf(tmp_path, f"listenPort={port}")))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.splitlines()[-1] == (
@@ -125,10 +132,7 @@ def test_a_taken_broker_port_names_listenPort(tmp_path):
 
 
 def test_a_taken_namesrv_port_names_namesrvListenPort(tmp_path):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         conf = write_conf(tmp_path, f"namesrvListenPort={port}\nlistenPort=0")
         result = run("standalone", "-c", str(conf))
     assert result.returncode == 1 and "Traceback" not in result.stderr
@@ -242,10 +246,7 @@ def test_a_bind_address_of_another_host_names_bindAddress(tmp_path):
 
 
 def test_a_taken_ha_port_names_haListenPort(tmp_path):
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with taken_port() as port:
         conf = write_conf(tmp_path, f"listenPort=0\nhaListenPort={port}\nhttpListenPort=0\nmqttListenPort=0")
         result = run("broker", "-c", str(conf))
     assert result.returncode != 0 and "Traceback" not in result.stderr
