@@ -270,6 +270,17 @@ class BrokerConfig:
     traceOn: bool = key(True, "Reported in send responses (TRACE_ON).")
     rejectTransactionMessage: bool = key(False, "Refuse transactional (half) messages with NO_PERMISSION.")
     shortPollingTimeMills: int = key(1000, "Hold time (ms) of a suspended pull when longPollingEnable is false.")
+    reviveInterval: int = key(1000, "How often (ms) POP messages past their invisible time are revived.")
+    enableRetryTopicV2: bool = key(
+        False, "Name POP retry topics %RETRY%group+topic instead of %RETRY%group_topic."
+    )
+    popFromRetryProbability: int = key(20, "Percent of POP requests that read the retry topic first.")
+    serverLoadBalancerEnable: bool = key(True, "QUERY_ASSIGNMENT balances queues over the group's clients.")
+    defaultMessageRequestMode: str = key(
+        "PULL", "Mode QUERY_ASSIGNMENT answers for a group and topic setConsumeMode has not set (PULL or POP).",
+        check=one_of("PULL", "POP"),
+    )
+    defaultPopShareQueueNum: int = key(-1, "popShareQueueNum of a POP group setConsumeMode has not set (-1: all queues).")
     flushConsumerOffsetInterval: int = key(5000, "How often (ms) consumer offsets are written to consumerOffset.json.")
     registerBrokerTimeoutMills: int = key(24000, "Timeout (ms) of one REGISTER_BROKER call.")
     compressedRegister: bool = key(False, "Send REGISTER_BROKER bodies zlib-compressed.")

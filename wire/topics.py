@@ -108,3 +108,17 @@ def validate_group(group: str | None) -> str | None:
     if len(group) > GROUP_MAX_LENGTH:
         return f"The specified group: {group}, is longer than group max length: {GROUP_MAX_LENGTH}"
     return None
+
+
+#: ExtraInfo's revive queue id of an orderly (FIFO) pop (Apache's KeyBuilder.POP_ORDER_REVIVE_QUEUE).
+POP_ORDER_REVIVE_QUEUE = 999
+
+
+def pop_retry_topic(topic: str, group: str, v2: bool = False) -> str:
+    """Where unacked POP messages of ``group`` on ``topic`` come back: ``%RETRY%group_topic``, or with
+    ``+`` when the broker's enableRetryTopicV2 is on."""
+    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}{'+' if v2 else '_'}{topic}"
+
+
+def is_pop_retry_topic_v2(topic: str) -> bool:
+    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and "+" in topic

@@ -62,6 +62,8 @@ class BrokerContext:
     transactions: Transactions | None = None
     #: ``(timeout s) -> Deferred`` firing once a pending name-server registration answered (None: no name server).
     registration_pending: Callable[[float], Any] | None = None
+    #: POP consumption (:class:`server.broker.pop.PopService`); None: POP requests are not served.
+    pop: Any = None
     rng: random.Random = field(default_factory=random.Random)
 
     @property

@@ -29,6 +29,7 @@ from ferrymq.wire.command import request
 from ferrymq.wire.headers import NotifyConsumerIdsChangedRequestHeader
 
 from .context import BrokerContext
+from .pop.service import POP_STATE
 from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, perm_limited
 from .wiring import build_broker
 
@@ -86,12 +87,13 @@ class Broker:
         self.store = MessageStore(store_config)
         self.store.start()
         self._files = {name: config_file(store_config.config_dir, name)
-                       for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS)}
+                       for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS, POP_STATE)}
         parts = build_broker(c, self.store, self.reactor, store_host=(self.ip, port),
                              on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
         self.ctx = ctx = parts.ctx
         self.table = with_rejections(parts.table, c)
-        for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets)):
+        for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets),
+                             (POP_STATE, ctx.pop)):
             obj = self._files[name].load()
             if obj:
                 target.load_json_obj(obj)
@@ -145,6 +147,7 @@ class Broker:
                         now=False)
             self.ctx.scheduler.start()
             self.ctx.timer.start()
+            self.ctx.pop.start()
         self.started = True
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
                  self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",
@@ -213,6 +216,8 @@ class Broker:
             self.ctx.scheduler.stop()
         if self.ctx.timer.running:
             self.ctx.timer.stop()
+        if self.ctx.pop.running:
+            self.ctx.pop.stop()
         if self.ctx.holder is not None:
             self.ctx.holder.wake_all()
         if self.registration is not None:
@@ -240,10 +245,13 @@ class Broker:
         return self._writes.submit(target.path, target.save, manager.to_json_obj())
 
     def persist_offsets(self, force: bool = False) -> None:
-        """Consumer offsets (the transaction check's progress included), when they changed (or ``force``)."""
-        table = self.ctx.offsets
-        if table.changed or force:
-            table.changed = False
+        """Consumer offsets (the transaction check's progress and the POP state included), when they
+        changed (or ``force``). The POP state is written first: a crash between the two leaves in-flight
+        messages known to a file whose offsets still cover them."""
+        table, pop = self.ctx.offsets, self.ctx.pop
+        if table.changed or pop.changed or force:
+            table.changed = pop.changed = False
+            self._persist(POP_STATE, pop)
             self._persist(CONSUMER_OFFSETS, table)
 
     def sample_stats(self) -> None:

@@ -25,6 +25,7 @@ from .offsets import ConsumerOffsetManager
 from .processors import build_table
 from .processors.pull import PullProcessor
 from .parking import build_services, park_commit
+from .pop import PopService
 from .sql_subscriptions import ConsumerFilterManager
 from .stats import BrokerStats
 from .store_adapter import StoreAdapter
@@ -89,4 +90,6 @@ def build_broker(
     )
     pull = PullProcessor(ctx)
     port.add_arrival_listener(holder.notify)
+    ctx.pop = PopService(ctx)
+    port.add_arrival_listener(ctx.pop.notify)
     return BrokerParts(ctx, build_table(ctx, pull, extra=(transactions,)))
