@@ -421,6 +421,69 @@ class UnlockBatchMqRequestHeader:
     """UNLOCK_BATCH_MQ: no fields; the request is the body."""
 
 
+
+@header
+@dataclass(slots=True)
+class PopMessageRequestHeader:
+    """POP_MESSAGE: ``queue_id`` -1 pops any readable queue; ``poll_time`` ms of long polling."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    max_msg_nums: int
+    invisible_time: int
+    poll_time: int
+    born_time: int
+    init_mode: int
+    exp_type: str | None = None
+    exp: str | None = None
+    order: bool | None = None
+    attempt_id: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class PopMessageResponseHeader:
+    pop_time: int
+    invisible_time: int
+    revive_qid: int
+    rest_num: int
+    start_offset_info: str | None = None
+    msg_offset_info: str | None = None
+    order_count_info: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class AckMessageRequestHeader:
+    """ACK_MESSAGE: ``topic`` is where the message lives (the retry topic for a retried one)."""
+
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str
+    offset: int
+
+
+@header
+@dataclass(slots=True)
+class ChangeInvisibleTimeRequestHeader:
+    consumer_group: str
+    topic: str
+    queue_id: int
+    extra_info: str
+    offset: int
+    invisible_time: int
+
+
+@header
+@dataclass(slots=True)
+class ChangeInvisibleTimeResponseHeader:
+    pop_time: int
+    invisible_time: int
+    revive_qid: int
+
+
 # ====================================================================== name server
 
 

@@ -17,6 +17,7 @@ from .clients import ConsumerManager, ProducerManager
 from .locks import QueueLockManager
 from .offsets import ConsumerOffsetManager
 from .parts import ConsumerFilters, DelayLevels, PullHolder, TimerWheel, Transactions
+from .request_modes import MessageRequestModes
 from .stats import BrokerStats
 from .store_port import StorePort
 from .subscriptions import SubscriptionGroupManager
@@ -64,6 +65,8 @@ class BrokerContext:
     registration_pending: Callable[[float], Any] | None = None
     #: POP consumption (:class:`server.broker.pop.PopService`); None: POP requests are not served.
     pop: Any = None
+    #: setConsumeMode's choices, which QUERY_ASSIGNMENT answers.
+    request_modes: MessageRequestModes = field(default_factory=MessageRequestModes)
     rng: random.Random = field(default_factory=random.Random)
 
     @property

@@ -31,6 +31,7 @@ from ferrymq.wire.headers import NotifyConsumerIdsChangedRequestHeader
 from .context import BrokerContext
 from .pop.service import POP_STATE
 from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, perm_limited
+from .request_modes import MESSAGE_REQUEST_MODE
 from .wiring import build_broker
 
 log = logging.getLogger("ferrymq.broker")
@@ -87,18 +88,19 @@ class Broker:
         self.store = MessageStore(store_config)
         self.store.start()
         self._files = {name: config_file(store_config.config_dir, name)
-                       for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS, POP_STATE)}
+                       for name in (TOPICS, SUBSCRIPTION_GROUPS, CONSUMER_OFFSETS, POP_STATE, MESSAGE_REQUEST_MODE)}
         parts = build_broker(c, self.store, self.reactor, store_host=(self.ip, port),
                              on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
         self.ctx = ctx = parts.ctx
         self.table = with_rejections(parts.table, c)
         for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets),
-                             (POP_STATE, ctx.pop)):
+                             (POP_STATE, ctx.pop), (MESSAGE_REQUEST_MODE, ctx.request_modes)):
             obj = self._files[name].load()
             if obj:
                 target.load_json_obj(obj)
         ctx.topics.on_change = self._topics_changed
         ctx.groups.on_change = lambda: self._persist(SUBSCRIPTION_GROUPS, ctx.groups)
+        ctx.request_modes.on_change = lambda: self._persist(MESSAGE_REQUEST_MODE, ctx.request_modes)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -100,6 +100,8 @@ def _through_frame(cmd, stype):
 @pytest.mark.parametrize("stype", [SerializeType.JSON, SerializeType.ROCKETMQ], ids=["json", "rocketmq"])
 @pytest.mark.parametrize("code", sorted(REQUEST_HEADERS), ids=lambda c: RequestCode(c).name)
 def test_request_headers_survive_a_full_frame(code, stype):
+    if stype is SerializeType.ROCKETMQ and code > 0x7FFF:
+        pytest.skip("the ROCKETMQ header holds the code in a short: Java clients send the POP codes as JSON")
     cls = REQUEST_HEADERS[code]
 
     @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

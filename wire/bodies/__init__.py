@@ -38,8 +38,12 @@ from .client import (
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageQueue,
+    MessageQueueAssignment,
     ProducerConnection,
     ProducerData,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
+    SetMessageRequestModeRequestBody,
     SubscriptionData,
     UnlockBatchRequestBody,
 )
@@ -58,6 +62,10 @@ from .route import (
 )
 
 __all__ = [
+    "MessageQueueAssignment",
+    "QueryAssignmentRequestBody",
+    "QueryAssignmentResponseBody",
+    "SetMessageRequestModeRequestBody",
     "body",
     "wire",
     # route

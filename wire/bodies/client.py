@@ -134,3 +134,39 @@ class CheckClientRequestBody:
 @dataclass(slots=True)
 class GroupList:
     group_list: list[str] = field(default_factory=list)
+
+
+@body
+@dataclass(slots=True)
+class QueryAssignmentRequestBody:
+    topic: str | None = None
+    consumer_group: str | None = None
+    client_id: str | None = None
+    strategy_name: str | None = None
+    message_model: str | None = None
+
+
+@body
+@dataclass(slots=True)
+class MessageQueueAssignment:
+    message_queue: MessageQueue | None = None
+    #: MessageRequestMode: PULL or POP
+    mode: str = "PULL"
+    attachments: dict[str, str] | None = None
+
+
+@body
+@dataclass(slots=True)
+class QueryAssignmentResponseBody:
+    message_queue_assignments: list[MessageQueueAssignment] = field(default_factory=list)
+
+
+@body
+@dataclass(slots=True)
+class SetMessageRequestModeRequestBody:
+    """SET_MESSAGE_REQUEST_MODE (``mqadmin setConsumeMode``); also one entry of messageRequestMode.json."""
+
+    topic: str | None = None
+    consumer_group: str | None = None
+    mode: str = "PULL"
+    pop_share_queue_num: int = 0

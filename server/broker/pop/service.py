@@ -366,11 +366,14 @@ class PopService:
     # ------------------------------------------------------------------ ack and invisibility
 
     def _locate(self, group: str, topic: str, handle: ReceiptHandle) -> tuple[QueueKey, QueueState | None]:
-        key = (group, real_topic(topic, group, handle.mark), handle.queue_id)
+        if not topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):  # remoting clients name the retry topic
+            topic = real_topic(topic, group, handle.mark)
+        key = (group, topic, handle.queue_id)
         return key, self.queues.get(key)
 
     def ack(self, group: str, topic: str, handle: ReceiptHandle) -> AckStatus:
-        """Consumed: the message is never handed out again (a stale handle changes nothing)."""
+        """Consumed: the message is never handed out again (a stale handle changes nothing). ``topic``
+        is the one popped, or the retry topic the handle names."""
         key, qs = self._locate(group, topic, handle)
         if qs is None:
             return AckStatus.NOT_FOUND

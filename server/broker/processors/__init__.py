@@ -14,6 +14,7 @@ from ..context import BrokerContext
 from .admin import AdminProcessor
 from .client import ClientProcessor
 from .offsets import OffsetProcessor
+from .pop import PopProcessor
 from .pull import PullProcessor
 from .query import QueryProcessor
 from .retry import SendBackProcessor
@@ -23,4 +24,5 @@ from .send import SendProcessor
 def build_table(ctx: BrokerContext, pull: PullProcessor | None = None, extra: tuple = ()) -> dict[int, Route]:
     """Every processor's handlers in one table; ``extra`` adds more processors (e.g. transactions)."""
     return routes((SendProcessor(ctx), pull or PullProcessor(ctx), ClientProcessor(ctx), OffsetProcessor(ctx),
-                   SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx), *extra))
+                   SendBackProcessor(ctx), QueryProcessor(ctx), AdminProcessor(ctx), PopProcessor(ctx),
+                   *extra))
