@@ -32,7 +32,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *   send    -n ADDR -t TOPIC [-count N] [-tag T] [-keys K] [-body TEXT] [-group G]
  *           [-mode sync|async|oneway|batch]
  *   consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr *] [-timeout MILLIS] [-from first|last]
- *           [-model clustering|broadcasting] [-orderly true]
+ *           [-model clustering|broadcasting] [-orderly true] [-clientRebalance false]
  * </pre>
  *
  * The clients' own timers are shortened (route poll, heartbeat: 1 s) so that a scenario does not wait
@@ -325,6 +325,10 @@ public final class Scenarios {
         }
         if (args.containsKey("maxReconsume")) {
             consumer.setMaxReconsumeTimes(Integer.parseInt(args.get("maxReconsume")));
+        }
+        if ("false".equals(args.get("clientRebalance"))) {
+            // 5.x: the broker balances (QUERY_ASSIGNMENT) and may answer POP for the group (setConsumeMode)
+            consumer.getClass().getMethod("setClientRebalance", boolean.class).invoke(consumer, false);
         }
         if (args.containsKey("sql")) {
             consumer.subscribe(need(args, "t"), org.apache.rocketmq.client.consumer.MessageSelector.bySql(args.get("sql")));
