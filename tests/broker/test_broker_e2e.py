@@ -246,3 +246,43 @@ def test_a_dead_name_server_does_not_stop_registration_with_the_others(rt, clust
     with BlockingAdmin(f"127.0.0.1:{namesrv.port}") as admin:
         assert admin.get_route_info("TBW102").broker_datas[0].broker_addrs == {0: broker.addr}
     assert send(rt, client, broker.addr, "TwoNs", b"x").code == 0  # waits for the live one only
+
+
+def test_restart_brings_back_popped_unacked_messages_and_the_consume_mode(rt, cluster):
+    """popState.json and messageRequestMode.json: what was in flight comes back after a restart, once its
+    invisible time passed; acked messages do not."""
+    import json
+
+    from ferrymq.wire.bodies import QueryAssignmentRequestBody, SetMessageRequestModeRequestBody
+
+    _namesrv, start_broker, client = cluster
+    broker = start_broker(reviveInterval=100)
+    addr = broker.addr
+    for body in (b"p0", b"p1"):
+        send(rt, client, addr, "PopKeep", body)
+    mode = SetMessageRequestModeRequestBody(topic="PopKeep", consumer_group="pg", mode="POP")
+    assert call(rt, client, addr, C.SET_MESSAGE_REQUEST_MODE, body=mode.encode()).code == 0
+    pop = {"consumerGroup": "pg", "topic": "PopKeep", "queueId": 0, "maxMsgNums": 32, "invisibleTime": 1500,
+           "pollTime": 0, "bornTime": 0, "initMode": 0}
+    first = call(rt, client, addr, C.POP_MESSAGE, pop)
+    (m0, m1) = decode_records(first.body)
+    h = first.ext_fields
+    extra = " ".join([h["startOffsetInfo"].split(" ")[2], h["popTime"], h["invisibleTime"], h["reviveQid"], "0",
+                      "broker-a", "0", str(m0.queue_offset)])
+    ack = {"consumerGroup": "pg", "topic": "PopKeep", "queueId": 0, "extraInfo": extra, "offset": m0.queue_offset}
+    assert call(rt, client, addr, C.ACK_MESSAGE, ack).code == 0
+    rt.call(broker.stop, 1.0)
+
+    again = start_broker(reviveInterval=100)
+    heartbeat(rt, client, again.addr, "pg", "PopKeep", "client-1")
+    query = QueryAssignmentRequestBody(topic="PopKeep", consumer_group="pg", client_id="client-1",
+                                       strategy_name="AVG", message_model="CLUSTERING")
+    answer = json.loads(call(rt, client, again.addr, C.QUERY_ASSIGNMENT, body=query.encode()).body)
+    assert {a["mode"] for a in answer["messageQueueAssignments"]} == {"POP"}
+    deadline = time.monotonic() + 10
+    while True:
+        back = call(rt, client, again.addr, C.POP_MESSAGE, {**pop, "queueId": -1})
+        if back.code == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert [(m.body, m.reconsume_times) for m in decode_records(back.body)] == [(b"p1", 1)]
