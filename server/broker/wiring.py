@@ -91,5 +91,4 @@ def build_broker(
     pull = PullProcessor(ctx)
     port.add_arrival_listener(holder.notify)
     ctx.pop = PopService(ctx)
-    port.add_arrival_listener(ctx.pop.notify)
     return BrokerParts(ctx, build_table(ctx, pull, extra=(transactions,)))

@@ -14,6 +14,8 @@ from ferrymq.wire.bodies import (
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.message import MessageConst, decode_records
 
+from .conftest import FakeChannel
+
 G, T = "pop-group", "PopTopic"
 
 
@@ -92,6 +94,19 @@ def test_long_polling_pop_answers_on_arrival(topic):
     bk.send(T, b"m1", queue_id=1)
     assert d.called and d.result.code == 0
     assert [m.body for m in decode_records(d.result.body)] == [b"m1"]
+
+
+def test_held_pop_of_a_closed_connection_takes_nothing(topic):
+    bk = topic
+    pop(bk)
+    gone = FakeChannel(remote_address="127.0.0.1:50002")
+    ext = {"consumerGroup": G, "topic": T, "queueId": -1, "maxMsgNums": 32, "invisibleTime": 3000,
+           "pollTime": 5000, "bornTime": 0, "initMode": 0}
+    held = bk.call(RequestCode.POP_MESSAGE, ext, channel=gone)
+    gone.close()
+    bk.send(T, b"m1")
+    assert held.called and held.result.code == ResponseCode.POLLING_TIMEOUT
+    assert [m.body for m in decode_records(pop(bk).body)] == [b"m1"]
 
 
 def test_fifo_pop_sets_order_count_info(topic):

@@ -26,7 +26,7 @@ import enum
 import heapq
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ferrymq.server.sql92 import FilterSyntaxError, compile_expression
 from ferrymq.server.store.status import GetMessageStatus, PutMessageStatus
@@ -113,6 +113,8 @@ class _Pop:
     fifo: bool
     init_mode: int
     message_filter: Any
+    #: False once whoever waits is gone (its connection closed): woken, it pops nothing
+    alive: Callable[[], bool] | None = None
     deferred: defer.Deferred | None = None
     timer: Any = None
 
@@ -130,6 +132,9 @@ class PopService:
         self.running = False
         #: something to save since the broker last wrote popState.json
         self.changed = False
+        #: whether the store tells :meth:`notify` of arrivals: only once a pop has waited, so a broker
+        #: without POP long polling pays nothing per message sent
+        self._listening = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -167,11 +172,13 @@ class PopService:
 
     def pop(self, group: str, topic: str, queue_id: int = -1, max_nums: int = MAX_POP_NUMS,
             invisible_ms: int = 60_000, *, expression: str = "*", expression_type: str = "TAG",
-            fifo: bool = False, poll_ms: int = 0, init_mode: int = INIT_MAX) -> PopResult | defer.Deferred:
+            fifo: bool = False, poll_ms: int = 0, init_mode: int = INIT_MAX,
+            alive: Callable[[], bool] | None = None) -> PopResult | defer.Deferred:
         """Pop up to ``max_nums`` messages of ``topic`` (one queue, or every readable one for -1).
 
         Raises :class:`PopError` for an unknown topic or group, a bad queue or count, or an expression
-        that does not compile. With ``poll_ms`` > 0 and nothing to pop, answers a Deferred."""
+        that does not compile. With ``poll_ms`` > 0 and nothing to pop, answers a Deferred; ``alive``
+        says whether its caller still waits (a closed connection's pop takes no messages when woken)."""
         ctx = self.ctx
         topic_config = ctx.topics.get(topic)
         if topic_config is None:
@@ -189,10 +196,13 @@ class PopService:
         if not group_config.consume_enable:
             raise PopError("perm", f"subscription group no permission, {group}")
         req = _Pop(group, topic, queue_id, max_nums, invisible_ms, fifo, init_mode,
-                   self._filter(topic, expression, expression_type))
+                   self._filter(topic, expression, expression_type), alive)
         result = self._pop_now(req)
         if result.found or poll_ms <= 0:
             return result
+        if not self._listening:
+            ctx.store.add_arrival_listener(self.notify)
+            self._listening = True
         req.deferred = defer.Deferred()
         req.timer = ctx.reactor.callLater(poll_ms / 1000.0, self._finish, req, result)
         for t in (topic, self.retry_topic(group, topic)):
@@ -499,6 +509,9 @@ class PopService:
     def _wake(self, topic: str) -> None:
         for req in list(self._waiting.get(topic, ())):
             if req.deferred is None or req.deferred.called:
+                continue
+            if req.alive is not None and not req.alive():
+                self._finish(req, PopResult())
                 continue
             result = self._pop_now(req)
             if result.found:

@@ -88,7 +88,7 @@ class PopProcessor:
             result = ctx.pop.pop(
                 h.consumer_group, h.topic, h.queue_id, max(1, h.max_msg_nums), h.invisible_time,
                 expression=h.exp or "*", expression_type=h.exp_type or "TAG", fifo=bool(h.order),
-                poll_ms=h.poll_time, init_mode=h.init_mode,
+                poll_ms=h.poll_time, init_mode=h.init_mode, alive=lambda: getattr(channel, "is_active", True),
             )
         except PopError as exc:
             remark = str(exc)
