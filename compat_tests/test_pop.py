@@ -35,7 +35,7 @@ def test_push_consumer_in_pop_mode(server, java5, mqadmin5):
     out = mqadmin5(ns, "setConsumeMode", "-c", server.cluster, "-t", topic, "-g", group, "-m", "POP", "-q", "0")
     assert "set consume mode to" in out.lower() or "success" in out.lower(), out
     got = java5("consume", "-n", ns, "-t", topic, "-g", group, "-count", "6", "-reconsume", "1",
-                "-clientRebalance", "false", "-timeout", "40000", "-linger", "1000", timeout=90).check()
+                "-clientRebalance", "false", "-timeout", "40000", "-linger", "500", timeout=90).check()
     by_body = defaultdict(list)
     for e in got.of("received"):
         by_body[e["body"]].append(e)

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import headers as h
 from .bodies import (
+    BatchAckMessageRequestBody,
     CheckClientRequestBody,
     DataVersion,
     HeartbeatData,
@@ -82,6 +83,7 @@ _DECLARED = (
     Request(_C.LITE_PULL_MESSAGE, h.PullMessageRequestHeader, h.PullMessageResponseHeader),
     Request(_C.POP_MESSAGE, h.PopMessageRequestHeader, h.PopMessageResponseHeader),
     Request(_C.ACK_MESSAGE, h.AckMessageRequestHeader),
+    Request(_C.BATCH_ACK_MESSAGE, body=BatchAckMessageRequestBody),
     Request(_C.CHANGE_MESSAGE_INVISIBLETIME, h.ChangeInvisibleTimeRequestHeader, h.ChangeInvisibleTimeResponseHeader),
     Request(_C.QUERY_ASSIGNMENT, body=QueryAssignmentRequestBody),
     Request(_C.SET_MESSAGE_REQUEST_MODE, body=SetMessageRequestModeRequestBody),

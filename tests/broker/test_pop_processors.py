@@ -1,13 +1,17 @@
-"""POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, QUERY_ASSIGNMENT and SET_MESSAGE_REQUEST_MODE
+"""POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME, QUERY_ASSIGNMENT and SET_MESSAGE_REQUEST_MODE
 through the broker's dispatch, with the handles built the way the Java client builds them."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
+
 from ferrymq.server.broker.processors.pop import allocate_averagely, allocate_by_circle
 from ferrymq.wire.bodies import (
+    BatchAck,
+    BatchAckMessageRequestBody,
     QueryAssignmentRequestBody,
     SetMessageRequestModeRequestBody,
 )
@@ -70,6 +74,24 @@ def test_pop_ack_and_retry_round_trip(topic):
     bk.clock.advance(10)
     bk.ctx.pop.revive()
     assert pop(bk).code == ResponseCode.POLLING_TIMEOUT
+
+
+def test_batch_ack_acks_the_offsets_of_its_bit_set(bk):
+    for i in range(3):
+        bk.send(T, f"b{i}".encode())
+    r = pop(bk, queue_id=0)
+    handles = java_handles(bk, r)
+    start, pop_time, invisible = (int(x) for x in handles[0][1].split(" ")[:3])
+    acked = [m.queue_offset for _real, _ck, m in handles[::2]]  # the first and the third
+    bits = sum(1 << (o - start) for o in acked).to_bytes(1, "little")
+    batch = BatchAckMessageRequestBody(broker_name="broker-a", acks=[BatchAck(
+        consumer_group=G, topic=T, retry="0", start_offset=start, queue_id=0, revive_queue_id=0,
+        pop_time=pop_time, invisible_time=invisible, bit_set=base64.b64encode(bits).decode())])
+    assert json.loads(batch.encode())["acks"][0]["so"] == start  # Apache's short keys
+    assert bk.call(RequestCode.BATCH_ACK_MESSAGE, body=batch.encode()).code == 0
+    bk.clock.advance(3.1)
+    bk.ctx.pop.revive()
+    assert [m.body for m in decode_records(pop(bk).body)] == [b"b1"]
 
 
 def test_change_invisible_answers_the_new_pop_time(topic):

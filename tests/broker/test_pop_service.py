@@ -4,11 +4,12 @@ the DLQ, FIFO locking, long polling, and the state a restart brings back."""
 from __future__ import annotations
 
 import pytest
+from twisted.internet import defer
+
 from ferrymq.server.broker.pop import AckStatus, PopError, PopService
 from ferrymq.server.broker.pop.service import INIT_MIN
 from ferrymq.wire.extra_info import ReceiptHandle
 from ferrymq.wire.message import MessageConst, decode_record
-from twisted.internet import defer
 
 from .conftest import Bk
 

@@ -28,6 +28,8 @@ from .admin import (
     TopicStatsTable,
 )
 from .client import (
+    BatchAck,
+    BatchAckMessageRequestBody,
     CheckClientRequestBody,
     Connection,
     ConsumerConnection,
@@ -62,6 +64,8 @@ from .route import (
 )
 
 __all__ = [
+    "BatchAck",
+    "BatchAckMessageRequestBody",
     "MessageQueueAssignment",
     "QueryAssignmentRequestBody",
     "QueryAssignmentResponseBody",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 
 from .model import body, wire
@@ -170,3 +171,34 @@ class SetMessageRequestModeRequestBody:
     consumer_group: str | None = None
     mode: str = "PULL"
     pop_share_queue_num: int = 0
+
+
+@body
+@dataclass(slots=True)
+class BatchAck:
+    """The acks of one pop of one queue: bit i of ``bit_set`` acks queue offset ``start_offset + i``. The
+    bit set travels as Java's ``BitSet.toByteArray()`` in base64 (fastjson's byte[])."""
+
+    consumer_group: str | None = wire("c", default=None)
+    topic: str | None = wire("t", default=None)
+    #: the ExtraInfo retry mark: 0, 1 or 2
+    retry: str | None = wire("r", default=None)
+    start_offset: int = wire("so", default=0)
+    queue_id: int = wire("q", default=0)
+    revive_queue_id: int = wire("rq", default=0)
+    pop_time: int = wire("pt", default=0)
+    invisible_time: int = wire("it", default=0)
+    bit_set: str | None = wire("b", default=None)
+
+    def offsets(self) -> list[int]:
+        raw = base64.b64decode(self.bit_set or "")
+        return [self.start_offset + i * 8 + bit for i, byte in enumerate(raw) for bit in range(8) if byte >> bit & 1]
+
+
+@body
+@dataclass(slots=True)
+class BatchAckMessageRequestBody:
+    """BATCH_ACK_MESSAGE."""
+
+    broker_name: str | None = None
+    acks: list[BatchAck] = field(default_factory=list)

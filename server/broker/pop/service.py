@@ -28,24 +28,18 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from twisted.internet import defer, task
+
 from ferrymq.server.sql92 import FilterSyntaxError, compile_expression
 from ferrymq.server.store.status import GetMessageStatus, PutMessageStatus
 from ferrymq.wire import topics as names
 from ferrymq.wire.codes import Perm
 from ferrymq.wire.extra_info import ReceiptHandle, offset_info, real_topic, retry_mark
 from ferrymq.wire.message import MessageConst, decode_record, encode_record
-from twisted.internet import defer, task
 
 from ..sql_subscriptions import SqlMessageFilter
 from ..tag_subscriptions import TagFilter, build_subscription, is_tag_type
-from .state import (
-    Inflight,
-    OrderBatch,
-    QueueKey,
-    QueueState,
-    from_json_obj,
-    to_json_obj,
-)
+from .state import Inflight, OrderBatch, QueueKey, QueueState, from_json_obj, to_json_obj
 
 log = logging.getLogger("ferrymq.broker.pop")
 

@@ -1,4 +1,5 @@
-"""POP over remoting: POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME (200053),
+"""POP over remoting: POP_MESSAGE (200050), ACK_MESSAGE (200051), BATCH_ACK_MESSAGE (200151),
+CHANGE_MESSAGE_INVISIBLETIME (200053),
 and the load balancing that turns a push consumer into a popping one: QUERY_ASSIGNMENT (400) and
 SET_MESSAGE_REQUEST_MODE (401, ``mqadmin setConsumeMode``).
 
@@ -15,6 +16,7 @@ from typing import Any
 from ferrymq.remoting.dispatch import handles
 from ferrymq.wire import topics as names
 from ferrymq.wire.bodies import (
+    BatchAckMessageRequestBody,
     MessageQueue,
     MessageQueueAssignment,
     QueryAssignmentRequestBody,
@@ -125,6 +127,22 @@ class PopProcessor:
             raise refuse(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!{suggest_todo()}")
         status = ctx.pop.ack(h.consumer_group, h.topic, self._handle(h.extra_info))
         log.debug("ack of %s %s queue %d offset %d: %s", h.consumer_group, h.topic, h.queue_id, h.offset, status.name)
+        return ok(cmd)
+
+    @handles(RequestCode.BATCH_ACK_MESSAGE)
+    def batch_ack(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """The acks of several pops at once (Apache's proxy and MQClientAPIImpl.batchAckMessageAsync)."""
+        ctx = self.ctx
+        body = BatchAckMessageRequestBody.decode(cmd.body)
+        for a in body.acks:
+            try:
+                offsets = a.offsets()
+            except ValueError:
+                raise refuse(ResponseCode.SYSTEM_ERROR, f"bad bit set {a.bit_set!r}") from None
+            for offset in offsets:
+                handle = ReceiptHandle(a.start_offset, a.pop_time, a.invisible_time, a.revive_queue_id,
+                                       a.retry or "0", body.broker_name or "", a.queue_id, offset)
+                ctx.pop.ack(a.consumer_group or "", a.topic or "", handle)
         return ok(cmd)
 
     @handles(RequestCode.CHANGE_MESSAGE_INVISIBLETIME)
