@@ -148,6 +148,11 @@ class Transactions:
     def get(self, tx_id: str) -> Transaction | None:
         return self._records.get(tx_id)
 
+    def recent(self, n: int = 100) -> list[Transaction]:
+        """The newest ``n`` transactions, newest first."""
+        records = reversed(self._records.values())
+        return [tx for tx, _ in zip(records, range(n))]
+
     async def close(self) -> None:
         if self._http is not None:
             http, self._http = self._http, None
