@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ferrymq.sdk.aio import MQAdmin
 from ferrymq.wire.bodies import ClusterInfo
-from ferrymq.wire.topics import is_retry_or_dlq, is_system_topic
+from ferrymq.wire.topics import REPLY_TOPIC_POSTFIX, is_retry_or_dlq, is_system_topic
 
 log = logging.getLogger("ferrymq.gateway.console")
 
@@ -53,8 +53,9 @@ def masters(info: ClusterInfo) -> list[str]:
 
 def user_topics(topics: list[str], info: ClusterInfo) -> list[str]:
     """The topics applications use: not the system's, not a group's retry or dead-letter topic, not the
-    topics named after each cluster and broker."""
-    reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
+    topics named after each cluster and broker, nor a cluster's reply topic."""
+    reserved = (set(info.cluster_addr_table) | set(info.broker_addr_table)
+                | {f"{cluster}_{REPLY_TOPIC_POSTFIX}" for cluster in info.cluster_addr_table})
     return [t for t in topics if not is_system_topic(t) and not is_retry_or_dlq(t) and t not in reserved]
 
 
