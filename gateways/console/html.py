@@ -23,6 +23,7 @@ header a.on{color:#fff;border-bottom:2px solid #f0883e}
 main{max-width:1100px;margin:0 auto;padding:16px 24px}
 h1{font-size:20px;margin:8px 0 12px}
 h2{font-size:16px;margin:20px 0 8px}
+section>h2:first-child{margin-top:0}
 section{background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:12px 16px;margin-bottom:16px;overflow-x:auto}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eaeef2;overflow-wrap:anywhere}

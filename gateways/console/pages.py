@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, Response
 from ferrymq.sdk.admin_cli.command import CommandError
 from ferrymq.wire.bodies import ClusterInfo
 from ferrymq.wire.message import MessageConst, MessageExt
-from ferrymq.wire.topics import SYS_GROUP_PREFIX, validate_group, validate_topic
+from ferrymq.wire.topics import SYS_GROUP_PREFIX, SYSTEM_GROUPS, validate_group, validate_topic
 
 from ..http import groups
 from ..http.gateway import Gateway
@@ -37,15 +37,13 @@ log = logging.getLogger("ferrymq.gateway.console")
 
 #: a message id, offset (store host, commit-log offset) or unique (UNIQ_KEY): 16 bytes in hex
 MSG_ID = re.compile(r"[0-9A-Fa-f]{32}")
-#: the groups every broker keeps for itself and the tools (not an application's)
-_TOOL_GROUPS = frozenset({"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "__MONITOR_CONSUMER", "CLIENT_INNER_PRODUCER",
-                          "SELF_TEST_P_GROUP", "SELF_TEST_C_GROUP", "DEFAULT_CONSUMER", "DEFAULT_PRODUCER"})
 #: how much of a body a message page shows
 BODY_SHOWN = 4096
 
 
 def application_groups(names: list[str]) -> list[str]:
-    return [g for g in names if not g.startswith(SYS_GROUP_PREFIX) and g not in _TOOL_GROUPS]
+    """The groups of applications: not those every broker creates for itself and the tools."""
+    return [g for g in names if not g.startswith(SYS_GROUP_PREFIX) and g not in SYSTEM_GROUPS]
 
 
 def first_number(text: str | None) -> float | None:
@@ -129,7 +127,10 @@ class Pages:
                          "" if tps is None else tps, when(max((o.last_update_timestamp for o in offsets), default=0))))
         return self._page("/topics", "Topics", section(None, table(
             "topics", ("Topic", "Queues", "Min offsets", "Max offsets", "Put TPS", "Last stored"), rows,
-            numeric=(1, 2, 3, 4), empty="no topic yet")))
+            numeric=(1, 2, 3, 4), empty="no topic yet")),
+            Raw(f'<p class="muted">Put TPS is the growth of the topic\'s max offsets between the console\'s '
+                f"samples (every {self.sampler.interval:g} s while its pages are looked at): it shows from the "
+                "second sample on.</p>"))
 
     async def topic(self, request: Request) -> Response:
         topic = request.path_params["topic"]
@@ -303,6 +304,7 @@ class Pages:
         """``handler``, its refusals and failures shown as pages with their status."""
 
         async def run(request: Request) -> Response:
+            self.sampler.viewed()
             try:
                 self.gateway.require_started()
                 return await handler(request)

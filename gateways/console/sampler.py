@@ -3,7 +3,9 @@ messages, sampled every ``consoleSampleInterval``.
 
 Rates are differences between samples, so they are the same whatever the brokers report as their own
 rates, and a topic's put TPS comes from its queues' max offsets (Apache reports one per topic, older
-brokers and FerryMQ do not).
+brokers and FerryMQ do not). The totals cost a request per broker; the topics' offsets a request per
+topic, so they are sampled only while the console is looked at (a page was shown in the last
+:data:`TOPICS_SAMPLED_AFTER_VIEW` seconds).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ log = logging.getLogger("ferrymq.gateway.console")
 #: samples kept: half an hour at the default interval of 5 s
 SAMPLES_KEPT = 360
 MASTER_ID = 0
+#: how long after a page view the topics' offsets are still sampled
+TOPICS_SAMPLED_AFTER_VIEW = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +63,15 @@ def user_topics(topics: list[str], info: ClusterInfo) -> list[str]:
     return [t for t in topics if not is_system_topic(t) and not is_retry_or_dlq(t) and t not in reserved]
 
 
-async def take(admin: MQAdmin) -> Sample:
+async def take(admin: MQAdmin, with_topics: bool) -> Sample:
     info = await admin.cluster_info()
     addrs = masters(info)
     stats = await asyncio.gather(*(admin.runtime_info(addr) for addr in addrs), return_exceptions=True)
     runtimes = [s for s in stats if isinstance(s, dict)]
     put = sum(int(s.get("msgPutTotalTodayNow", 0)) for s in runtimes)
     got = sum(int(s.get("msgGetTotalTodayNow", 0)) for s in runtimes)
+    if not with_topics:
+        return Sample(time.time(), put, got)
     topics = user_topics(await admin.list_topics(), info)
     tables = await asyncio.gather(*(admin.topic_stats(t) for t in topics), return_exceptions=True)
     offsets = {t: sum(o.max_offset for o in table.offset_table.values())
@@ -86,13 +92,19 @@ class Sampler:
         self.admin = admin
         self.interval = interval
         self.samples: deque[Sample] = deque(maxlen=kept)
+        #: when a console page was last shown (monotonic seconds)
+        self.viewed_at = float("-inf")
+
+    def viewed(self) -> None:
+        self.viewed_at = time.monotonic()
 
     async def run(self) -> None:
         while True:
             admin = self.admin()
             if admin is not None:
                 try:
-                    self.samples.append(await take(admin))
+                    looked_at = time.monotonic() - self.viewed_at < TOPICS_SAMPLED_AFTER_VIEW
+                    self.samples.append(await take(admin, looked_at))
                 except Exception as exc:  # noqa: BLE001 - a cluster that does not answer leaves a gap, no more
                     log.debug("console sample skipped: %s", exc)
             await asyncio.sleep(self.interval)
@@ -103,9 +115,11 @@ class Sampler:
                      _rate(b.get_total, a.get_total, b.time - a.time)) for a, b in pairs]
 
     def topic_tps(self, topic: str) -> float | None:
-        """The topic's put TPS between the two newest samples that hold it; None before there are two."""
-        held = [s for s in reversed(self.samples) if topic in s.topic_offsets][:2]
-        if len(held) < 2:
+        """The topic's put TPS between the two newest samples; None unless both hold the topic (it is
+        sampled from the first page view on)."""
+        if len(self.samples) < 2:
             return None
-        newer, older = held
+        older, newer = self.samples[-2], self.samples[-1]
+        if topic not in older.topic_offsets or topic not in newer.topic_offsets:
+            return None
         return _rate(newer.topic_offsets[topic], older.topic_offsets[topic], newer.time - older.time)
