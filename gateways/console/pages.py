@@ -57,7 +57,7 @@ def first_number(text: str | None) -> float | None:
 def uptime(boot_ms: int, now_ms: int) -> str:
     seconds = max(0, now_ms - boot_ms) // 1000
     days, rest = divmod(seconds, 86400)
-    return (f"{days}d " if days else "") + "%02d:%02d:%02d" % (rest // 3600, rest // 60 % 60, rest % 60)
+    return (f"{days}d " if days else "") + f"{rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
 
 
 class Pages:
@@ -313,7 +313,7 @@ class Pages:
             except Exception as exc:  # noqa: BLE001
                 try:
                     return self._problem(current, from_client_error(exc))
-                except Exception:  # noqa: BLE001 - not an SDK failure
+                except Exception:  # not an SDK failure
                     log.exception("console page %s failed", request.url.path)
                     return self._problem(current, Problem(500, "the console failed on this page; its log has "
                                                                "the details"))
@@ -337,8 +337,8 @@ def _message_fields(msg: MessageExt) -> Raw:
         ("Tag", msg.tags or ""), ("Keys", msg.properties.get(MessageConst.KEYS, "")), ("Queue", msg.queue_id),
         ("Queue offset", msg.queue_offset), ("Commit-log offset", msg.commitlog_offset),
         ("Reconsume times", msg.reconsume_times), ("Born", when(msg.born_timestamp)),
-        ("Stored", when(msg.store_timestamp)), ("Born host", "%s:%d" % msg.born_host),
-        ("Store host", "%s:%d" % msg.store_host), ("System flag", msg.sys_flag), ("Body size", len(msg.body))))
+        ("Stored", when(msg.store_timestamp)), ("Born host", "{}:{}".format(*msg.born_host)),
+        ("Store host", "{}:{}".format(*msg.store_host)), ("System flag", msg.sys_flag), ("Body size", len(msg.body))))
 
 
 def _body(body: bytes) -> Raw:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from .sampler import Rate
 
-WIDTH, HEIGHT = 640, 180
+WIDTH, HEIGHT = 1000, 220
 #: room for the axis labels
 LEFT, BOTTOM, TOP, RIGHT = 48, 20, 10, 10
 #: the lines' colours (the stylesheet's legend uses the same)
@@ -50,8 +50,9 @@ def tps_svg(rates: Sequence[Rate]) -> str:
               f'<text x="{LEFT}" y="{HEIGHT - 4}" class="plot-label">{time.strftime("%H:%M:%S", time.localtime(t0))}</text>'
               f'<text x="{LEFT + inner_w}" y="{HEIGHT - 4}" class="plot-label" text-anchor="end">'
               f'{time.strftime("%H:%M:%S", time.localtime(times[-1]))}</text>')
+    # get is dashed, over put: where consumers keep up with producers, both lines show
     lines = "".join(
-        f'<polyline class="plot-{name}" fill="none" stroke="{colour}" stroke-width="2.5" '
+        f'<polyline class="plot-{name}" fill="none" stroke="{colour}" stroke-width="2.5"{dash} '
         f'points="{_points([getattr(r, name + "_tps") for r in rates], times, t0, span, top)}"/>'
-        for name, colour in (("get", GET_COLOUR), ("put", PUT_COLOUR)))
+        for name, colour, dash in (("put", PUT_COLOUR, ""), ("get", GET_COLOUR, ' stroke-dasharray="8 6"')))
     return frame + grid + labels + lines + "</svg>"

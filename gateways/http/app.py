@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -360,6 +361,7 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
         console, sampler = mount(gateway, gateway.console_sample_interval)
         routes.append(console)
 
+    @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         if manage_gateway:
             await gateway.start()

@@ -44,12 +44,16 @@ class Chromium:
         self.profile = tempfile.TemporaryDirectory(prefix="ferrymq-chromium-", ignore_cleanup_errors=True)
         to_browser, self._in = os.pipe()
         self._out, from_browser = os.pipe()
-        # the browser reads commands on its fd 3 and writes answers on its fd 4
+        # above 9, so that putting them on 3 and 4 overwrites neither
+        to_browser, from_browser = (_above_9(fd) for fd in (to_browser, from_browser))
+        args = ["--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run",
+                "--hide-scrollbars", f"--user-data-dir={self.profile.name}", f"--window-size={WIDTH},{HEIGHT}"]
+        # the browser reads commands on its fd 3 and writes answers on its fd 4: bash puts the pipes there
         self.proc = subprocess.Popen(
-            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", "--no-first-run",
-             "--hide-scrollbars", f"--user-data-dir={self.profile.name}", f"--window-size={WIDTH},{HEIGHT}"],
-            pass_fds=(3, 4), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, preexec_fn=lambda: _as_fds(to_browser, from_browser))
+            ["bash", "-c", f'exec "$0" "$@" 3<&{to_browser} 4>&{from_browser} {to_browser}<&- {from_browser}>&-',
+             binary, *args],
+            pass_fds=(to_browser, from_browser), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
         os.close(to_browser)
         os.close(from_browser)
         self._ids = itertools.count(1)
@@ -116,9 +120,8 @@ class Chromium:
         self.profile.cleanup()
 
 
-def _as_fds(to_browser: int, from_browser: int) -> None:
-    """In the child: the command pipe's read end as fd 3, the answer pipe's write end as fd 4 (moved out
-    of the way first, as either may be 3 or 4 already); ``pass_fds`` keeps those two open."""
-    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (to_browser, from_browser)]
-    os.dup2(high[0], 3)
-    os.dup2(high[1], 4)
+def _above_9(fd: int) -> int:
+    """``fd`` moved to a descriptor number above 9."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+    os.close(fd)
+    return moved

@@ -2,7 +2,8 @@
 consuming group, a transaction checked back) loaded in headless Chromium. Each test reads the rendered
 page's text and numbers and holds them against the broker's figures read with the SDK's admin client,
 and looks at the screenshots: something drawn, the TPS plot's line there, nothing past the window's
-right edge. One browser serves the whole module."""
+right edge. One browser serves the whole module. The console of ``ferrymq gateway http -n`` in front of
+Apache RocketMQ is compat_tests/test_console.py's."""
 
 from __future__ import annotations
 
@@ -17,9 +18,7 @@ from ferrymq.gateways.console.html import NAV
 from ferrymq.gateways.console.plot import PUT_COLOUR
 from ferrymq.gateways.http import groups
 from ferrymq.sdk import BlockingMQAdmin, BlockingProducer, BlockingPushConsumer, ClientConfig, Message
-from ferrymq.testing.ports import free_port
-from ferrymq.testing.server import HTTP_UP, FerryMQServer
-from tests.broker.test_cli_broker import start, stop
+from ferrymq.testing.server import FerryMQServer
 
 from ..check_back_receiver import Receiver
 from .chromium import Chromium
@@ -252,18 +251,3 @@ def test_every_page_is_linked_from_the_navigation(server, scenario):
     assert r.status_code == 200
     for path, _ in NAV:
         assert f'href="/console{path}"' in r.text
-
-
-def test_the_gateway_command_serves_the_console_of_any_cluster(server, scenario, admin, tmp_path):
-    port = free_port()
-    conf = tmp_path / "gateway.conf"
-    conf.write_text(f"bindAddress=127.0.0.1\nhttpListenPort={port}\nconsoleSampleInterval=500\n")
-    proc, _, _ = start(["gateway", "http", "-n", server.namesrv_addr, "--log-level", "INFO", "-c", str(conf)], HTTP_UP)
-    try:
-        base = f"http://127.0.0.1:{port}/console"
-        brokers = Page(httpx.get(f"{base}/").text).tables["brokers"]
-        assert [r[1:5] for r in brokers] == [[server.broker_name, "0", "MASTER", server.broker_addr]]
-        lags = {r[0]: r[1] for r in Page(httpx.get(f"{base}/groups").text).tables["groups"]}
-        assert lags[LAGGING] == str(LAG + 1)
-    finally:
-        stop(proc)
