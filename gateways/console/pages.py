@@ -98,7 +98,8 @@ class Pages:
         rates = self.sampler.rates()
         latest = rates[-1] if rates else None
         legend = Raw(f'<p class="legend"><span style="background:{PUT_COLOUR}"></span>put '
-                     f'<span style="background:{GET_COLOUR}"></span>get · sampled every '
+                     f'<span style="background:repeating-linear-gradient(90deg,{GET_COLOUR} 0 5px,transparent 5px 8px)">'
+                     f'</span>get · sampled every '
                      f'{self.sampler.interval:g} s' + (f' · now put <b id="put-tps">{latest.put_tps:.2f}</b>, get '
                                                        f'<b id="get-tps">{latest.get_tps:.2f}</b> messages/s'
                                                        if latest else "") + "</p>")
