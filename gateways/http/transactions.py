@@ -21,6 +21,7 @@ import base64
 import enum
 import hashlib
 import hmac
+import itertools
 import logging
 import time
 from collections import OrderedDict, deque
@@ -150,8 +151,7 @@ class Transactions:
 
     def recent(self, n: int = 100) -> list[Transaction]:
         """The newest ``n`` transactions, newest first."""
-        records = reversed(self._records.values())
-        return [tx for tx, _ in zip(records, range(n))]
+        return list(itertools.islice(reversed(self._records.values()), n))
 
     async def close(self) -> None:
         if self._http is not None:

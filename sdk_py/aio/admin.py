@@ -3,7 +3,7 @@ figures, messages by id and key) with ``await``."""
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ferrymq.wire.bodies import ClusterInfo, ConsumeStats, TopicRouteData, TopicStatsTable
 from ferrymq.wire.message import MessageExt
@@ -12,6 +12,9 @@ from .. import mq_admin as core
 from .. import reactor_thread
 from ..message import MessageQueue
 from .bridge import call
+
+if TYPE_CHECKING:
+    from ..admin_cli.message import MessageTrack
 
 
 class MQAdmin:
@@ -103,6 +106,6 @@ class MQAdmin:
         """The messages of ``topic`` carrying ``key``, as ``queryMsgByKey``."""
         return await call(self._core.messages_by_key, topic, key, max_num)
 
-    async def message_tracks(self, msg: MessageExt) -> list:
-        """What each consumer group of the message's topic did with it (``MessageTrack``s)."""
+    async def message_tracks(self, msg: MessageExt) -> list[MessageTrack]:
+        """What each consumer group of the message's topic did with it."""
         return await call(self._core.message_tracks, msg)
