@@ -1,7 +1,9 @@
 """The admin calls an application needs next to its producers and consumers (Java ``MQAdminImpl`` and
 the topic part of ``DefaultMQAdminExt``): create a topic on brokers, list a topic's queues, and ask a
 queue for its min/max offset, earliest store time, or the offset of a point in time; list the consumer
-groups and read their offsets as ``mqadmin consumerProgress`` does.
+groups and read their offsets as ``mqadmin consumerProgress`` does; read the cluster, the brokers' runtime
+figures and a topic's queues as ``clusterList`` and ``topicStatus`` do; find messages by id or key and
+what each consumer group did with one, as ``queryMsgById`` does.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import io
 
 from twisted.internet import defer, task
 
-from ferrymq.wire.bodies import MessageQueue, TopicRouteData
+from ferrymq.wire.bodies import MessageQueue, TopicRouteData, TopicStatsTable
 from ferrymq.wire.codes import ResponseCode
 
 from .admin import DEFAULT_TIMEOUT, NamesrvAdmin
@@ -146,7 +148,61 @@ class MQAdmin:
         """The group's broker and committed offsets per queue on every broker of its route, as ``mqadmin
         consumerProgress -g`` reads them (GET_CONSUME_STATS); fails when the brokers keep no offsets for it
         (a broadcasting group, or none consumed yet with no consumer online)."""
-        from .admin_cli.command import Context
         from .admin_cli.consumer import consume_stats
 
-        return consume_stats(Context(self, [], io.StringIO(), io.StringIO()), group, topic)
+        return consume_stats(self._context(), group, topic)
+
+    def _context(self):
+        """What the mqadmin command helpers run with, their printing going nowhere."""
+        from .admin_cli.command import Context
+
+        return Context(self, [], io.StringIO(), io.StringIO())
+
+    # ------------------------------------------------------------------ cluster and brokers
+
+    def cluster_info(self) -> defer.Deferred:
+        """The name server's clusters and brokers (GET_BROKER_CLUSTER_INFO), a ClusterInfo."""
+        return self.namesrv.get_cluster_info()
+
+    def runtime_info(self, addr: str) -> defer.Deferred:
+        """The broker's runtime figures (GET_BROKER_RUNTIME_INFO), as ``clusterList`` reads them."""
+        return self.api.get_runtime_info(addr)
+
+    @defer.inlineCallbacks
+    def topic_stats(self, topic: str):
+        """The topic's queues' min/max offsets and its put TPS over every broker of its route, as
+        ``mqadmin topicStatus`` gathers them (a TopicStatsTable)."""
+        from .admin_cli.cluster import select_addr
+
+        route: TopicRouteData = yield self.fetch_route(topic)
+        result = TopicStatsTable()
+        for broker in route.broker_datas:
+            addr = select_addr(broker)
+            if addr:
+                stats = yield self.api.get_topic_stats(addr, topic)
+                result.offset_table.update(stats.offset_table)
+                result.topic_put_tps += stats.topic_put_tps
+        return result
+
+    # ------------------------------------------------------------------ messages
+
+    def message_by_id(self, topic: str, msg_id: str) -> defer.Deferred:
+        """The message ``msg_id`` names in ``topic``: an offset message id, else a unique key (UNIQ_KEY)
+        of the last three days, as ``mqadmin queryMsgById`` finds it; fails when there is none."""
+        from .admin_cli.message import message_by_id
+
+        return message_by_id(self._context(), topic, msg_id)
+
+    def messages_by_key(self, topic: str, key: str, max_num: int = 64) -> defer.Deferred:
+        """The messages of ``topic`` carrying ``key`` among their keys, as ``mqadmin queryMsgByKey`` finds
+        them; fails when there are none."""
+        from .admin_cli.message import query_messages
+
+        return query_messages(self._context(), topic, key, max_num=max_num)
+
+    def message_tracks(self, msg) -> defer.Deferred:
+        """What each consumer group of the message's topic did with it (MessageTracks: consumed, not
+        consumed yet, filtered out, ...), as ``mqadmin queryMsgById`` prints below the message."""
+        from .admin_cli.message import tracks_of
+
+        return tracks_of(self._context(), msg)

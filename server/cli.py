@@ -72,7 +72,7 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
     gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
                       local_offset_dir=os.path.join(broker_cfg.storePathRootDir, "http-offsets"),
-                      **gateway_cfg.transaction_options())
+                      **gateway_cfg.transaction_options(), **gateway_cfg.console_options())
     on_reactor = gateway_cfg.httpEventLoop == "BROKER" and on_asyncio_reactor()
     server = (GatewayOnReactor if on_reactor else GatewayThread)(gateway, bind, gateway_cfg.httpListenPort)
     try:
@@ -481,7 +481,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from ferrymq.gateways.http.server import serve_forever
 
     serve_forever(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
-                          **gateway_cfg.transaction_options()),
+                          **gateway_cfg.transaction_options(), **gateway_cfg.console_options()),
                   netty_cfg.bindAddress, gateway_cfg.httpListenPort)
     log.info("stopped")
     return 0

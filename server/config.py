@@ -354,9 +354,17 @@ class GatewayConfig:
     httpCheckBackTimeout: int = key(3_000, "Milliseconds a check-back receiver has to answer before the answer "
                                            "counts as UNKNOWN.", check=positive)
 
+    consoleEnabled: bool = key(True, "Serve the web console (docs/console.md) under /console on httpListenPort.")
+    consoleSampleInterval: int = key(5_000, "Milliseconds between the web console's samples of the cluster's put "
+                                            "and get totals (its TPS plot).", check=positive)
+
     def transaction_options(self) -> dict[str, object]:
         """The :class:`ferrymq.gateways.http.gateway.Gateway` keyword arguments of the check-back keys."""
         return {"check_back_secret": self.httpCheckBackSecret, "check_back_timeout": self.httpCheckBackTimeout / 1000}
+
+    def console_options(self) -> dict[str, object]:
+        """The :class:`ferrymq.gateways.http.gateway.Gateway` keyword argument of the console keys."""
+        return {"console_sample_interval": self.consoleSampleInterval / 1000 if self.consoleEnabled else None}
 
 
 @dataclass

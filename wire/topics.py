@@ -55,6 +55,17 @@ SYSTEM_TOPICS = frozenset(
         ROCKSDB_OFFSET_TOPIC,
     }
 )
+#: The subscription groups Apache creates at start (tools, self test, transaction check).
+SYSTEM_GROUPS = (
+    TOOLS_CONSUMER_GROUP,
+    "FILTERSRV_CONSUMER",
+    SELF_TEST_CONSUMER_GROUP,
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_SYS_RMQ_TRANS",
+)
 #: Topics a producer may never send to directly (answered NO_PERMISSION).
 NOT_ALLOWED_SEND_TOPICS = frozenset(
     {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
@@ -353,12 +354,23 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
         Route("/v1/transactions/{id}", _guarded(r.end_transaction), methods=["POST"]),
     ]
 
+    sampler = None
+    if gateway.console_sample_interval is not None:
+        from ferrymq.gateways.console.app import mount
+
+        console, sampler = mount(gateway, gateway.console_sample_interval)
+        routes.append(console)
+
+    @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         if manage_gateway:
             await gateway.start()
+        sampling = asyncio.get_running_loop().create_task(sampler.run()) if sampler is not None else None
         try:
             yield
         finally:
+            if sampling is not None:
+                sampling.cancel()
             if manage_gateway:
                 await gateway.stop()
 

@@ -38,7 +38,8 @@ class Gateway:
 
     def __init__(self, namesrv_addr: str, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  client_config: dict[str, Any] | None = None, local_offset_dir: str | None = None,
-                 idle_seconds: float = IDLE_SECONDS, check_back_secret: str = "", check_back_timeout: float = 3.0):
+                 idle_seconds: float = IDLE_SECONDS, check_back_secret: str = "", check_back_timeout: float = 3.0,
+                 console_sample_interval: float | None = None):
         self.namesrv_addr = namesrv_addr
         #: where broadcasting clients' offsets are kept (None: the SDK's default, ~/.rocketmq_offsets)
         self.local_offset_dir = local_offset_dir
@@ -63,6 +64,8 @@ class Gateway:
         #: the figures of the broker of this process, if any (a :class:`~ferrymq.server.broker.metrics.BrokerMetrics`),
         #: served on /metrics beside the process's own
         self.broker_metrics: Any = None
+        #: seconds between the web console's TPS samples; None: no console (docs/console.md)
+        self.console_sample_interval = console_sample_interval
 
     def send_in_process(self, addr: str, processor: Processor, born_host: str) -> None:
         """Hand the sends to the broker at ``addr`` straight to its request table (call before

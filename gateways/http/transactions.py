@@ -21,6 +21,7 @@ import base64
 import enum
 import hashlib
 import hmac
+import itertools
 import logging
 import time
 from collections import OrderedDict, deque
@@ -147,6 +148,10 @@ class Transactions:
 
     def get(self, tx_id: str) -> Transaction | None:
         return self._records.get(tx_id)
+
+    def recent(self, n: int = 100) -> list[Transaction]:
+        """The newest ``n`` transactions, newest first."""
+        return list(itertools.islice(reversed(self._records.values()), n))
 
     async def close(self) -> None:
         if self._http is not None:

@@ -289,11 +289,18 @@ class MessageTrack:
 
 @defer.inlineCallbacks
 def message_tracks(ctx: Context, msg: MessageExt):
-    """For each group consuming the message's topic: consumed, not yet, filtered out, pulling, offline."""
+    """For each group consuming the message's topic: consumed, not yet, filtered out, pulling, offline
+    (the lines mqadmin prints)."""
+    return [str(track) for track in (yield tracks_of(ctx, msg))]
+
+
+@defer.inlineCallbacks
+def tracks_of(ctx: Context, msg: MessageExt):
+    """The :class:`MessageTrack` of each group consuming the message's topic."""
     route = yield ctx.admin.namesrv.get_route_info(msg.topic)
     tracks = []
     for group in (yield consumer_groups(ctx, route, msg.topic)):
-        tracks.append(str((yield _track(ctx, msg, group))))
+        tracks.append((yield _track(ctx, msg, group)))
     return tracks
 
 

@@ -1,15 +1,20 @@
-"""The asyncio admin client: :class:`ferrymq.sdk.MQAdmin` (topics, routes, queue offsets) with ``await``."""
+"""The asyncio admin client: :class:`ferrymq.sdk.MQAdmin` (topics, routes, queue offsets, the cluster's
+figures, messages by id and key) with ``await``."""
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from ferrymq.wire.bodies import ConsumeStats, TopicRouteData
+from ferrymq.wire.bodies import ClusterInfo, ConsumeStats, TopicRouteData, TopicStatsTable
+from ferrymq.wire.message import MessageExt
 
 from .. import mq_admin as core
 from .. import reactor_thread
 from ..message import MessageQueue
 from .bridge import call
+
+if TYPE_CHECKING:
+    from ..admin_cli.message import MessageTrack
 
 
 class MQAdmin:
@@ -80,3 +85,27 @@ class MQAdmin:
     async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
         """The group's broker and committed offsets per queue, as ``mqadmin consumerProgress -g``."""
         return await call(self._core.consume_stats, group, topic)
+
+    async def cluster_info(self) -> ClusterInfo:
+        """The name server's clusters and brokers."""
+        return await call(self._core.cluster_info)
+
+    async def runtime_info(self, addr: str) -> dict[str, str]:
+        """The broker's runtime figures, as ``mqadmin clusterList`` reads them."""
+        return await call(self._core.runtime_info, addr)
+
+    async def topic_stats(self, topic: str) -> TopicStatsTable:
+        """The topic's queues' min/max offsets and put TPS on every broker of its route (``topicStatus``)."""
+        return await call(self._core.topic_stats, topic)
+
+    async def message_by_id(self, topic: str, msg_id: str) -> MessageExt:
+        """The message an offset message id or a unique key (UNIQ_KEY) names, as ``queryMsgById``."""
+        return await call(self._core.message_by_id, topic, msg_id)
+
+    async def messages_by_key(self, topic: str, key: str, max_num: int = 64) -> list[MessageExt]:
+        """The messages of ``topic`` carrying ``key``, as ``queryMsgByKey``."""
+        return await call(self._core.messages_by_key, topic, key, max_num)
+
+    async def message_tracks(self, msg: MessageExt) -> list[MessageTrack]:
+        """What each consumer group of the message's topic did with it."""
+        return await call(self._core.message_tracks, msg)

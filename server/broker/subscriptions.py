@@ -15,18 +15,6 @@ from ferrymq.wire.bodies import DataVersion, SubscriptionGroupConfig, Subscripti
 
 log = logging.getLogger("ferrymq.broker.groups")
 
-#: Groups Apache creates at start (tools, self test, transaction check); some consume broadcast only.
-_SYSTEM_GROUPS = (
-    names.TOOLS_CONSUMER_GROUP,
-    "FILTERSRV_CONSUMER",
-    names.SELF_TEST_CONSUMER_GROUP,
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-    "CID_SYS_RMQ_TRANS",
-)
-
 
 def is_sys_consumer_group(group: str) -> bool:
     return group.startswith(names.SYS_GROUP_PREFIX)
@@ -40,7 +28,7 @@ class SubscriptionGroupManager:
         self.on_change = on_change
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.data_version = DataVersion()
-        for group in _SYSTEM_GROUPS:
+        for group in names.SYSTEM_GROUPS:
             config = SubscriptionGroupConfig(group_name=group)
             if group in (names.TOOLS_CONSUMER_GROUP, "FILTERSRV_CONSUMER", names.SELF_TEST_CONSUMER_GROUP):
                 config.consume_broadcast_enable = True
