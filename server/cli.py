@@ -117,6 +117,32 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
     return listener
 
 
+def _grpc_server(broker, broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
+    """The gRPC MessagingService of ``broker`` (docs/grpc.md), listening already; None when
+    grpcListenPort=0, or when the grpc extra is not installed and the key was left at its default."""
+    gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
+    if gateway_cfg.grpcListenPort == 0:
+        return None
+    try:
+        from ferrymq.server.grpc.messages import Limits
+        from ferrymq.server.grpc.server import GrpcThread
+        from ferrymq.server.grpc.service import BrokerSide, MessagingService
+    except ImportError as exc:
+        if "grpcListenPort" in props:
+            raise CannotStart(f"grpcListenPort={gateway_cfg.grpcListenPort}: {exc}") from None
+        log.info("gRPC not served (grpcListenPort=0 silences this): %s", exc)
+        return None
+    bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
+    service = MessagingService(BrokerSide(broker_cfg.brokerName, broker.ctx.topics, broker.table),
+                               Limits(maxMessageSize=broker_cfg.maxMessageSize))
+    server = GrpcThread(service, bind, gateway_cfg.grpcListenPort)
+    try:
+        server.start()
+    except OSError as exc:
+        raise CannotStart(str(exc)) from None
+    return server
+
+
 def _with_gateways(gateways, broker, watch):
     """``broker``, whose own gateways (those it serves) now send to it in process; its HTTP gateway also
     serves the broker's metrics (with the reactor's stall ``watch``) on /metrics."""
@@ -419,8 +445,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
     broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
+    grpc = _grpc_server(broker, broker_cfg, props)
     # the gateways stop first, so their clients can still unregister from the broker
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker]))], args, watch)
+    return _run_reactor([_StopInOrder(*filter(None, [grpc, *gateways, broker]))], args, watch)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -448,8 +475,9 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
     broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
+    grpc = _grpc_server(broker, broker_cfg, props)
     # the gateways stop first, then the broker, which can still unregister from the name server
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker, namesrv]))], args, watch)
+    return _run_reactor([_StopInOrder(*filter(None, [grpc, *gateways, broker, namesrv]))], args, watch)
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:
