@@ -117,30 +117,40 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
     return listener
 
 
-def _grpc_server(broker, broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
-    """The gRPC MessagingService of ``broker`` (docs/grpc.md), listening already; None when
-    grpcListenPort=0, or when the grpc extra is not installed and the key was left at its default."""
+def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
+    """The gRPC MessagingService (docs/grpc.md), listening already, its broker to be attached
+    (:func:`_with_grpc`); None when grpcListenPort=0, or when the grpc extra is not installed and the
+    key was left at its default. Started before the broker: importing grpcio takes a while, which would
+    hold up the broker's first registration with its name servers."""
     gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
     if gateway_cfg.grpcListenPort == 0:
         return None
     try:
         from ferrymq.server.grpc.messages import Limits
         from ferrymq.server.grpc.server import GrpcThread
-        from ferrymq.server.grpc.service import BrokerSide, MessagingService
+        from ferrymq.server.grpc.service import MessagingService
     except ImportError as exc:
         if "grpcListenPort" in props:
             raise CannotStart(f"grpcListenPort={gateway_cfg.grpcListenPort}: {exc}") from None
         log.info("gRPC not served (grpcListenPort=0 silences this): %s", exc)
         return None
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
-    service = MessagingService(BrokerSide(broker_cfg.brokerName, broker.ctx.topics, broker.table),
-                               Limits(maxMessageSize=broker_cfg.maxMessageSize))
-    server = GrpcThread(service, bind, gateway_cfg.grpcListenPort)
+    server = GrpcThread(MessagingService(limits=Limits(maxMessageSize=broker_cfg.maxMessageSize)), bind,
+                        gateway_cfg.grpcListenPort)
     try:
         server.start()
     except OSError as exc:
         raise CannotStart(str(exc)) from None
     return server
+
+
+def _with_grpc(grpc, broker):
+    """``broker``, whose gRPC service (if any) now answers from it."""
+    if grpc is not None:
+        from ferrymq.server.grpc.service import BrokerSide
+
+        grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.table)
+    return broker
 
 
 def _with_gateways(gateways, broker, watch):
@@ -444,8 +454,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
-    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
-    grpc = _grpc_server(broker, broker_cfg, props)
+    grpc = _grpc_server(broker_cfg, props)
+    broker = _with_grpc(grpc, _with_gateways(gateways, _broker_factory(broker_cfg, props), watch))
     # the gateways stop first, so their clients can still unregister from the broker
     return _run_reactor([_StopInOrder(*filter(None, [grpc, *gateways, broker]))], args, watch)
 
@@ -474,8 +484,8 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
-    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
-    grpc = _grpc_server(broker, broker_cfg, props)
+    grpc = _grpc_server(broker_cfg, props)
+    broker = _with_grpc(grpc, _with_gateways(gateways, _broker_factory(broker_cfg, props), watch))
     # the gateways stop first, then the broker, which can still unregister from the name server
     return _run_reactor([_StopInOrder(*filter(None, [grpc, *gateways, broker, namesrv]))], args, watch)
 

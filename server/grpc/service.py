@@ -113,15 +113,28 @@ def _answers(response_type: type) -> Callable:
 
 
 class MessagingService(service_grpc.MessagingServiceServicer):
-    """The v2 service of one broker; ``limits`` and ``producer`` are the proxy keys' values."""
+    """The v2 service of one broker; ``limits`` and ``producer`` are the proxy keys' values. The server
+    may listen before the broker has started (:attr:`broker` None until then): its calls are refused
+    meanwhile."""
 
-    def __init__(self, broker: BrokerSide, limits: Limits | None = None, producer: ProducerPolicy | None = None):
-        self.broker = broker
+    def __init__(self, broker: BrokerSide | None = None, limits: Limits | None = None,
+                 producer: ProducerPolicy | None = None):
+        self._broker = broker
         self.limits = limits or Limits()
         self.producer = producer or ProducerPolicy(maxBodySize=self.limits.maxMessageSize)
         self.clients: dict[str, _Client] = {}
         self._transactions: collections.OrderedDict[tuple[str, str], _HalfMessage] = collections.OrderedDict()
         self._round_robin = itertools.count()
+
+    @property
+    def broker(self) -> BrokerSide:
+        if self._broker is None:
+            raise Refused(Code.INTERNAL_SERVER_ERROR, "the broker is starting")
+        return self._broker
+
+    @broker.setter
+    def broker(self, broker: BrokerSide) -> None:
+        self._broker = broker
 
     # ------------------------------------------------------------------ clients
 
@@ -220,8 +233,9 @@ class MessagingService(service_grpc.MessagingServiceServicer):
                 raise Refused(Code.MESSAGE_CORRUPTED, "topic in message is not same")
             # the producer group is the topic's name: a check-back asks the topic's gRPC producers
             outgoing.append(to_outgoing(message, topic.name, remote, self.limits))
+        # the type check comes first, as the proxy's: a topic this broker lacks is of type UNSPECIFIED
+        _check_message_type(self.broker.topics.get(topic.name), outgoing[0])
         config = self._topic(topic.name)
-        _check_message_type(config, outgoing[0])
         queue_id = self._queue(config, outgoing[0].message_group if len(outgoing) == 1 else "")
         entries = [await self._send(topic.name, queue_id, message, remote) for message in outgoing]
         codes = {entry.status.code for entry in entries}
