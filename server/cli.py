@@ -149,7 +149,7 @@ def _with_grpc(grpc, broker):
     if grpc is not None:
         from ferrymq.server.grpc.service import BrokerSide
 
-        grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.table)
+        grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.ctx.producers, broker.table)
     return broker
 
 

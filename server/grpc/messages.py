@@ -10,9 +10,12 @@ proxy's ``Code``; the limits are :class:`Limits`, the proxy's defaults.
 from __future__ import annotations
 
 import time
+import zlib
 from dataclasses import dataclass
 
-from ferrymq.wire.message import SYSTEM_PROPERTIES, MessageConst, MessageSysFlag
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from ferrymq.wire.message import SYSTEM_PROPERTIES, MessageConst, MessageExt, MessageSysFlag
 
 from .protocol import Code, pb
 from .status import Refused
@@ -154,3 +157,38 @@ def to_outgoing(message: pb.Message, producer_group: str, born_host: str, limits
     if born > 0:
         props[MessageConst.BORN_TIMESTAMP] = str(born)
     return Outgoing(message.body, props, sys_flag, born or int(time.time() * 1000), group)
+
+
+def _timestamp(millis: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMilliseconds(millis)
+    return stamp
+
+
+def to_message(msg: MessageExt) -> pb.Message:
+    """A stored message as a v2 ``Message`` (a transaction check-back's): the properties the proxy maps
+    back, the others as user properties, and the body's CRC32 digest the SDKs verify."""
+    props = msg.properties
+    system = pb.SystemProperties(
+        keys=[key for key in props.get(MessageConst.KEYS, "").split(MessageConst.KEY_SEPARATOR) if key],
+        message_id=props.get(MessageConst.UNIQ_KEY, ""),
+        body_digest=pb.Digest(type=pb.CRC32, checksum=f"{zlib.crc32(msg.body):X}"),
+        body_encoding=pb.GZIP if msg.sys_flag & MessageSysFlag.COMPRESSED_FLAG else pb.IDENTITY,
+        message_type=pb.TRANSACTION if props.get(MessageConst.TRANSACTION_PREPARED) == "true" else pb.NORMAL,
+        born_timestamp=_timestamp(msg.born_timestamp),
+        born_host=props.get(MessageConst.BORN_HOST, msg.born_host[0]),
+        store_timestamp=_timestamp(msg.store_timestamp),
+        store_host=f"{msg.store_host[0]}:{msg.store_host[1]}",
+        queue_id=msg.queue_id,
+        queue_offset=msg.queue_offset,
+        delivery_attempt=msg.reconsume_times,
+    )
+    if MessageConst.TAGS in props:
+        system.tag = props[MessageConst.TAGS]
+    if MessageConst.SHARDING_KEY in props:
+        system.message_group = props[MessageConst.SHARDING_KEY]
+    if MessageConst.TRACE_CONTEXT in props:
+        system.trace_context = props[MessageConst.TRACE_CONTEXT]
+    users = {key: value for key, value in props.items() if key not in SYSTEM_PROPERTIES}
+    return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=users, system_properties=system,
+                      body=msg.body)

@@ -17,6 +17,7 @@ import collections
 import functools
 import itertools
 import logging
+import time
 import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -27,14 +28,21 @@ from ferrymq.remoting.errors import RemotingTimeoutError
 from ferrymq.remoting.local import LocalPeer
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request as new_request
-from ferrymq.wire.headers import EndTransactionRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader
-from ferrymq.wire.message import MessageConst, MessageSysFlag, encode_properties
+from ferrymq.wire.headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+)
+from ferrymq.wire.message import MessageConst, MessageSysFlag, decode_record, encode_properties
 from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.topics import AUTO_CREATE_TOPIC, is_system_topic, validate_topic
 
 from . import route
-from .messages import Limits, Outgoing, to_outgoing
+from ferrymq.server.broker.clients import ClientChannelInfo
+
+from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
 from .reactor import in_reactor
 from .settings import ProducerPolicy, answer
@@ -42,8 +50,9 @@ from .status import OK, SEND_STATUS, Refused, from_remoting, status
 
 log = logging.getLogger("ferrymq.grpc")
 
-#: the metadata key naming the client (every SDK sends it)
+#: the metadata keys naming the client and its language (every SDK sends them)
 CLIENT_ID = "x-mq-client-id"
+LANGUAGE = "x-mq-language"
 #: half messages whose END_TRANSACTION data is kept (the oldest forgotten first)
 TRANSACTIONS_KEPT = 100_000
 #: seconds a broker call may take before the client is answered PROXY_TIMEOUT
@@ -52,10 +61,11 @@ BROKER_TIMEOUT = 3.0
 
 @dataclass(frozen=True, slots=True)
 class BrokerSide:
-    """What the service needs of the broker: its name, topic table and request table (``processor``)."""
+    """What the service needs of the broker: its name, topic, producer and request (``processor``) tables."""
 
     name: str
     topics: Any  # TopicConfigManager
+    producers: Any  # ProducerManager
     processor: Any
 
     def call(self, cmd: RemotingCommand, remote: str):
@@ -63,11 +73,33 @@ class BrokerSide:
         return LocalPeer(self.processor, remote).invoke(cmd, BROKER_TIMEOUT)
 
 
+class TelemetryChannel:
+    """A gRPC producer as the broker's producer table holds it, under each topic it publishes to (the
+    producer group of its messages): the CHECK_TRANSACTION_STATE the broker writes to it, in the reactor
+    thread, reaches the client as a RecoverOrphanedTransactionCommand on its Telemetry stream."""
+
+    __slots__ = ("client_id", "remote_address", "_deliver")
+
+    def __init__(self, client_id: str, remote_address: str, deliver: Callable[[RemotingCommand], None]):
+        self.client_id = client_id
+        self.remote_address = remote_address
+        self._deliver = deliver
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> None:
+        self._deliver(cmd)
+
+    def __repr__(self) -> str:
+        return f"<TelemetryChannel {self.client_id} {self.remote_address}>"
+
+
 @dataclass(slots=True)
 class _Client:
     settings: pb.Settings | None = None
     #: commands for the client's Telemetry stream (check-backs), None while no stream is open
     outbox: asyncio.Queue | None = None
+    #: the client in the broker's producer table, once its settings name the topics it publishes to
+    channel: TelemetryChannel | None = None
+    language: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +114,19 @@ def _check_topic(topic: pb.Resource) -> None:
         raise Refused(Code.ILLEGAL_TOPIC, problem)
     if is_system_topic(topic.name):
         raise Refused(Code.ILLEGAL_TOPIC, "cannot access system topic")
+
+
+def _reactor():
+    from twisted.internet import reactor
+
+    return reactor
+
+
+def _metadata(context: grpc.aio.ServicerContext, key: str) -> str:
+    for name, value in context.invocation_metadata() or ():
+        if name == key:
+            return value
+    return ""
 
 
 def _peer(context: grpc.aio.ServicerContext) -> str:
@@ -139,21 +184,24 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     # ------------------------------------------------------------------ clients
 
     def _client_id(self, context: grpc.aio.ServicerContext) -> str:
-        for key, value in context.invocation_metadata() or ():
-            if key == CLIENT_ID and value.strip():
-                return value
-        raise Refused(Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
+        client_id = _metadata(context, CLIENT_ID)
+        if not client_id.strip():
+            raise Refused(Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
+        return client_id
 
     @_answers(service.HeartbeatResponse)
     async def Heartbeat(self, request, context):
         client = self.clients.get(self._client_id(context))
         if client is None or client.settings is None:
             raise Refused(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
+        self._register_producer(client)  # a producer stays in the broker's table while it heartbeats
         return service.HeartbeatResponse(status=OK)
 
     @_answers(service.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request, context):
-        self.clients.pop(self._client_id(context), None)
+        client = self.clients.pop(self._client_id(context), None)
+        if client is not None:
+            self._unregister_producer(client)
         return service.NotifyClientTerminationResponse(status=OK)
 
     async def Telemetry(self, request_iterator, context):
@@ -164,6 +212,11 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         except Refused as refused:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused.message)
         client = self.clients.setdefault(client_id, _Client())
+        client.language = _metadata(context, LANGUAGE) or client.language
+        if client.channel is None:
+            loop = asyncio.get_running_loop()
+            client.channel = TelemetryChannel(client_id, _peer(context),
+                                              lambda cmd: loop.call_soon_threadsafe(self._recover, client, cmd))
         outbox: asyncio.Queue = asyncio.Queue()
         client.outbox = outbox
         reader = asyncio.ensure_future(self._read_telemetry(client, request_iterator, outbox))
@@ -180,6 +233,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             reader.cancel()
             if client.outbox is outbox:
                 client.outbox = None
+                self._unregister_producer(client)
 
     async def _read_telemetry(self, client: _Client, request_iterator, outbox: asyncio.Queue) -> None:
         try:
@@ -200,7 +254,37 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             for topic in settings.publishing.topics:
                 _check_topic(topic)
         client.settings = settings
+        self._register_producer(client)
         return service.TelemetryCommand(status=OK, settings=answer(settings, self.producer))
+
+    def _register_producer(self, client: _Client) -> None:
+        """Put (or refresh) a publishing client in the broker's producer table under its topics."""
+        if client.channel is None or client.settings is None or not client.settings.HasField("publishing"):
+            return
+        topics = [topic.name for topic in client.settings.publishing.topics]
+        info = ClientChannelInfo(client.channel, client.channel.client_id, client.language, 0, int(time.time() * 1000),
+                                 client.channel.remote_address)
+        producers = self.broker.producers
+        _reactor().callFromThread(lambda: [producers.register(topic, info) for topic in topics])
+
+    def _unregister_producer(self, client: _Client) -> None:
+        if client.channel is not None and self._broker is not None:
+            _reactor().callFromThread(self._broker.producers.channel_closed, client.channel)
+
+    def _recover(self, client: _Client, cmd: RemotingCommand) -> None:
+        """The broker asks ``client`` about a half message: remember the half (its copy is the open one)
+        for the EndTransaction the answer brings, and pass the question on over Telemetry."""
+        if client.outbox is None:
+            log.info("check-back for %s dropped: its Telemetry stream is closed", client.channel)
+            return
+        header = CheckTransactionStateRequestHeader.from_ext(cmd.ext_fields or {})
+        half, _size = decode_record(cmd.body)
+        transaction_id = header.transaction_id or half.properties.get(MessageConst.UNIQ_KEY, "")
+        self._transactions[(half.topic, transaction_id)] = _HalfMessage(header.commit_log_offset,
+                                                                         header.tran_state_table_offset)
+        client.outbox.put_nowait(service.TelemetryCommand(
+            recover_orphaned_transaction_command=service.RecoverOrphanedTransactionCommand(
+                message=to_message(half), transaction_id=transaction_id)))
 
     # ------------------------------------------------------------------ routes
 

@@ -4,8 +4,10 @@ each message checked as a remoting consumer pulls it from the same broker."""
 
 from __future__ import annotations
 
+import queue
 import time
 import uuid
+import zlib
 
 import pytest
 
@@ -27,7 +29,9 @@ CLIENT = (("x-mq-client-id", "grpc-test@1"),)
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    with FerryMQServer(tmp_path_factory.mktemp("grpc"), grpc=True) as running:
+    # half messages are checked back after 1 s, every 0.5 s
+    conf = {"transactionTimeOut": 1000, "transactionCheckInterval": 500}
+    with FerryMQServer(tmp_path_factory.mktemp("grpc"), conf, grpc=True) as running:
         yield running
 
 
@@ -220,3 +224,32 @@ def test_ending_an_unknown_transaction_is_refused_as_the_proxy_does(server, stub
         topic=pb.Resource(name=topics("TRANSACTION")), message_id="X", transaction_id="nope",
         resolution=pb.COMMIT, source=pb.SOURCE_CLIENT), metadata=CLIENT)
     assert ended.status.code == pb.INTERNAL_SERVER_ERROR
+
+
+def test_an_open_transaction_is_checked_back_over_the_producers_telemetry_stream(server, stub, topics):
+    topic = topics("TRANSACTION")
+    who = (("x-mq-client-id", f"checked-{uuid.uuid4().hex}"),)
+    commands: queue.Queue = queue.Queue()
+    commands.put(service.TelemetryCommand(settings=pb.Settings(
+        client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=topic)]))))
+    stream = stub.Telemetry(iter(commands.get, None), metadata=who, timeout=30)
+    try:
+        assert next(stream).status.code == pb.OK
+        born = message(topic, b"left open", tag="TagT", message_type=pb.TRANSACTION)
+        born.user_properties["order"] = "7"
+        [entry] = send(stub, born, metadata=who).entries
+        check = next(stream).recover_orphaned_transaction_command  # the broker asks after transactionTimeOut
+        assert check.transaction_id == entry.transaction_id
+        asked = check.message
+        assert (asked.topic.name, asked.body, asked.system_properties.message_id) == (topic, b"left open",
+                                                                                     entry.message_id)
+        assert asked.system_properties.tag == "TagT" and dict(asked.user_properties) == {"order": "7"}
+        assert asked.system_properties.body_digest.checksum == f"{zlib.crc32(b'left open'):X}"
+        assert pull_all(server, topic) == []
+        ended = stub.EndTransaction(service.EndTransactionRequest(
+            topic=pb.Resource(name=topic), message_id=entry.message_id, transaction_id=check.transaction_id,
+            resolution=pb.COMMIT, source=pb.SOURCE_SERVER_CHECK), metadata=who)
+        assert ended.status.code == pb.OK
+        assert [m.body for m in pull_all(server, topic, wait=5)] == [b"left open"]
+    finally:
+        commands.put(None)
