@@ -22,11 +22,13 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  * The official gRPC client (rocketmq-client-java) as scenarios printing one JSON object a line.
  *
  * <pre>
- * send -endpoint host:port -t TOPIC -spec FILE
+ * send -endpoint host:port -t TOPIC -spec FILE [-linger MS]
  * </pre>
  * FILE has one message a line, its fields tab-separated {@code name=value}: {@code body}, {@code tag},
  * {@code keys} (comma-separated), {@code group} (message group), {@code delayMs} (delivery after),
- * {@code txn} ({@code commit} or {@code rollback}: sent in a transaction ended so), {@code prop.NAME}.
+ * {@code txn} ({@code commit} or {@code rollback}: sent in a transaction ended so; {@code open}: left
+ * open, for the server's check-back, which the checker answers COMMIT), {@code prop.NAME}. With
+ * {@code -linger} the producer stays up that long after its sends (to answer check-backs).
  */
 public final class GrpcScenarios {
     private GrpcScenarios() {
@@ -71,7 +73,11 @@ public final class GrpcScenarios {
         }
         boolean allSent = true;
         try (Producer producer = provider.newProducerBuilder().setClientConfiguration(configuration)
-            .setTopics(topic).setTransactionChecker(view -> TransactionResolution.COMMIT).build()) {
+            .setTopics(topic).setTransactionChecker(view -> {
+                emit("event", "checked", "msgId", view.getMessageId().toString(),
+                    "body", StandardCharsets.UTF_8.decode(view.getBody()).toString());
+                return TransactionResolution.COMMIT;
+            }).build()) {
             emit("event", "started");
             for (int i = 0; i < spec.size(); i++) {
                 Map<String, String> fields = spec.get(i);
@@ -87,7 +93,7 @@ public final class GrpcScenarios {
                         receipt = producer.send(message, transaction);
                         if ("commit".equals(txn)) {
                             transaction.commit();
-                        } else {
+                        } else if ("rollback".equals(txn)) {
                             transaction.rollback();
                         }
                     }
@@ -96,6 +102,9 @@ public final class GrpcScenarios {
                     allSent = false;
                     emit("event", "send_error", "index", i, "error", e.toString());
                 }
+            }
+            if (args.containsKey("linger")) {
+                Thread.sleep(Long.parseLong(args.get("linger")));
             }
         }
         return allSent;
