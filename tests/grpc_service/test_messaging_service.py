@@ -253,3 +253,29 @@ def test_an_open_transaction_is_checked_back_over_the_producers_telemetry_stream
         assert [m.body for m in pull_all(server, topic, wait=5)] == [b"left open"]
     finally:
         commands.put(None)
+
+
+def test_apaches_python_sdk_producer_sends_through_it(server, topics):
+    """rocketmq-python-client's own Producer (the SDK whose protocol modules the server uses): its start
+    (route, telemetry settings) and sends, read back by a remoting consumer."""
+    from rocketmq import ClientConfiguration, Credentials, Message, Producer
+
+    topic, fifo = topics(), topics("FIFO")
+    producer = Producer(ClientConfiguration(server.grpc_endpoint, Credentials()), (topic, fifo))
+    producer.startup()
+    try:
+        plain = Message()
+        plain.topic, plain.body, plain.tag = topic, b"from python", "TagPy"
+        plain.keys = "py-key"
+        plain.add_property("lang", "python")
+        receipt = producer.send(plain)
+        grouped = Message()
+        grouped.topic, grouped.body, grouped.message_group = fifo, b"in a group", "py-group"
+        producer.send(grouped)
+    finally:
+        producer.shutdown()
+    [got] = pull_all(server, topic)
+    assert (got.body, got.tags, got.keys, got.properties["lang"]) == (b"from python", "TagPy", ["py-key"], "python")
+    assert got.msg_id == receipt.message_id
+    [in_group] = pull_all(server, fifo)
+    assert in_group.properties["__SHARDINGKEY"] == "py-group"
