@@ -231,9 +231,11 @@ class MessagingService(service_grpc.MessagingServiceServicer):
                 yield command
         finally:
             reader.cancel()
-            if client.outbox is outbox:
+            if client.outbox is outbox:  # the client's stream, not a newer one: the client is gone
                 client.outbox = None
                 self._unregister_producer(client)
+                if self.clients.get(client_id) is client:
+                    del self.clients[client_id]
 
     async def _read_telemetry(self, client: _Client, request_iterator, outbox: asyncio.Queue) -> None:
         try:

@@ -112,7 +112,9 @@ def test_settings_are_answered_with_the_servers_and_heartbeats_need_them(server,
     settings = pb.Settings(client_type=pb.PRODUCER, access_point=endpoints(server),
                            request_timeout=Duration(seconds=3),
                            publishing=pb.Publishing(topics=[pb.Resource(name=topic)]))
-    stream = stub.Telemetry(iter([service.TelemetryCommand(settings=settings)]), metadata=who)
+    commands: queue.Queue = queue.Queue()
+    commands.put(service.TelemetryCommand(settings=settings))
+    stream = stub.Telemetry(iter(commands.get, None), metadata=who, timeout=30)  # open, as the SDKs keep it
     first = next(stream)
     assert first.status.code == pb.OK
     answered = first.settings
@@ -124,6 +126,7 @@ def test_settings_are_answered_with_the_servers_and_heartbeats_need_them(server,
     assert stub.Heartbeat(heartbeat, metadata=who).status.code == pb.OK
     assert stub.NotifyClientTermination(service.NotifyClientTerminationRequest(), metadata=who).status.code == pb.OK
     assert stub.Heartbeat(heartbeat, metadata=who).status.code == pb.UNRECOGNIZED_CLIENT_TYPE
+    commands.put(None)
 
 
 def test_a_send_is_stored_as_a_remoting_message_with_tag_keys_and_properties(server, stub, topics):
