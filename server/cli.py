@@ -120,8 +120,9 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
 def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """The gRPC MessagingService (docs/grpc.md), listening already, its broker to be attached
     (:func:`_with_grpc`); None when grpcListenPort=0, or when the grpc extra is not installed and the
-    key was left at its default. Started before the broker: importing grpcio takes a while, which would
-    hold up the broker's first registration with its name servers."""
+    key was left at its default. Started before the other servers: importing grpcio takes a while, which
+    would hold up the broker's first registration with its name servers, and the in-process name server's
+    answers."""
     gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
     if gateway_cfg.grpcListenPort == 0:
         return None
@@ -478,13 +479,13 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
                   cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
     _install_reactor(props)
+    grpc = _grpc_server(broker_cfg, props)  # first: its import would keep the name server from answering
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
-    grpc = _grpc_server(broker_cfg, props)
     broker = _with_grpc(grpc, _with_gateways(gateways, _broker_factory(broker_cfg, props), watch))
     # the gateways stop first, then the broker, which can still unregister from the name server
     return _run_reactor([_StopInOrder(*filter(None, [grpc, *gateways, broker, namesrv]))], args, watch)

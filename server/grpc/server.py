@@ -55,7 +55,7 @@ class GrpcThread:
         if self._error is not None:
             raise OSError(f"grpcListenPort {self.port} on {self.host} cannot be listened on (in use by another "
                           f"process?): set grpcListenPort in the config file, or 0 to turn gRPC off") from None
-        log.info("gRPC MessagingService listening on %s:%d (docs/grpc.md)", self.host, self.port)
+        log.info("gRPC MessagingService served on %s:%d (docs/grpc.md)", self.host, self.port)
 
     def _run(self, ready: threading.Event) -> None:
         async def serve() -> None:
