@@ -10,10 +10,8 @@ check one behaviour each on what both saw.
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 

@@ -26,6 +26,7 @@ import grpc
 
 from ferrymq.remoting.errors import RemotingTimeoutError
 from ferrymq.remoting.local import LocalPeer
+from ferrymq.server.broker.clients import ClientChannelInfo
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request as new_request
 from ferrymq.wire.headers import (
@@ -40,8 +41,6 @@ from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.topics import AUTO_CREATE_TOPIC, is_system_topic, validate_topic
 
 from . import route
-from ferrymq.server.broker.clients import ClientChannelInfo
-
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
 from .reactor import in_reactor
@@ -345,11 +344,11 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             reconsume_times=0, unit_mode=False, batch=False, broker_name=self.broker.name)
         cmd = new_request(RequestCode.SEND_MESSAGE_V2, encode_request_header(RequestCode.SEND_MESSAGE_V2, header),
                           message.body)
-        answer_ = await in_reactor(self.broker.call, cmd, remote)
-        code = SEND_STATUS.get(answer_.code)
+        reply = await in_reactor(self.broker.call, cmd, remote)
+        code = SEND_STATUS.get(reply.code)
         if code is None:
-            raise Refused(from_remoting(answer_.code), answer_.remark or str(answer_.code))
-        sent = SendMessageResponseHeader.from_ext(answer_.ext_fields or {})
+            raise Refused(from_remoting(reply.code), reply.remark or str(reply.code))
+        sent = SendMessageResponseHeader.from_ext(reply.ext_fields or {})
         uniq_key = message.properties[MessageConst.UNIQ_KEY]
         if code == Code.OK and MessageSysFlag.transaction_type(message.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
             self._remember_half(topic, sent.transaction_id or uniq_key, sent)
