@@ -261,7 +261,11 @@ def test_an_open_transaction_is_checked_back_over_the_producers_telemetry_stream
 def test_apaches_python_sdk_producer_sends_through_it(server, topics):
     """rocketmq-python-client's own Producer (the SDK whose protocol modules the server uses): its start
     (route, telemetry settings) and sends, read back by a remoting consumer."""
-    from rocketmq import ClientConfiguration, Credentials, Message, Producer
+    # from the SDK's own modules: the package's __init__ is shared with the C++ client's binding
+    # (rocketmq-client-python, also a `rocketmq` package), whichever was installed last
+    from rocketmq.v5.client import ClientConfiguration, Credentials
+    from rocketmq.v5.model import Message
+    from rocketmq.v5.producer import Producer
 
     topic, fifo = topics(), topics("FIFO")
     producer = Producer(ClientConfiguration(server.grpc_endpoint, Credentials()), (topic, fifo))
