@@ -11,7 +11,7 @@ NATIVE_SOURCES := $(wildcard wire/*.c wire/*.h server/store/*.c) $(CYTHON_SOURCE
 DROP_CYTHON_BUILDS := rm -f $(foreach s,$(CYTHON_SOURCES),$(basename $(s)).cpython-*.so)
 
 # The extras a development install has: `test` and `spark` (PySpark for tests/pipeline and compat_tests).
-EXTRAS := test,spark
+EXTRAS := test,spark,grpc
 # The requirements pip resolves before FerryMQ's own build (runtime, the extras above and build system), so
 # that the download and the compile are separate, announced steps.
 define REQUIREMENTS

@@ -7,6 +7,7 @@ store is small and lives in a temp dir.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -19,6 +20,7 @@ from .processes import LOOPBACK, Child, free_port, port_open
 
 NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
+PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
 
 #: Heap and GC for the server JVMs. G1 as Apache's scripts use; the heap is what a 2-core box can spare.
 SERVER_JVM_FLAGS = (
@@ -209,6 +211,64 @@ class ApacheBroker:
     def stop(self) -> None:
         self.child.kill()
         _remove_if_outside(self.store, self.home)
+
+
+@dataclass
+class ApacheProxy:
+    """Apache's proxy in local mode (``ProxyStartup -pm local``): a master broker in the proxy's JVM,
+    registered with ``namesrv_addr``, and the gRPC MessagingService on ``grpc_port``."""
+
+    home: Path
+    grpc_port: int
+    broker: ApacheBroker
+    child: Child
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return f"{LOOPBACK}:{self.grpc_port}"
+
+    @classmethod
+    def launch(cls, home: Path, namesrv_addr: str, *, name: str = "proxy-broker-a",
+               extra: dict[str, object] | None = None, version: str = toolchain.ROCKETMQ_5) -> ApacheProxy:
+        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register."""
+        home.mkdir(parents=True, exist_ok=True)
+        broker_port, grpc_port, remoting_port = free_port(also_free=(-2, 1)), free_port(), free_port()
+        store = store_root(home)
+        broker_conf = write_conf(home / "broker.conf", {
+            "brokerClusterName": "CompatCluster", "brokerName": name, "brokerId": 0, "namesrvAddr": namesrv_addr,
+            "listenPort": broker_port, "haListenPort": broker_port + 1, "bindAddress": LOOPBACK,
+            "brokerIP1": LOOPBACK, "storePathRootDir": store, "storePathCommitLog": store / "commitlog",
+            "autoCreateTopicEnable": "true", "mappedFileSizeCommitLog": 64 * 1024 * 1024,
+            "mappedFileSizeConsumeQueue": 30000 * 20, "flushDiskType": "ASYNC_FLUSH", **(extra or {}),
+        })
+        proxy_conf = home / "rmq-proxy.json"
+        proxy_conf.write_text(json.dumps({"rocketMQClusterName": "CompatCluster", "namesrvAddr": namesrv_addr,
+                                          "grpcServerPort": grpc_port, "remotingListenPort": remoting_port}))
+        command = [
+            toolchain.require("java"), *SERVER_JVM_FLAGS, f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
+            f"-Djava.io.tmpdir={home}", "-cp", toolchain.apache_proxy_classpath(version), PROXY_MAIN,
+            "-pm", "local", "-bc", str(broker_conf), "-pc", str(proxy_conf),
+        ]
+        child = Child("Apache proxy", command, home / "proxy.out")
+        child.start()
+        broker = ApacheBroker(home, broker_port, child, "CompatCluster", name, LOOPBACK, version, store,
+                              namesrv_addr, LOOPBACK)
+        return cls(home, grpc_port, broker, child)
+
+    def wait_ready(self) -> None:
+        """Waits until the gRPC port listens and the name server routes to the proxy's broker."""
+        child = self.child
+        try:
+            child.wait_until(lambda: "rocketmq-proxy startup successfully" in child.log_tail(600)
+                             and port_open(LOOPBACK, self.grpc_port), f"gRPC on {self.grpc_port}", BOOT_TIMEOUT)
+            child.wait_until(lambda: _routes_to(self.broker.namesrv_addr, "TBW102", self.broker.name),
+                             f"registered with the name server {self.broker.namesrv_addr}", BOOT_TIMEOUT)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        self.broker.stop()
 
 
 def _remove_if_outside(store: Path, home: Path) -> None:

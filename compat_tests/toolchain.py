@@ -2,8 +2,10 @@
 
 Everything comes from the public registries on first use, so a fresh clone needs only java, mvn and go:
 
-* Maven resolves ``rocketmq-client`` + ``rocketmq-tools`` (``java/pom.xml``) and Apache's name server and
-  broker (``java/server/pom.xml``) into ``~/.m2``; the resulting classpaths are cached as text files.
+* Maven resolves ``rocketmq-client`` + ``rocketmq-tools`` (``java/pom.xml``), Apache's name server and
+  broker (``java/server/pom.xml``), Apache's proxy (``java/proxy/pom.xml``) and the gRPC client
+  ``rocketmq-client-java`` (``java/grpc/pom.xml``) into ``~/.m2``; the resulting classpaths are cached as
+  text files.
 * ``javac`` compiles the scenario program (``java/src``) once per client version, and the
   testcontainers-java check (``java/testcontainers``, its own pom) once.
 * ``go build`` compiles the Go harness (``go/``) once.
@@ -36,6 +38,8 @@ ROCKETMQ_5 = "5.5.0"
 #: Last 4.9.x release of rocketmq-client and rocketmq-tools (4.9.8; namesrv/broker stop at 4.9.7).
 ROCKETMQ_4 = "4.9.8"
 CLIENT_VERSIONS = (ROCKETMQ_5, ROCKETMQ_4)
+#: Latest release of rocketmq-client-java, the official gRPC client (apache/rocketmq-clients), on Maven Central.
+GRPC_CLIENT_JAVA = "5.2.0"
 
 #: JVM flags for short-lived client JVMs (mqadmin, scenarios): start fast, stay small on 2 cores.
 CLIENT_JVM_FLAGS = (
@@ -240,6 +244,24 @@ def _class_data_archive(classpath: str, name: str) -> Path | None:
             return None
         tmp.rename(archive)
     return archive
+
+
+def grpc_java_client() -> JavaClients:
+    """rocketmq-client-java (one shaded jar) and GrpcScenarios (``java/grpc``) compiled against it."""
+    project = JAVA_DIR / "grpc"
+    with _build_lock():
+        deps = _maven_classpath(project / "pom.xml", f"grpc-client-{GRPC_CLIENT_JAVA}",
+                                {"rocketmq.client.java.version": GRPC_CLIENT_JAVA})
+        classes = _compiled(project / "src" / "main" / "java", deps, f"grpc-scenarios-{GRPC_CLIENT_JAVA}",
+                            f"the gRPC scenarios against rocketmq-client-java {GRPC_CLIENT_JAVA}")
+    return JavaClients(version=GRPC_CLIENT_JAVA, classpath=f"{deps}{os.pathsep}{classes}")
+
+
+def apache_proxy_classpath(version: str = ROCKETMQ_5) -> str:
+    """Classpath of Apache's rocketmq-proxy (with the broker it runs in local mode), downloaded on first use."""
+    with _build_lock():
+        return _maven_classpath(JAVA_DIR / "proxy" / "pom.xml", f"apache-proxy-{version}",
+                                {"rocketmq.server.version": version})
 
 
 def apache_server_classpath(version: str = ROCKETMQ_5) -> str:

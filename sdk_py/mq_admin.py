@@ -54,14 +54,17 @@ class MQAdmin:
 
     @defer.inlineCallbacks
     def create_topic(self, topic: str, queue_nums: int = 4, *, cluster: str | None = None,
-                     broker_addr: str | None = None, perm: int = 6, order: bool = False):
+                     broker_addr: str | None = None, perm: int = 6, order: bool = False,
+                     attributes: dict[str, str] | None = None):
         """UPDATE_AND_CREATE_TOPIC with ``queue_nums`` read and write queues on one broker, or on every
-        master of ``cluster`` (of all clusters when neither is given). Fires with the addresses used."""
+        master of ``cluster`` (of all clusters when neither is given), with ``attributes`` (as mqadmin's
+        ``-a``: ``{"message.type": "FIFO"}``). Fires with the addresses used."""
         addrs = [broker_addr] if broker_addr else (yield self.master_addrs(cluster))
         if not addrs:
             raise MQClientError("no master broker is registered with the name server; start one first")
+        edits = ",".join(f"+{key}={value}" for key, value in (attributes or {}).items()) or None
         for addr in addrs:
-            yield self.api.create_topic(addr, topic, queue_nums, queue_nums, perm, order=order)
+            yield self.api.create_topic(addr, topic, queue_nums, queue_nums, perm, order=order, attributes=edits)
         return addrs
 
     @defer.inlineCallbacks

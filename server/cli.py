@@ -117,6 +117,43 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
     return listener
 
 
+def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
+    """The gRPC MessagingService (docs/grpc.md), listening already, its broker to be attached
+    (:func:`_with_grpc`); None when grpcListenPort=0, or when the grpc extra is not installed and the
+    key was left at its default. Started before the other servers: importing grpcio takes a while, which
+    would hold up the broker's first registration with its name servers, and the in-process name server's
+    answers."""
+    gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
+    if gateway_cfg.grpcListenPort == 0:
+        return None
+    try:
+        from ferrymq.server.grpc.messages import Limits
+        from ferrymq.server.grpc.server import GrpcThread
+        from ferrymq.server.grpc.service import MessagingService
+    except ImportError as exc:
+        if "grpcListenPort" in props:
+            raise CannotStart(f"grpcListenPort={gateway_cfg.grpcListenPort}: {exc}") from None
+        log.info("gRPC not served (grpcListenPort=0 silences this): %s", exc)
+        return None
+    bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
+    server = GrpcThread(MessagingService(limits=Limits(maxMessageSize=broker_cfg.maxMessageSize)), bind,
+                        gateway_cfg.grpcListenPort)
+    try:
+        server.start()
+    except OSError as exc:
+        raise CannotStart(str(exc)) from None
+    return server
+
+
+def _with_grpc(grpc, broker):
+    """``broker``, whose gRPC service (if any) now answers from it."""
+    if grpc is not None:
+        from ferrymq.server.grpc.service import BrokerSide
+
+        grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.ctx.producers, broker.table)
+    return broker
+
+
 def _with_gateways(gateways, broker, watch):
     """``broker``, whose own gateways (those it serves) now send to it in process; its HTTP gateway also
     serves the broker's metrics (with the reactor's stall ``watch``) on /metrics."""
@@ -418,9 +455,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
-    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
+    grpc = _grpc_server(broker_cfg, props)
+    broker = _with_grpc(grpc, _with_gateways(gateways, _broker_factory(broker_cfg, props), watch))
     # the gateways stop first, so their clients can still unregister from the broker
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker]))], args, watch)
+    return _run_reactor([_StopInOrder(*filter(None, [grpc, *gateways, broker]))], args, watch)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
@@ -441,15 +479,16 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
                   cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
     _install_reactor(props)
+    grpc = _grpc_server(broker_cfg, props)  # first: its import would keep the name server from answering
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
     watch = _stall_watch(args)
-    broker = _with_gateways(gateways, _broker_factory(broker_cfg, props), watch)
+    broker = _with_grpc(grpc, _with_gateways(gateways, _broker_factory(broker_cfg, props), watch))
     # the gateways stop first, then the broker, which can still unregister from the name server
-    return _run_reactor([_StopInOrder(*filter(None, [*gateways, broker, namesrv]))], args, watch)
+    return _run_reactor([_StopInOrder(*filter(None, [grpc, *gateways, broker, namesrv]))], args, watch)
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:

@@ -333,16 +333,21 @@ class PlannedFeatures:
 HTTP_PORT = 8080
 #: the MQTT gateway's default port (``mqttListenPort``), MQTT's registered port
 MQTT_PORT = 1883
+#: the gRPC MessagingService's default port (``grpcListenPort``), Apache's proxy's grpcServerPort
+GRPC_PORT = 8081
 
 
 @dataclass
 class GatewayConfig:
-    """The gateways a broker process serves beside the remoting protocol (docs/http.md, docs/mqtt.md)."""
+    """The gateways and protocols a broker process serves beside the remoting protocol (docs/http.md,
+    docs/mqtt.md, docs/grpc.md)."""
 
     httpListenPort: int = key(HTTP_PORT, "Port of the HTTP gateway (docs/http.md), on bindAddress; 0 turns it off.",
                               check=port)
     mqttListenPort: int = key(MQTT_PORT, "Port of the MQTT gateway (docs/mqtt.md), on bindAddress; 0 turns it off.",
                               check=port)
+    grpcListenPort: int = key(GRPC_PORT, "Port of the RocketMQ 5 gRPC MessagingService (docs/grpc.md), on "
+                                         "bindAddress; 0 turns it off. Needs the grpc extra installed.", check=port)
     httpEventLoop: str = key(
         "OWN_THREAD", "Where a broker process serves its HTTP gateway: BROKER, on the broker's own event loop (the "
         "reactor is then Twisted's asyncio reactor on uvloop), or OWN_THREAD, on a loop of its own in a thread "

@@ -76,11 +76,12 @@ class FerryMQServer:
 
     The HTTP gateway is off unless ``http`` is true (or ``httpListenPort`` is given): then ``http_url`` is
     its base URL, on a free loopback port. The MQTT gateway likewise with ``mqtt`` (``mqttListenPort``):
-    devices connect to ``mqtt_port`` on the loopback address.
+    devices connect to ``mqtt_port`` on the loopback address; and the gRPC service with ``grpc``
+    (``grpcListenPort``): the rocketmq-clients SDKs connect to ``grpc_endpoint``.
     """
 
     def __init__(self, home: Path | str, conf: Mapping[str, object] | None = None, *, start_timeout: float = 30.0,
-                 http: bool = False, mqtt: bool = False):
+                 http: bool = False, mqtt: bool = False, grpc: bool = False):
         self.home = Path(home)
         self.conf = {**TEST_DEFAULTS, **{key: conf_value(value) for key, value in (conf or {}).items()}}
         self.start_timeout = start_timeout
@@ -91,6 +92,8 @@ class FerryMQServer:
         self.http = http or self.http_port != 0
         self.mqtt_port = int(self.conf.pop("mqttListenPort", 0))
         self.mqtt = mqtt or self.mqtt_port != 0
+        self.grpc_port = int(self.conf.pop("grpcListenPort", 0))
+        self.grpc = grpc or self.grpc_port != 0
         self._proc: subprocess.Popen | None = None
 
     # ------------------------------------------------------------------ what clients use
@@ -109,6 +112,13 @@ class FerryMQServer:
         if not self.http:
             raise RuntimeError("this server runs no HTTP gateway: start it with http=True")
         return f"http://{LOOPBACK}:{self.http_port}"
+
+    @property
+    def grpc_endpoint(self) -> str:
+        """``host:port`` of the gRPC MessagingService (docs/grpc.md); start the server with ``grpc=True``."""
+        if not self.grpc:
+            raise RuntimeError("this server serves no gRPC: start it with grpc=True")
+        return f"{LOOPBACK}:{self.grpc_port}"
 
     @property
     def broker_name(self) -> str:
@@ -224,8 +234,11 @@ class FerryMQServer:
             self.http_port = free_port()
         if self.mqtt and not self.mqtt_port:
             self.mqtt_port = free_port()
+        if self.grpc and not self.grpc_port:
+            self.grpc_port = free_port()
         keys = {**self.conf, "namesrvListenPort": str(self.namesrv_port), "listenPort": str(broker_port),
-                "httpListenPort": str(self.http_port), "mqttListenPort": str(self.mqtt_port)}
+                "httpListenPort": str(self.http_port), "mqttListenPort": str(self.mqtt_port),
+                "grpcListenPort": str(self.grpc_port)}
         keys.setdefault("storePathRootDir", str(self.home / "store"))
         keys.setdefault("kvConfigPath", str(self.home / "namesrv" / "kvConfig.json"))
         keys.setdefault("configStorePath", str(self.home / "namesrv" / "namesrv.properties"))

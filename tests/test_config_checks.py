@@ -247,7 +247,7 @@ def test_a_bind_address_of_another_host_names_bindAddress(tmp_path):
 
 def test_a_taken_ha_port_names_haListenPort(tmp_path):
     with taken_port() as port:
-        conf = write_conf(tmp_path, f"listenPort=0\nhaListenPort={port}\nhttpListenPort=0\nmqttListenPort=0")
+        conf = write_conf(tmp_path, f"listenPort=0\nhaListenPort={port}\nhttpListenPort=0\nmqttListenPort=0\ngrpcListenPort=0")
         result = run("broker", "-c", str(conf))
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert result.stderr.splitlines()[-1].startswith(f"ferrymq broker: haListenPort={port}: cannot listen there")

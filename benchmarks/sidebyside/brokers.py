@@ -214,6 +214,7 @@ class FerrySide(Side):
             # served as by default (measured with the gateway running, idle), on a port free here
             "httpListenPort": free_port(),
             "mqttListenPort": free_port(),
+            "grpcListenPort": free_port(),
             "kvConfigPath": self.home / "namesrv" / "kvConfig.json",
             "configStorePath": self.home / "namesrv" / "namesrv.properties",
             **self.overrides,

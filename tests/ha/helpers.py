@@ -59,6 +59,7 @@ class BrokerProcess:
         self.port = self.port or free_port(also_free=(-2, 1))
         keys = {**SMALL_STORE, "bindAddress": LOOPBACK, "brokerIP1": LOOPBACK, "namesrvAddr": self.namesrv_addr,
                 "listenPort": self.port, "storePathRootDir": self.store, "httpListenPort": 0, "mqttListenPort": 0,
+                "grpcListenPort": 0,
                 **self.conf}
         conf = self.home / "broker.conf"
         conf.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n" for k, v in keys.items()))

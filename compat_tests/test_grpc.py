@@ -1,0 +1,235 @@
+"""Issue 27: the RocketMQ 5 gRPC protocol. The official gRPC client (rocketmq-client-java) sends through
+Apache's proxy in local mode (its broker in the proxy's JVM) and through FerryMQ's grpcListenPort, and a
+remoting Java 5.5.0 push consumer reads the messages from the same broker (cross-protocol). Malformed
+requests, sent with the v2 stubs Apache generates (rocketmq-python-client), get the same status codes.
+
+One gRPC producer run and one consumer run per server carry every message kind (a MIXED topic accepts
+them all: Apache's broker with enableMixedMessageType, which FerryMQ's accepts as it is); the tests then
+check one behaviour each on what both saw.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from . import toolchain
+from .harness import ScenarioResult, _run
+from .test_official_clients import WAIT
+
+grpc = pytest.importorskip("grpc", reason="the grpc extra is not installed")
+pytest.importorskip("rocketmq.grpc_protocol", reason="the grpc extra is not installed")
+
+from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
+
+from ferrymq.sdk.blocking_clients import BlockingMQAdmin  # noqa: E402
+
+#: the delayed message's delivery time after its send (ms)
+DELAY_MS = 2000
+#: each message the gRPC producer sends: (spec line fields, whether a consumer gets it)
+MESSAGES = [
+    ({"body": "plain-0", "tag": "TagA", "keys": "k1,k2", "prop.color": "blue"}, True),
+    ({"body": "plain-1", "tag": "TagA", "keys": "k3", "prop.color": "red"}, True),
+    *(({"body": f"fifo-{i}", "group": "order-42"}, True) for i in range(3)),
+    ({"body": "delayed", "delayMs": str(DELAY_MS)}, True),
+    ({"body": "committed", "txn": "commit"}, True),
+    ({"body": "rolled-back", "txn": "rollback"}, False),
+    ({"body": "checked-back", "txn": "open"}, True),
+]
+#: both servers check a half message back after 2 s, every second (Apache's broker keys)
+TRANSACTION_CHECKS = {"transactionTimeOut": 2000, "transactionCheckInterval": 1000}
+#: Apache's broker writes the ends of transactions in batches, every 3 s by default: a check pass before
+#: the batch would ask about transactions the client has ended already
+APACHE_OP_BATCH = {"transactionOpBatchInterval": 200}
+#: how long the producer stays up for the check-back (ms)
+LINGER_MS = 5000
+
+
+@dataclass
+class GrpcServer:
+    kind: str
+    namesrv_addr: str
+    grpc_endpoint: str
+
+    def create_topic(self, message_type: str) -> str:
+        topic = f"CompatGrpc{message_type.title()}_{uuid.uuid4().hex[:8]}"
+        with BlockingMQAdmin(self.namesrv_addr) as admin:
+            admin.create_topic(topic, 4, attributes={"message.type": message_type})
+            admin.wait_for_route(topic)
+        return topic
+
+
+@pytest.fixture(scope="module", params=["apache", "ferrymq"])
+def grpc_server(request, compat_home):
+    """Apache 5.5.0's name server and proxy (local mode) booted side by side, then ``ferrymq standalone``
+    with grpcListenPort."""
+    if request.param == "apache":
+        from .apache import ApacheNamesrv, ApacheProxy
+        from .conftest import _need
+
+        _need("java", "mvn")
+        home = compat_home / "apache-grpc"
+        ns = ApacheNamesrv.launch(home / "namesrv")
+        proxy = ApacheProxy.launch(home / "proxy", ns.addr,
+                                   extra={"enableMixedMessageType": "true", **TRANSACTION_CHECKS, **APACHE_OP_BATCH})
+        try:
+            ns.wait_ready()
+            proxy.wait_ready()
+            yield GrpcServer("apache", ns.addr, proxy.grpc_endpoint)
+        finally:
+            proxy.stop()
+            ns.stop()
+        return
+    from ferrymq.testing import FerryMQServer
+
+    with FerryMQServer(compat_home / "ferrymq-grpc", TRANSACTION_CHECKS, grpc=True) as server:
+        yield GrpcServer("ferrymq", server.namesrv_addr, server.grpc_endpoint)
+
+
+@pytest.fixture(scope="module")
+def grpc_java(compat_home):
+    from .conftest import _need
+
+    _need("java", "javac", "mvn")
+    clients = toolchain.grpc_java_client()
+    home = compat_home / "grpc-java"
+
+    def run(*args: str, timeout: float = 60) -> ScenarioResult:
+        argv = clients.command("ferrymq.compat.grpc.GrpcScenarios", list(args), home=home)
+        proc = _run(argv, timeout)
+        return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+@dataclass
+class Exchange:
+    sent: ScenarioResult
+    received: ScenarioResult
+
+    def got(self, body: str) -> dict:
+        """The first delivery of ``body`` (a transaction checked back twice may be committed twice: at least
+        once, as Apache's broker does when the second check comes before the first answer)."""
+        return next(e for e in self.received.of("received") if e["body"] == body)
+
+    def sent_id(self, body: str) -> str:
+        index = [fields["body"] for fields, _ in MESSAGES].index(body)
+        return self.sent.of("sent")[index]["msgId"]
+
+    def sent_at(self, body: str) -> int:
+        index = [fields["body"] for fields, _ in MESSAGES].index(body)
+        return self.sent.of("sent")[index]["sentAt"]
+
+
+@pytest.fixture(scope="module")
+def exchange(grpc_server, grpc_java, java5, tmp_path_factory) -> Exchange:
+    """:data:`MESSAGES` sent by the gRPC producer to a MIXED topic, then consumed by a remoting push consumer."""
+    topic = grpc_server.create_topic("MIXED")
+    spec = tmp_path_factory.mktemp("grpc-spec") / "messages.tsv"
+    spec.write_text("".join("\t".join(f"{k}={v}" for k, v in fields.items()) + "\n" for fields, _ in MESSAGES))
+    sent = grpc_java("send", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-spec", str(spec),
+                     "-linger", str(LINGER_MS)).check()
+    expected = sum(delivered for _, delivered in MESSAGES)
+    received = java5("consume", "-n", grpc_server.namesrv_addr, "-t", topic, "-g", f"grpc_check_{uuid.uuid4().hex[:8]}",
+                     "-count", str(expected), "-timeout", str(WAIT * 1000), "-linger", "500").check()
+    return Exchange(sent, received)
+
+
+def test_grpc_sends_reach_a_remoting_consumer_with_tag_keys_properties_and_message_id(exchange):
+    for body, keys, color in (("plain-0", "k1 k2", "blue"), ("plain-1", "k3", "red")):
+        got = exchange.got(body)
+        assert (got["tags"], got["keys"], got["properties"]["color"]) == ("TagA", keys, color), exchange.received.explain()
+        assert got["msgId"] == exchange.sent_id(body)
+
+
+def test_a_message_group_stays_on_one_queue_in_order(exchange):
+    fifo = sorted((e for e in exchange.received.of("received") if e["body"].startswith("fifo-")),
+                  key=lambda e: e["queueOffset"])
+    assert [e["body"] for e in fifo] == ["fifo-0", "fifo-1", "fifo-2"], exchange.received.explain()
+    assert len({e["queueId"] for e in fifo}) == 1
+    assert {e["properties"]["__SHARDINGKEY"] for e in fifo} == {"order-42"}
+
+
+def test_a_delivery_timestamp_delays_the_message(exchange):
+    got = exchange.got("delayed")
+    assert got["storeTimestamp"] - exchange.sent_at("delayed") >= DELAY_MS - 500, exchange.received.explain()
+    assert "TIMER_DELIVER_MS" in got["properties"]
+
+
+def test_only_the_committed_transaction_is_delivered(exchange):
+    bodies = {e["body"] for e in exchange.received.of("received")}
+    assert bodies == {fields["body"] for fields, delivered in MESSAGES if delivered}, exchange.received.explain()
+    assert exchange.got("committed")["msgId"] == exchange.sent_id("committed")
+
+
+# ---------------------------------------------------------------------- malformed requests
+
+CLIENT = (("x-mq-client-id", "compat-grpc@1"), ("x-mq-language", "PYTHON"), ("x-mq-protocol", "v2"))
+
+
+@pytest.fixture(scope="module")
+def stub(grpc_server):
+    with grpc.insecure_channel(grpc_server.grpc_endpoint) as channel:
+        yield service_grpc.MessagingServiceStub(channel)
+
+
+@pytest.fixture(scope="module")
+def normal_topic(grpc_server) -> str:
+    return grpc_server.create_topic("NORMAL")
+
+
+def _message(topic: str, body: bytes = b"x", **system) -> pb.Message:
+    system.setdefault("message_id", uuid.uuid4().hex.upper())
+    system.setdefault("message_type", pb.NORMAL)
+    return pb.Message(topic=pb.Resource(name=topic), body=body, system_properties=pb.SystemProperties(**system))
+
+
+BAD_SENDS = {
+    "empty body": (lambda topic: _message(topic, b""), pb.MESSAGE_BODY_EMPTY),
+    "too-large body": (lambda topic: _message(topic, b"x" * (4 * 1024 * 1024 + 1)), pb.MESSAGE_BODY_TOO_LARGE),
+    "no message id": (lambda topic: _message(topic, message_id=""), pb.ILLEGAL_MESSAGE_ID),
+    "tag with |": (lambda topic: _message(topic, tag="a|b"), pb.ILLEGAL_MESSAGE_TAG),
+    "FIFO on a NORMAL topic": (lambda topic: _message(topic, message_group="g", message_type=pb.FIFO),
+                               pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
+    "unknown topic": (lambda topic: _message("CompatGrpcNoSuchTopic"), pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SENDS)
+def test_bad_sends_get_the_proxys_status_codes(stub, normal_topic, case):
+    build, code = BAD_SENDS[case]
+    answer = stub.SendMessage(service.SendMessageRequest(messages=[build(normal_topic)]), metadata=CLIENT)
+    assert pb.Code.Name(answer.status.code) == pb.Code.Name(code), answer.status.message
+
+
+def test_bad_routes_and_unknown_clients_get_the_proxys_status_codes(grpc_server, stub, normal_topic):
+    host, port = grpc_server.grpc_endpoint.rsplit(":", 1)
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+
+    def route(topic: str) -> int:
+        return stub.QueryRoute(service.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=endpoints),
+                               metadata=CLIENT).status.code
+
+    assert route("CompatGrpcNoSuchTopic") == pb.TOPIC_NOT_FOUND
+    assert route("TBW102") == pb.ILLEGAL_TOPIC
+    assert route("bad topic!") == pb.ILLEGAL_TOPIC
+    no_client = stub.SendMessage(service.SendMessageRequest(messages=[_message(normal_topic)]))
+    assert no_client.status.code == pb.CLIENT_ID_REQUIRED
+    unknown = (("x-mq-client-id", f"compat-grpc-{uuid.uuid4().hex}"),)
+    heartbeat = stub.Heartbeat(service.HeartbeatRequest(client_type=pb.PRODUCER), metadata=unknown)
+    assert heartbeat.status.code == pb.UNRECOGNIZED_CLIENT_TYPE
+    ended = stub.EndTransaction(service.EndTransactionRequest(
+        topic=pb.Resource(name=normal_topic), message_id="X", transaction_id="no-such-transaction",
+        resolution=pb.COMMIT, source=pb.SOURCE_CLIENT), metadata=CLIENT)
+    assert ended.status.code == pb.INTERNAL_SERVER_ERROR  # the proxy's TRANSACTION_DATA_NOT_FOUND
+
+
+def test_an_open_transaction_is_checked_back_over_telemetry_and_committed(exchange):
+    checked = exchange.sent.of("checked")
+    assert {e["body"] for e in checked} == {"checked-back"}, exchange.sent.explain()
+    assert {e["msgId"] for e in checked} == {exchange.sent_id("checked-back")}
+    assert exchange.got("checked-back")["msgId"] == exchange.sent_id("checked-back")

@@ -1,0 +1,194 @@
+"""A v2 ``Message`` as the broker stores it: the RocketMQ properties and system flag a send carries.
+
+The mapping is the proxy's (SendMessageActivity): tag -> TAGS, keys -> KEYS, message id -> UNIQ_KEY,
+message group -> __SHARDINGKEY (FIFO), delivery timestamp -> TIMER_DELIVER_MS, a transactional message
+-> TRAN_MSG and its recovery duration -> CHECK_IMMUNITY_TIME_IN_SECONDS, the producer group being the
+topic's name (so a check-back finds the gRPC producers of that topic). Each check refuses with the
+proxy's ``Code``; the limits are :class:`Limits`, the proxy's defaults.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from ferrymq.wire.message import SYSTEM_PROPERTIES, MessageConst, MessageExt, MessageSysFlag
+
+from .protocol import Code, pb
+from .status import Refused
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The proxy's message checks (ProxyConfig's names and defaults)."""
+
+    maxMessageSize: int = 4 * 1024 * 1024
+    maxUserPropertySize: int = 16 * 1024
+    userPropertyMaxNum: int = 128
+    maxMessageGroupSize: int = 64
+    maxDelayTimeMills: int = 24 * 3600 * 1000
+    maxTransactionRecoverySecond: int = 3600
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """What SEND_MESSAGE_V2 carries for one v2 message."""
+
+    body: bytes
+    properties: dict[str, str]
+    sys_flag: int
+    born_timestamp: int
+    message_group: str
+
+
+def _has_control_character(text: str) -> bool:
+    return any(ord(c) <= 0x1F and c not in "\t\r\n" for c in text)
+
+
+def _check_tag(tag: str) -> None:
+    if not tag:
+        return
+    if not tag.strip():
+        raise Refused(Code.ILLEGAL_MESSAGE_TAG, "tag cannot be the char sequence of whitespace")
+    if "|" in tag:
+        raise Refused(Code.ILLEGAL_MESSAGE_TAG, "tag cannot contain '|'")
+    if _has_control_character(tag):
+        raise Refused(Code.ILLEGAL_MESSAGE_TAG, "tag cannot contain control character")
+
+
+def _check_key(key: str) -> None:
+    if key and not key.strip():
+        raise Refused(Code.ILLEGAL_MESSAGE_KEY, "key cannot be the char sequence of whitespace")
+    if _has_control_character(key):
+        raise Refused(Code.ILLEGAL_MESSAGE_KEY, "key cannot contain control character")
+
+
+def _check_group(group: str, limits: Limits) -> None:
+    if not group.strip():
+        raise Refused(Code.ILLEGAL_MESSAGE_GROUP, "message group cannot be the char sequence of whitespace")
+    if 0 < limits.maxMessageGroupSize <= len(group.encode()):
+        raise Refused(Code.ILLEGAL_MESSAGE_GROUP, f"message group exceed the max size {limits.maxMessageGroupSize}")
+    if _has_control_character(group):
+        raise Refused(Code.ILLEGAL_MESSAGE_GROUP, "message group cannot contain control character")
+
+
+def check_body(body: bytes, limits: Limits) -> None:
+    if not body:
+        raise Refused(Code.MESSAGE_BODY_EMPTY, "message body cannot be empty")
+    if 0 < limits.maxMessageSize < len(body):
+        raise Refused(Code.MESSAGE_BODY_TOO_LARGE, f"message body cannot exceed the max {limits.maxMessageSize}")
+
+
+def _user_properties(message: pb.Message, limits: Limits) -> tuple[dict[str, str], int]:
+    users = dict(message.user_properties)
+    if len(users) > limits.userPropertyMaxNum:
+        raise Refused(Code.MESSAGE_PROPERTIES_TOO_LARGE, f"too many user properties, max is {limits.userPropertyMaxNum}")
+    size = 0
+    for key, value in users.items():
+        if key in SYSTEM_PROPERTIES:
+            raise Refused(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
+        if _has_control_character(key):
+            raise Refused(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, "the key of property cannot contain control character")
+        if _has_control_character(value):
+            raise Refused(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, "the value of property cannot contain control character")
+        size += len(key.encode()) + len(value.encode())
+    return users, size
+
+
+def _millis(ts) -> int:
+    return ts.seconds * 1000 + ts.nanos // 1_000_000
+
+
+def to_outgoing(message: pb.Message, producer_group: str, born_host: str, limits: Limits) -> Outgoing:
+    """The message as the broker stores it, or :class:`Refused` with the proxy's code."""
+    check_body(message.body, limits)
+    sp = message.system_properties
+    props, user_size = _user_properties(message, limits)
+    tag = sp.tag
+    _check_tag(tag)
+    if tag:
+        props[MessageConst.TAGS] = tag
+    user_size += len(tag.encode())
+    for key in sp.keys:
+        _check_key(key)
+        user_size += len(key.encode())
+    if sp.keys:
+        props[MessageConst.KEYS] = MessageConst.KEY_SEPARATOR.join(sp.keys)
+    if user_size > limits.maxUserPropertySize:
+        raise Refused(Code.MESSAGE_PROPERTIES_TOO_LARGE,
+                      f"the total size of user property is too large, max is {limits.maxUserPropertySize}")
+    if not sp.message_id.strip():
+        raise Refused(Code.ILLEGAL_MESSAGE_ID, "message id cannot be empty")
+    props[MessageConst.UNIQ_KEY] = sp.message_id
+
+    sys_flag = 0
+    if sp.body_encoding == pb.GZIP:
+        sys_flag |= MessageSysFlag.COMPRESSED_FLAG
+    if sp.message_type == pb.TRANSACTION:
+        sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        props[MessageConst.TRANSACTION_PREPARED] = "true"
+        if sp.HasField("orphaned_transaction_recovery_duration"):
+            seconds = sp.orphaned_transaction_recovery_duration.seconds
+            if 0 < limits.maxTransactionRecoverySecond < seconds:
+                raise Refused(Code.BAD_REQUEST, "the max transaction recovery time of message is too large, max is "
+                                                f"{limits.maxTransactionRecoverySecond}")
+            props[MessageConst.CHECK_IMMUNITY_TIME_IN_SECONDS] = str(seconds)
+    if sp.HasField("delivery_timestamp"):
+        deliver = _millis(sp.delivery_timestamp)
+        if 0 < limits.maxDelayTimeMills < deliver - int(time.time() * 1000):
+            raise Refused(Code.ILLEGAL_DELIVERY_TIME,
+                          f"the max delay time of message is too large, max is {limits.maxDelayTimeMills}")
+        props[MessageConst.TIMER_DELIVER_MS] = str(deliver)
+    props[MessageConst.RECONSUME_TIME] = str(sp.delivery_attempt)
+    props[MessageConst.PRODUCER_GROUP] = producer_group
+    group = sp.message_group
+    if group:
+        _check_group(group, limits)
+        props[MessageConst.SHARDING_KEY] = group
+    if sp.trace_context:
+        props[MessageConst.TRACE_CONTEXT] = sp.trace_context
+    host = sp.born_host if sp.born_host.strip() else born_host
+    if host:
+        props[MessageConst.BORN_HOST] = host
+    born = _millis(sp.born_timestamp) if sp.HasField("born_timestamp") else 0
+    if born > 0:
+        props[MessageConst.BORN_TIMESTAMP] = str(born)
+    return Outgoing(message.body, props, sys_flag, born or int(time.time() * 1000), group)
+
+
+def _timestamp(millis: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMilliseconds(millis)
+    return stamp
+
+
+def to_message(msg: MessageExt) -> pb.Message:
+    """A stored message as a v2 ``Message`` (a transaction check-back's): the properties the proxy maps
+    back, the others as user properties, and the body's CRC32 digest the SDKs verify."""
+    props = msg.properties
+    system = pb.SystemProperties(
+        keys=[key for key in props.get(MessageConst.KEYS, "").split(MessageConst.KEY_SEPARATOR) if key],
+        message_id=props.get(MessageConst.UNIQ_KEY, ""),
+        body_digest=pb.Digest(type=pb.CRC32, checksum=f"{zlib.crc32(msg.body):X}"),
+        body_encoding=pb.GZIP if msg.sys_flag & MessageSysFlag.COMPRESSED_FLAG else pb.IDENTITY,
+        message_type=pb.TRANSACTION if props.get(MessageConst.TRANSACTION_PREPARED) == "true" else pb.NORMAL,
+        born_timestamp=_timestamp(msg.born_timestamp),
+        born_host=props.get(MessageConst.BORN_HOST, msg.born_host[0]),
+        store_timestamp=_timestamp(msg.store_timestamp),
+        store_host=f"{msg.store_host[0]}:{msg.store_host[1]}",
+        queue_id=msg.queue_id,
+        queue_offset=msg.queue_offset,
+        delivery_attempt=msg.reconsume_times,
+    )
+    if MessageConst.TAGS in props:
+        system.tag = props[MessageConst.TAGS]
+    if MessageConst.SHARDING_KEY in props:
+        system.message_group = props[MessageConst.SHARDING_KEY]
+    if MessageConst.TRACE_CONTEXT in props:
+        system.trace_context = props[MessageConst.TRACE_CONTEXT]
+    users = {key: value for key, value in props.items() if key not in SYSTEM_PROPERTIES}
+    return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=users, system_properties=system,
+                      body=msg.body)

@@ -1,0 +1,409 @@
+"""``apache.rocketmq.v2.MessagingService`` answered from the broker of this process.
+
+The service runs on the gRPC server's asyncio loop; what it asks of the broker (a send, an
+END_TRANSACTION) runs in the reactor thread through the broker's own request table
+(:class:`ferrymq.remoting.local.LocalPeer`), as the remoting clients' requests do, so the broker's checks
+and answers are the ones a remoting producer gets. Topic configs are read directly: a dict lookup.
+
+Every unary method answers with gRPC status OK and the outcome in the response's ``status``, as the
+proxy does; a method this module does not serve (consumption: ReceiveMessage, AckMessage...) answers
+gRPC UNIMPLEMENTED, the servicer's default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import itertools
+import logging
+import time
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import grpc
+
+from ferrymq.remoting.errors import RemotingTimeoutError
+from ferrymq.remoting.local import LocalPeer
+from ferrymq.server.broker.clients import ClientChannelInfo
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import RemotingCommand, request as new_request
+from ferrymq.wire.headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+)
+from ferrymq.wire.message import MessageConst, MessageSysFlag, decode_record, encode_properties
+from ferrymq.wire.msgid import parse_offset_msg_id
+from ferrymq.wire.requests import encode_request_header
+from ferrymq.wire.topics import AUTO_CREATE_TOPIC, is_system_topic, validate_topic
+
+from . import route
+from .messages import Limits, Outgoing, to_message, to_outgoing
+from .protocol import Code, pb, service, service_grpc
+from .reactor import in_reactor
+from .settings import ProducerPolicy, answer
+from .status import OK, SEND_STATUS, Refused, from_remoting, status
+
+log = logging.getLogger("ferrymq.grpc")
+
+#: the metadata keys naming the client and its language (every SDK sends them)
+CLIENT_ID = "x-mq-client-id"
+LANGUAGE = "x-mq-language"
+#: half messages whose END_TRANSACTION data is kept (the oldest forgotten first)
+TRANSACTIONS_KEPT = 100_000
+#: seconds a broker call may take before the client is answered PROXY_TIMEOUT
+BROKER_TIMEOUT = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSide:
+    """What the service needs of the broker: its name, topic, producer and request (``processor``) tables."""
+
+    name: str
+    topics: Any  # TopicConfigManager
+    producers: Any  # ProducerManager
+    processor: Any
+
+    def call(self, cmd: RemotingCommand, remote: str):
+        """``cmd`` answered by the broker's request table; call in the reactor thread."""
+        return LocalPeer(self.processor, remote).invoke(cmd, BROKER_TIMEOUT)
+
+
+class TelemetryChannel:
+    """A gRPC producer as the broker's producer table holds it, under each topic it publishes to (the
+    producer group of its messages): the CHECK_TRANSACTION_STATE the broker writes to it, in the reactor
+    thread, reaches the client as a RecoverOrphanedTransactionCommand on its Telemetry stream."""
+
+    __slots__ = ("client_id", "remote_address", "_deliver")
+
+    def __init__(self, client_id: str, remote_address: str, deliver: Callable[[RemotingCommand], None]):
+        self.client_id = client_id
+        self.remote_address = remote_address
+        self._deliver = deliver
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> None:
+        self._deliver(cmd)
+
+    def __repr__(self) -> str:
+        return f"<TelemetryChannel {self.client_id} {self.remote_address}>"
+
+
+@dataclass(slots=True)
+class _Client:
+    settings: pb.Settings | None = None
+    #: commands for the client's Telemetry stream (check-backs), None while no stream is open
+    outbox: asyncio.Queue | None = None
+    #: the client in the broker's producer table, once its settings name the topics it publishes to
+    channel: TelemetryChannel | None = None
+    language: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _HalfMessage:
+    commit_log_offset: int
+    queue_offset: int
+
+
+def _check_topic(topic: pb.Resource) -> None:
+    problem = validate_topic(topic.name)
+    if problem:
+        raise Refused(Code.ILLEGAL_TOPIC, problem)
+    if is_system_topic(topic.name):
+        raise Refused(Code.ILLEGAL_TOPIC, "cannot access system topic")
+
+
+def _reactor():
+    from twisted.internet import reactor
+
+    return reactor
+
+
+def _metadata(context: grpc.aio.ServicerContext, key: str) -> str:
+    for name, value in context.invocation_metadata() or ():
+        if name == key:
+            return value
+    return ""
+
+
+def _peer(context: grpc.aio.ServicerContext) -> str:
+    """``ipv4:127.0.0.1:50000`` -> ``127.0.0.1:50000``; the IPv6 form keeps its brackets."""
+    peer = context.peer() or ""
+    kind, _, address = peer.partition(":")
+    return address if kind in ("ipv4", "ipv6") else peer
+
+
+def _answers(response_type: type) -> Callable:
+    """A unary method answered ``response_type(status=...)`` when it is refused or fails."""
+
+    def wrap(method: Callable) -> Callable:
+        @functools.wraps(method)
+        async def unary(self, request, context):
+            try:
+                return await method(self, request, context)
+            except Refused as refused:
+                return response_type(status=refused.status())
+            except RemotingTimeoutError as exc:
+                return response_type(status=status(Code.PROXY_TIMEOUT, str(exc)))
+            except Exception as exc:  # noqa: BLE001 - answered, as the proxy answers its own failures
+                log.exception("gRPC %s failed", method.__name__)
+                return response_type(status=status(Code.INTERNAL_SERVER_ERROR, repr(exc)))
+
+        return unary
+
+    return wrap
+
+
+class MessagingService(service_grpc.MessagingServiceServicer):
+    """The v2 service of one broker; ``limits`` and ``producer`` are the proxy keys' values. The server
+    may listen before the broker has started (:attr:`broker` None until then): its calls are refused
+    meanwhile."""
+
+    def __init__(self, broker: BrokerSide | None = None, limits: Limits | None = None,
+                 producer: ProducerPolicy | None = None):
+        self._broker = broker
+        self.limits = limits or Limits()
+        self.producer = producer or ProducerPolicy(maxBodySize=self.limits.maxMessageSize)
+        self.clients: dict[str, _Client] = {}
+        self._transactions: collections.OrderedDict[tuple[str, str], _HalfMessage] = collections.OrderedDict()
+        self._round_robin = itertools.count()
+
+    @property
+    def broker(self) -> BrokerSide:
+        if self._broker is None:
+            raise Refused(Code.INTERNAL_SERVER_ERROR, "the broker is starting")
+        return self._broker
+
+    @broker.setter
+    def broker(self, broker: BrokerSide) -> None:
+        self._broker = broker
+
+    # ------------------------------------------------------------------ clients
+
+    def _client_id(self, context: grpc.aio.ServicerContext) -> str:
+        client_id = _metadata(context, CLIENT_ID)
+        if not client_id.strip():
+            raise Refused(Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
+        return client_id
+
+    @_answers(service.HeartbeatResponse)
+    async def Heartbeat(self, request, context):
+        client = self.clients.get(self._client_id(context))
+        if client is None or client.settings is None:
+            raise Refused(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
+        self._register_producer(client)  # a producer stays in the broker's table while it heartbeats
+        return service.HeartbeatResponse(status=OK)
+
+    @_answers(service.NotifyClientTerminationResponse)
+    async def NotifyClientTermination(self, request, context):
+        client = self.clients.pop(self._client_id(context), None)
+        if client is not None:
+            self._unregister_producer(client)
+        return service.NotifyClientTerminationResponse(status=OK)
+
+    async def Telemetry(self, request_iterator, context):
+        """Each Settings the client sends is answered with the server's; the stream stays open for the
+        commands the server sends the client later (``_Client.outbox``)."""
+        try:
+            client_id = self._client_id(context)
+        except Refused as refused:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused.message)
+        client = self.clients.setdefault(client_id, _Client())
+        client.language = _metadata(context, LANGUAGE) or client.language
+        if client.channel is None:
+            loop = asyncio.get_running_loop()
+            client.channel = TelemetryChannel(client_id, _peer(context),
+                                              lambda cmd: loop.call_soon_threadsafe(self._recover, client, cmd))
+        outbox: asyncio.Queue = asyncio.Queue()
+        client.outbox = outbox
+        reader = asyncio.ensure_future(self._read_telemetry(client, request_iterator, outbox))
+        try:
+            while True:
+                command = await outbox.get()
+                if command is None:
+                    return
+                if isinstance(command, BaseException):
+                    code = grpc.StatusCode.INVALID_ARGUMENT if isinstance(command, Refused) else grpc.StatusCode.INTERNAL
+                    await context.abort(code, f"process client telemetryCommand failed. {command}")
+                yield command
+        finally:
+            reader.cancel()
+            if client.outbox is outbox:  # the client's stream, not a newer one: the client is gone
+                client.outbox = None
+                self._unregister_producer(client)
+                if self.clients.get(client_id) is client:
+                    del self.clients[client_id]
+
+    async def _read_telemetry(self, client: _Client, request_iterator, outbox: asyncio.Queue) -> None:
+        try:
+            async for command in request_iterator:
+                if command.WhichOneof("command") == "settings":
+                    outbox.put_nowait(self._settings(client, command.settings))
+            outbox.put_nowait(None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the stream ends with it
+            outbox.put_nowait(exc)
+
+    def _settings(self, client: _Client, settings: pb.Settings) -> pb.TelemetryCommand:
+        kind = settings.WhichOneof("pub_sub")
+        if kind is None:
+            raise Refused(Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
+        if kind == "publishing":
+            for topic in settings.publishing.topics:
+                _check_topic(topic)
+        client.settings = settings
+        self._register_producer(client)
+        return service.TelemetryCommand(status=OK, settings=answer(settings, self.producer))
+
+    def _register_producer(self, client: _Client) -> None:
+        """Put (or refresh) a publishing client in the broker's producer table under its topics."""
+        if client.channel is None or client.settings is None or not client.settings.HasField("publishing"):
+            return
+        topics = [topic.name for topic in client.settings.publishing.topics]
+        info = ClientChannelInfo(client.channel, client.channel.client_id, client.language, 0, int(time.time() * 1000),
+                                 client.channel.remote_address)
+        producers = self.broker.producers
+        _reactor().callFromThread(lambda: [producers.register(topic, info) for topic in topics])
+
+    def _unregister_producer(self, client: _Client) -> None:
+        if client.channel is not None and self._broker is not None:
+            _reactor().callFromThread(self._broker.producers.channel_closed, client.channel)
+
+    def _recover(self, client: _Client, cmd: RemotingCommand) -> None:
+        """The broker asks ``client`` about a half message: remember the half (its copy is the open one)
+        for the EndTransaction the answer brings, and pass the question on over Telemetry."""
+        if client.outbox is None:
+            log.info("check-back for %s dropped: its Telemetry stream is closed", client.channel)
+            return
+        header = CheckTransactionStateRequestHeader.from_ext(cmd.ext_fields or {})
+        half, _size = decode_record(cmd.body)
+        transaction_id = header.transaction_id or half.properties.get(MessageConst.UNIQ_KEY, "")
+        self._transactions[(half.topic, transaction_id)] = _HalfMessage(header.commit_log_offset,
+                                                                         header.tran_state_table_offset)
+        client.outbox.put_nowait(service.TelemetryCommand(
+            recover_orphaned_transaction_command=service.RecoverOrphanedTransactionCommand(
+                message=to_message(half), transaction_id=transaction_id)))
+
+    # ------------------------------------------------------------------ routes
+
+    @_answers(service.QueryRouteResponse)
+    async def QueryRoute(self, request, context):
+        _check_topic(request.topic)
+        config = self._topic(request.topic.name)
+        broker = pb.Broker(name=self.broker.name, id=0, endpoints=request.endpoints)
+        return service.QueryRouteResponse(status=OK, message_queues=route.message_queues(config, request.topic, broker))
+
+    def _topic(self, name: str):
+        config = self.broker.topics.get(name)
+        if config is None:
+            raise Refused(Code.TOPIC_NOT_FOUND, f"No topic route info in name server for the topic: {name}")
+        return config
+
+    # ------------------------------------------------------------------ sends
+
+    @_answers(service.SendMessageResponse)
+    async def SendMessage(self, request, context):
+        self._client_id(context)
+        if not request.messages:
+            raise Refused(Code.MESSAGE_CORRUPTED, "no message to send")
+        topic = request.messages[0].topic
+        _check_topic(topic)
+        remote = _peer(context)
+        outgoing = []
+        for message in request.messages:
+            if message.topic != topic:
+                raise Refused(Code.MESSAGE_CORRUPTED, "topic in message is not same")
+            # the producer group is the topic's name: a check-back asks the topic's gRPC producers
+            outgoing.append(to_outgoing(message, topic.name, remote, self.limits))
+        # the type check comes first, as the proxy's: a topic this broker lacks is of type UNSPECIFIED
+        _check_message_type(self.broker.topics.get(topic.name), outgoing[0])
+        config = self._topic(topic.name)
+        queue_id = self._queue(config, outgoing[0].message_group if len(outgoing) == 1 else "")
+        entries = [await self._send(topic.name, queue_id, message, remote) for message in outgoing]
+        codes = {entry.status.code for entry in entries}
+        code = codes.pop() if len(codes) == 1 else Code.MULTIPLE_RESULTS
+        return service.SendMessageResponse(status=status(code), entries=entries)
+
+    def _queue(self, config, message_group: str) -> int:
+        """A writable queue: the message group's own (a FIFO group stays on one queue), else the next."""
+        writable = route.writable_queue_ids(config)
+        if not writable:
+            raise Refused(Code.FORBIDDEN, "no writable queue")
+        if message_group:
+            return writable[zlib.crc32(message_group.encode()) % len(writable)]
+        return writable[next(self._round_robin) % len(writable)]
+
+    async def _send(self, topic: str, queue_id: int, message: Outgoing, remote: str) -> service.SendResultEntry:
+        header = SendMessageRequestHeader(
+            producer_group=message.properties[MessageConst.PRODUCER_GROUP], topic=topic, default_topic=AUTO_CREATE_TOPIC,
+            default_topic_queue_nums=4, queue_id=queue_id, sys_flag=message.sys_flag,
+            born_timestamp=message.born_timestamp, flag=0, properties=encode_properties(message.properties),
+            reconsume_times=0, unit_mode=False, batch=False, broker_name=self.broker.name)
+        cmd = new_request(RequestCode.SEND_MESSAGE_V2, encode_request_header(RequestCode.SEND_MESSAGE_V2, header),
+                          message.body)
+        reply = await in_reactor(self.broker.call, cmd, remote)
+        code = SEND_STATUS.get(reply.code)
+        if code is None:
+            raise Refused(from_remoting(reply.code), reply.remark or str(reply.code))
+        sent = SendMessageResponseHeader.from_ext(reply.ext_fields or {})
+        uniq_key = message.properties[MessageConst.UNIQ_KEY]
+        if code == Code.OK and MessageSysFlag.transaction_type(message.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+            self._remember_half(topic, sent.transaction_id or uniq_key, sent)
+        return service.SendResultEntry(status=status(code), message_id=uniq_key,
+                                       transaction_id=sent.transaction_id or "", offset=sent.queue_offset)
+
+    # ------------------------------------------------------------------ transactions
+
+    def _remember_half(self, topic: str, transaction_id: str, sent: SendMessageResponseHeader) -> None:
+        _host, commit_log_offset = parse_offset_msg_id(sent.msg_id)
+        self._transactions[(topic, transaction_id)] = _HalfMessage(commit_log_offset, sent.queue_offset)
+        while len(self._transactions) > TRANSACTIONS_KEPT:
+            self._transactions.popitem(last=False)
+
+    @_answers(service.EndTransactionResponse)
+    async def EndTransaction(self, request, context):
+        self._client_id(context)
+        _check_topic(request.topic)
+        half = self._transactions.pop((request.topic.name, request.transaction_id), None)
+        if half is None:
+            # the proxy's TRANSACTION_DATA_NOT_FOUND, which it reports as an internal error
+            raise Refused(Code.INTERNAL_SERVER_ERROR, "cannot found transaction data")
+        header = EndTransactionRequestHeader(
+            producer_group=request.topic.name, tran_state_table_offset=half.queue_offset,
+            commit_log_offset=half.commit_log_offset, commit_or_rollback=_RESOLUTION.get(request.resolution, 0),
+            msg_id=request.message_id, from_transaction_check=request.source == pb.SOURCE_SERVER_CHECK,
+            transaction_id=request.transaction_id, topic=request.topic.name, broker_name=self.broker.name)
+        cmd = new_request(RequestCode.END_TRANSACTION, encode_request_header(RequestCode.END_TRANSACTION, header))
+        answered = await in_reactor(self.broker.call, cmd, _peer(context))
+        if answered is not None and answered.code != ResponseCode.SUCCESS:
+            raise Refused(from_remoting(answered.code), answered.remark or str(answered.code))
+        return service.EndTransactionResponse(status=OK)
+
+
+_RESOLUTION = {pb.COMMIT: MessageSysFlag.TRANSACTION_COMMIT_TYPE, pb.ROLLBACK: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE}
+
+
+_DELAY_KEYS = (MessageConst.DELAY_TIME_LEVEL, MessageConst.TIMER_DELIVER_MS, MessageConst.TIMER_DELAY_SEC,
+               MessageConst.TIMER_DELAY_MS)
+
+
+def _message_type(message: Outgoing) -> str:
+    """The type the proxy reads off a message's properties (TopicMessageType.parseFromMessageProperty)."""
+    props = message.properties
+    if props.get(MessageConst.TRANSACTION_PREPARED) == "true":
+        return "TRANSACTION"
+    if any(key in props for key in _DELAY_KEYS):
+        return "DELAY"
+    if MessageConst.SHARDING_KEY in props:
+        return "FIFO"
+    return "NORMAL"
+
+
+def _check_message_type(config, message: Outgoing) -> None:
+    expected, actual = route.topic_message_type(config), _message_type(message)
+    if actual != expected and expected != "MIXED":
+        raise Refused(Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                      f"TopicMessageType validate failed, the expected type is {expected}, but actual type is {actual}")
