@@ -114,6 +114,17 @@ class NettyServerConfig:
         "Largest accepted frame in bytes; a larger one closes the connection "
         "(FerryMQ key; Apache: system property com.rocketmq.remoting.frameMaxLength).",
     )
+    maxConnections: int = key(
+        0, "Close connections accepted while this many are open, counted over every listening port of the "
+        "process (FerryMQ key; 0 = no limit, as Apache).",
+        check=lambda v: None if v >= 0 else "not valid, expected 0 (no limit) or a positive count",
+    )
+    maxInFlightRequestsPerConnection: int = key(
+        10000, "Answer SYSTEM_BUSY to a request arriving while this many requests of its connection are "
+        "unanswered, a held long-poll pull included (FerryMQ key; Apache bounds its thread pools' queues "
+        "instead, sendThreadPoolQueueCapacity=10000; 0 = no limit).",
+        check=lambda v: None if v >= 0 else "not valid, expected 0 (no limit) or a positive count",
+    )
 
     def transport_options(self) -> TransportOptions:
         return TransportOptions(
@@ -121,6 +132,8 @@ class NettyServerConfig:
             idle_timeout=float(self.serverChannelMaxIdleTimeSeconds),
             write_high_water=self.writeBufferHighWaterMark or 64 * 1024,
             shutdown_grace=float(self.shutdownWaitTimeSeconds),
+            max_connections=self.maxConnections,
+            max_inflight_per_connection=self.maxInFlightRequestsPerConnection,
         )
 
 

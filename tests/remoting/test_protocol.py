@@ -8,8 +8,10 @@ from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
 from ferrymq.remoting import RemotingClosedError, RemotingTimeoutError, TransportOptions
+from ferrymq.remoting.limits import BAD_FRAME, FRAME_TOO_LARGE, IDLE, TOO_MANY_IN_FLIGHT
 from ferrymq.remoting.pending import Pending
 from ferrymq.remoting.protocol import RemotingProtocol
+from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.frame import FrameDecoder, encode
 
@@ -153,6 +155,28 @@ def test_a_bad_frame_aborts_the_connection(caplog):
         h.proto.dataReceived(b"\x00\x00\x10\x00")
     assert h.transport.disconnected
     assert any("exceeds the limit of 64 bytes" in r.getMessage() for r in caplog.records)
+    assert h.proto.refusals.counts[FRAME_TOO_LARGE] == 1 and h.proto.refusals.counts[BAD_FRAME] == 0
+
+
+def test_garbage_is_counted_apart_from_an_oversized_frame():
+    h = Harness()
+    h.proto.dataReceived(b"\x00\x00\x00\x02\x00\x00")
+    assert h.transport.disconnected
+    assert h.proto.refusals.counts[BAD_FRAME] == 1 and h.proto.refusals.counts[FRAME_TOO_LARGE] == 0
+
+
+def test_requests_past_the_in_flight_limit_are_answered_busy_as_apache():
+    h = Harness(max_inflight_per_connection=2)
+    h.proto.dataReceived(frames(*(request(LATER, opaque=i) for i in (1, 2, 3, 4))))
+    busy = h.written()
+    assert [(c.opaque, c.code, c.remark) for c in busy] == [
+        (3, ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while"),
+        (4, ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while")]
+    assert len(h.promises) == 2 and h.proto.refusals.counts[TOO_MANY_IN_FLIGHT] == 2
+    cmd, p = h.promises[0]
+    p.callback(cmd.response())  # one answered: room for one more
+    h.proto.dataReceived(frames(request(ECHO, opaque=5)))
+    assert h.handled == [5]
 
 
 def test_a_silent_connection_is_closed_after_the_idle_timeout():
@@ -166,3 +190,4 @@ def test_a_silent_connection_is_closed_after_the_idle_timeout():
     assert not transport.disconnected
     clock.pump([1.0] * 2)
     assert transport.disconnected
+    assert proto.refusals.counts[IDLE] == 1
