@@ -121,7 +121,7 @@ class RemotingProtocol(Protocol):
     def timeoutConnection(self) -> None:
         partial = self.core.partial_frame_bytes
         held = f" holding {partial} bytes of an incomplete frame" if partial else ""
-        log.info("closing connection %s: idle for %.0f s%s", self.peer, self.options.idle_timeout, held)
+        log.info("closing connection %s: idle for %g s%s", self.peer, self.options.idle_timeout, held)
         self.refusals.count(IDLE)
         self.transport.abortConnection()
 
