@@ -4,9 +4,6 @@ and when, its one deadline timer, and how it maps back-pressure to the producer 
 from __future__ import annotations
 
 import pytest
-from twisted.internet import task
-from twisted.internet.testing import StringTransport
-
 from ferrymq.remoting import RemotingClosedError, RemotingTimeoutError, TransportOptions
 from ferrymq.remoting.limits import BAD_FRAME, FRAME_TOO_LARGE, IDLE, TOO_MANY_IN_FLIGHT
 from ferrymq.remoting.pending import Pending
@@ -14,6 +11,8 @@ from ferrymq.remoting.protocol import RemotingProtocol
 from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.frame import FrameDecoder, encode
+from twisted.internet import task
+from twisted.internet.testing import StringTransport
 
 ECHO = 1
 LATER = 2

@@ -8,8 +8,6 @@ import struct
 import time
 
 import pytest
-from twisted.internet import defer, task
-
 from ferrymq.remoting import (
     RemotingClient,
     RemotingClosedError,
@@ -17,12 +15,13 @@ from ferrymq.remoting import (
     RemotingServer,
     RemotingTimeoutError,
     TransportOptions,
+    limits,
 )
-from ferrymq.remoting import limits
 from ferrymq.wire.codes import Flag, RequestCode, ResponseCode, SerializeType
 from ferrymq.wire.command import request
-from ferrymq.wire.frame import encode
 from ferrymq.wire.errors import MissingField
+from ferrymq.wire.frame import encode
+from twisted.internet import defer, task
 
 ECHO = 1000
 SLOW = 1001
