@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+from time import perf_counter
 from typing import Any
 
 from ferrymq.wire.codes import ResponseCode
@@ -31,6 +32,7 @@ from . import twisted_io
 from .channel import Channel, format_address
 from .dispatch import Processor, dispatch
 from .errors import RemotingClosedError, RemotingTimeoutError
+from .latency import SAMPLE_EVERY_READS, RequestLatency
 from .limits import (
     BAD_FRAME,
     BUSY_REMARK,
@@ -55,12 +57,14 @@ class RemotingProtocol(Protocol):
     running queued requests) until the buffer drains."""
 
     def __init__(self, processor: Processor | None, options: TransportOptions, clock: Any, owner: Any = None,
-                 refusals: Refusals | None = None):
+                 refusals: Refusals | None = None, latency: RequestLatency | None = None):
         self.processor = processor
         self.options = options
         self.clock = clock
         self.owner = owner  # server or client bookkeeping: connection_made / connection_lost
         self.refusals = refusals if refusals is not None else Refusals()
+        #: Where sampled request latencies go (the server's); None: nothing is timed.
+        self.latency = latency
         #: No limit is the largest int: the per-request check stays one comparison.
         self._max_inflight = options.max_inflight_per_connection or sys.maxsize
         self._busy_logged = False
@@ -167,6 +171,12 @@ class RemotingProtocol(Protocol):
         core = self.core
         self._serving = True
         try:
+            latency = self.latency
+            if latency is not None:  # one countdown per read, not per request
+                latency.countdown -= 1
+                if latency.countdown <= 0 and core.requests_ready:
+                    latency.countdown = SAMPLE_EVERY_READS
+                    self._handle_sampled(core.next_request())
             while True:
                 cmd = core.next_request()
                 while cmd is not None:
@@ -189,6 +199,25 @@ class RemotingProtocol(Protocol):
             self._answer(cmd, result)
             return
         result.addBoth(self._late_result, cmd)
+
+    def _handle_sampled(self, cmd: RemotingCommand) -> None:
+        """:meth:`_handle_request`, timed from dispatch to the answer (see :mod:`.latency`)."""
+        if self.core.inflight > self._max_inflight:
+            self._refuse_busy(cmd)
+            return
+        started = perf_counter()
+        result = dispatch(self.processor, cmd, self.channel)
+        if not isinstance(result, PROMISES):
+            self._answer(cmd, result)
+            if result is not None:
+                self.latency.observe(cmd.code, result.code, False, perf_counter() - started)
+            return
+        result.addBoth(self._late_sampled, cmd, started)
+
+    def _late_sampled(self, response: Any, request: RemotingCommand, started: float) -> None:
+        if isinstance(response, RemotingCommand) and self.latency is not None:
+            self.latency.observe(request.code, response.code, True, perf_counter() - started)
+        self._late_result(response, request)
 
     def _refuse_busy(self, cmd: RemotingCommand) -> None:
         """Answer as Apache answers a request its thread pool's queue has no room for."""

@@ -11,6 +11,7 @@ from twisted.internet.protocol import Factory
 
 from .channel import Channel, format_address
 from .dispatch import Processor
+from .latency import RequestLatency
 from .limits import TOO_MANY_CONNECTIONS, Refusals
 from .options import TransportOptions
 from .protocol import RemotingProtocol
@@ -26,7 +27,8 @@ class RemotingServer(Factory):
     """``RemotingServer(processor).listen(port)``; ``stop()`` shuts down gracefully.
 
     ``name`` prefixes log lines so an operator can tell the name server's connections from the broker's.
-    ``refusals`` counts what the limits refused, on every port this server listens on.
+    ``refusals`` counts what the limits refused, and ``latency`` holds sampled request latencies, over
+    every port this server listens on.
     """
 
     noisy = False  # the service logs its own "listening on" line
@@ -51,6 +53,7 @@ class RemotingServer(Factory):
         self._listening_ports: list[Any] = []  # the broker listens on listenPort and listenPort-2
         self._lost_waiters: list[defer.Deferred] = []
         self.refusals = Refusals()
+        self.latency = RequestLatency()
         self._refused_unlogged = 0
         self._refusal_logged_at = -_REFUSAL_LOG_INTERVAL
 
@@ -63,7 +66,8 @@ class RemotingServer(Factory):
         if limit and len(self.connections) >= limit:
             self._refuse_connection(addr, limit)
             return None
-        return RemotingProtocol(self.processor, self.options, self.reactor, owner=self, refusals=self.refusals)
+        return RemotingProtocol(self.processor, self.options, self.reactor, owner=self, refusals=self.refusals,
+                                latency=self.latency)
 
     def _refuse_connection(self, addr: Any, limit: int) -> None:
         self.refusals.count(TOO_MANY_CONNECTIONS)

@@ -22,13 +22,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import enum
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from ferrymq.remoting import RemotingServer
+from ferrymq.remoting.latency import BOUNDS_MS, SAMPLE_EVERY_READS, RequestLatency
 from ferrymq.wire import topics as names
-from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC
+from ferrymq.wire.codes import (
+    CURRENT_VERSION,
+    CURRENT_VERSION_DESC,
+    RequestCode,
+    ResponseCode,
+)
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -51,6 +58,8 @@ QUEUE_LABELS = ("cluster", "broker", "topic", "group", "queueid")
 #: ``caddr`` and ``localaddr``: the consumers' addresses and client ids, comma-separated
 GROUP_COUNT_LABELS = ("caddr", "localaddr", "group")
 PRODUCER_COUNT_LABELS = ("cluster", "broker", "group")
+#: Apache's labels of ``rocketmq_rpc_latency``
+RPC_LABELS = ("protocol_type", "request_code", "response_code", "is_long_polling")
 #: MessageModel ordinals, as the exporter writes them in ``msgModel``
 _MODEL_ORDINAL = {"BROADCASTING": "0", "CLUSTERING": "1"}
 
@@ -262,6 +271,7 @@ class BrokerMetrics:
             for reason, count in server.refusals.counts.items():
                 refusals.add_metric([*labels, reason], count)
             yield refusals
+            yield _rpc_latency(labels, server.latency)
         watch = self.stall_watch
         if watch is not None:
             stalls = CounterMetricFamily("ferrymq_reactor_stalls", "Times the reactor thread was stalled "
@@ -274,6 +284,29 @@ class BrokerMetrics:
                                           "lasted.", labels=BROKER_LABELS)
             seconds.add_metric(labels, watch.stalled_seconds)
             yield from (stalls, machine, seconds)
+
+
+def _code_name(codes: type[enum.IntEnum], code: int) -> str:
+    """The code's name as Apache's metrics label it (its constant's name), or the number if unknown."""
+    try:
+        return codes(code).name
+    except ValueError:
+        return str(code)
+
+
+def _rpc_latency(labels: list[str], latency: RequestLatency) -> HistogramMetricFamily:
+    family = HistogramMetricFamily("rocketmq_rpc_latency", "Time from a request's dispatch to its answer, in "
+                                   "milliseconds, of sampled requests (the first of one read in "
+                                   f"{SAMPLE_EVERY_READS}).", labels=[*BROKER_LABELS, *RPC_LABELS])
+    bounds = [repr(b) for b in BOUNDS_MS] + ["+Inf"]
+    for (code, response_code, long_polling), counts in list(latency.histograms.items()):
+        running, buckets = 0.0, []
+        for le, count in zip(bounds, counts[:-1]):
+            running += count
+            buckets.append((le, running))
+        family.add_metric([*labels, "remoting", _code_name(RequestCode, code), _code_name(ResponseCode, response_code),
+                           "true" if long_polling else "false"], buckets, counts[-1])
+    return family
 
 
 def _gauge(name: str, doc: str, labels: Iterable[str], samples: Iterable[tuple[list[str], float]] = ()

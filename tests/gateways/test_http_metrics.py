@@ -80,6 +80,9 @@ def test_the_exposition_parses_and_names_the_broker(server):
     assert scrape.value("ferrymq_reactor_stalls", **labels) == 0
     assert scrape.families["ferrymq_reactor_machine_stalls"].type == "counter"
     assert scrape.families["ferrymq_commitlog_flush_seconds"].type == "histogram"
+    # every limit's refusals are counted from 0, before any refusal
+    assert {s.labels["reason"]: s.value for s in scrape.samples("ferrymq_refusals", **labels)} == {
+        "too_many_connections": 0, "frame_too_large": 0, "bad_frame": 0, "idle": 0, "too_many_in_flight": 0}
     # the process's own figures follow the broker's
     assert scrape.families["process_resident_memory_bytes"].samples[0].value > 0
 
@@ -92,6 +95,10 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
 
     _send(server, 10)
     sent = Scrape(server)
+    # ten sends in ten reads: the first request of one read in 8 is timed
+    timed = [s for s in sent.samples("rocketmq_rpc_latency_count", response_code="SUCCESS", is_long_polling="false")
+             if s.labels["request_code"] in ("SEND_MESSAGE", "SEND_MESSAGE_V2")]
+    assert timed and all(s.labels["protocol_type"] == "remoting" for s in timed)
     assert sent.value("rocketmq_producer_offset", topic=TOPIC) == put_before + 10
     assert sent.value("rocketmq_brokeruntime_msg_put_total_today_now", cluster=server.cluster) == total_before + 10
     assert sent.value("rocketmq_producer_tps", topic=TOPIC) > 0  # put since the previous scrape
@@ -116,6 +123,8 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
         assert got.wait(30), received
         connected = Scrape(server)
         assert connected.value("ferrymq_connections", cluster=server.cluster) >= 1
+        [count] = connected.samples("rocketmq_group_count", group=GROUP)
+        assert count.value == 1 and count.labels["caddr"].startswith("127.0.0.1:")
         # the group's first pulls: it has a rate from the next scrape on
         assert connected.value("rocketmq_consumer_tps", topic=TOPIC, group=GROUP) == 0
         got.clear()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 from ferrymq.remoting import RemotingClosedError, RemotingTimeoutError, TransportOptions
+from ferrymq.remoting.latency import BOUNDS_MS, SAMPLE_EVERY_READS, RequestLatency
 from ferrymq.remoting.limits import BAD_FRAME, FRAME_TOO_LARGE, IDLE, TOO_MANY_IN_FLIGHT
 from ferrymq.remoting.pending import Pending
 from ferrymq.remoting.protocol import RemotingProtocol
-from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.frame import FrameDecoder, encode
 from twisted.internet import task
@@ -31,12 +32,13 @@ class RecordingTransport(StringTransport):
 
 
 class Harness:
-    def __init__(self, **options):
+    def __init__(self, latency: RequestLatency | None = None, **options):
         self.clock = task.Clock()
         self.promises: list[tuple[RemotingCommand, Pending]] = []
         self.handled: list[int] = []
-        processor = {ECHO: self.echo, LATER: self.later}
-        self.proto = RemotingProtocol(processor, TransportOptions(idle_timeout=0, **options), self.clock)
+        processor = {ECHO: self.echo, LATER: self.later, RequestCode.PULL_MESSAGE: self.later}
+        self.proto = RemotingProtocol(processor, TransportOptions(idle_timeout=0, **options), self.clock,
+                                      latency=latency)
         self.transport = RecordingTransport()
         self.proto.makeConnection(self.transport)
 
@@ -190,3 +192,31 @@ def test_a_silent_connection_is_closed_after_the_idle_timeout():
     clock.pump([1.0] * 2)
     assert transport.disconnected
     assert proto.refusals.counts[IDLE] == 1
+
+
+def test_the_first_request_of_one_read_in_n_is_timed_per_request_and_response_code():
+    latency = RequestLatency()
+    h = Harness(latency)
+    for i in range(SAMPLE_EVERY_READS * 3):
+        h.proto.dataReceived(frames(request(ECHO, opaque=2 * i), request(ECHO, opaque=2 * i + 1)))
+    assert len(h.handled) == SAMPLE_EVERY_READS * 6  # every request is handled, timed or not
+    [(key, counts)] = latency.histograms.items()
+    assert key == (ECHO, ResponseCode.SUCCESS, False)
+    assert sum(counts[:-1]) == 3 and counts[0] == 3  # three samples, each well under 1 ms
+    assert len(counts) == len(BOUNDS_MS) + 2
+
+
+def test_a_held_pull_is_timed_until_its_answer_as_a_long_poll():
+    latency = RequestLatency()
+    latency.countdown = 1
+    h = Harness(latency)
+    h.proto.dataReceived(frames(request(RequestCode.PULL_MESSAGE, opaque=1)))
+    assert latency.histograms == {}
+    cmd, p = h.promises[0]
+    p.callback(cmd.response(ResponseCode.PULL_NOT_FOUND))
+    [(key, counts)] = latency.histograms.items()
+    assert key == (RequestCode.PULL_MESSAGE, ResponseCode.PULL_NOT_FOUND, True)
+    assert sum(counts[:-1]) == 1
+    assert [c.opaque for c in h.written()] == [] and h.proto.inflight == 0  # answered at the turn's end
+    h.clock.advance(0)
+    assert [c.opaque for c in h.written()] == [1]
