@@ -14,33 +14,21 @@ import sys
 from time import perf_counter
 from typing import Any
 
-from ferrymq.wire.codes import ResponseCode
-from ferrymq.wire.command import RemotingCommand
-from ferrymq.wire.connection import (
-    CLOSED,
-    OPEN,
-    Connection,
-    ResponseReceived,
-    UnmatchedResponse,
-)
 from twisted.internet import defer, interfaces
 from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
+
+from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.connection import CLOSED, OPEN, Connection, ResponseReceived, UnmatchedResponse
 
 from . import twisted_io
 from .channel import Channel, format_address
 from .dispatch import Processor, dispatch
 from .errors import RemotingClosedError, RemotingTimeoutError
 from .latency import SAMPLE_EVERY_READS, RequestLatency
-from .limits import (
-    BAD_FRAME,
-    BUSY_REMARK,
-    FRAME_TOO_LARGE,
-    IDLE,
-    TOO_MANY_IN_FLIGHT,
-    Refusals,
-)
+from .limits import BAD_FRAME, BUSY_REMARK, FRAME_TOO_LARGE, IDLE, TOO_MANY_IN_FLIGHT, Refusals
 from .options import TransportOptions
 from .pending import PROMISES
 

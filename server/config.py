@@ -115,8 +115,8 @@ class NettyServerConfig:
         "(FerryMQ key; Apache: system property com.rocketmq.remoting.frameMaxLength).",
     )
     maxConnections: int = key(
-        0, "Close connections accepted while this many are open, counted over every listening port of the "
-        "process (FerryMQ key; 0 = no limit, as Apache).",
+        0, "Close connections accepted while this many are open, the broker's two ports counted together "
+        "(FerryMQ key; 0 = no limit, as Apache).",
         check=lambda v: None if v >= 0 else "not valid, expected 0 (no limit) or a positive count",
     )
     maxInFlightRequestsPerConnection: int = key(

@@ -27,21 +27,12 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
 from ferrymq.remoting import RemotingServer
 from ferrymq.remoting.latency import BOUNDS_MS, SAMPLE_EVERY_READS, RequestLatency
 from ferrymq.wire import topics as names
-from ferrymq.wire.codes import (
-    CURRENT_VERSION,
-    CURRENT_VERSION_DESC,
-    RequestCode,
-    ResponseCode,
-)
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, RequestCode, ResponseCode
 
 from .context import BrokerContext
 from .offsets import TOPIC_GROUP_SEPARATOR

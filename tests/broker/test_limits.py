@@ -9,6 +9,7 @@ import struct
 import time
 
 import pytest
+
 from ferrymq.remoting import limits
 from ferrymq.sdk import BlockingProducer, BlockingPullConsumer, Message, reactor_thread
 from ferrymq.sdk.mq_admin import MQAdmin

@@ -7,8 +7,10 @@ import asyncio
 from types import SimpleNamespace
 
 import pytest
+
 from ferrymq.server.broker.metrics import BrokerMetrics, Rates
 from ferrymq.wire import topics as names
+from tests.broker.conftest import FakeChannel
 
 
 class Ticks:
@@ -50,8 +52,6 @@ def test_lag_is_per_queue_and_per_group_and_the_retry_topic_has_its_own_family(b
 
 
 def test_consumers_and_producers_are_counted_per_group_as_the_exporter_labels_them(bk):
-    from tests.broker.conftest import FakeChannel
-
     bk.heartbeat("g1", "T", channel=FakeChannel("10.0.0.1:5001"), client_id="c1")
     bk.heartbeat("g1", "T", channel=FakeChannel("10.0.0.2:5002"), client_id="c2")
     families = BrokerMetrics(bk.ctx).collect()

@@ -4,6 +4,9 @@ and when, its one deadline timer, and how it maps back-pressure to the producer 
 from __future__ import annotations
 
 import pytest
+from twisted.internet import task
+from twisted.internet.testing import StringTransport
+
 from ferrymq.remoting import RemotingClosedError, RemotingTimeoutError, TransportOptions
 from ferrymq.remoting.latency import BOUNDS_MS, SAMPLE_EVERY_READS, RequestLatency
 from ferrymq.remoting.limits import BAD_FRAME, FRAME_TOO_LARGE, IDLE, TOO_MANY_IN_FLIGHT
@@ -12,8 +15,6 @@ from ferrymq.remoting.protocol import RemotingProtocol
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.frame import FrameDecoder, encode
-from twisted.internet import task
-from twisted.internet.testing import StringTransport
 
 ECHO = 1
 LATER = 2

@@ -8,6 +8,8 @@ import struct
 import time
 
 import pytest
+from twisted.internet import defer, task
+
 from ferrymq.remoting import (
     RemotingClient,
     RemotingClosedError,
@@ -21,7 +23,6 @@ from ferrymq.wire.codes import Flag, RequestCode, ResponseCode, SerializeType
 from ferrymq.wire.command import request
 from ferrymq.wire.errors import MissingField
 from ferrymq.wire.frame import encode
-from twisted.internet import defer, task
 
 ECHO = 1000
 SLOW = 1001
