@@ -165,10 +165,11 @@ class RemotingProtocol(Protocol):
                 if latency.countdown <= 0 and core.requests_ready:
                     latency.countdown = SAMPLE_EVERY_READS
                     self._handle_sampled(core.next_request())
+            max_inflight = self._max_inflight
             while True:
                 cmd = core.next_request()
                 while cmd is not None:
-                    if core.inflight > self._max_inflight:
+                    if core.inflight > max_inflight:
                         self._refuse_busy(cmd)
                     else:
                         self._handle_request(cmd)
