@@ -15,7 +15,7 @@ import bisect
 from ferrymq.wire.codes import RequestCode
 
 #: Time the first request of one read in this many.
-SAMPLE_EVERY_READS = 8
+SAMPLE_EVERY_READS = 32
 
 #: Apache's bucket bounds for ``rocketmq_rpc_latency``, in milliseconds as Apache records them.
 BOUNDS_MS = (1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3000.0)

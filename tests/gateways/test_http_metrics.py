@@ -10,6 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ferrymq.remoting.latency import SAMPLE_EVERY_READS
 from ferrymq.sdk import BlockingProducer, BlockingPushConsumer, Message
 from ferrymq.testing.ports import free_port
 from ferrymq.testing.server import HTTP_UP, FerryMQServer
@@ -95,10 +96,6 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
 
     _send(server, 10)
     sent = Scrape(server)
-    # ten sends in ten reads: the first request of one read in 8 is timed
-    timed = [s for s in sent.samples("rocketmq_rpc_latency_count", response_code="SUCCESS", is_long_polling="false")
-             if s.labels["request_code"] in ("SEND_MESSAGE", "SEND_MESSAGE_V2")]
-    assert timed and all(s.labels["protocol_type"] == "remoting" for s in timed)
     assert sent.value("rocketmq_producer_offset", topic=TOPIC) == put_before + 10
     assert sent.value("rocketmq_brokeruntime_msg_put_total_today_now", cluster=server.cluster) == total_before + 10
     assert sent.value("rocketmq_producer_tps", topic=TOPIC) > 0  # put since the previous scrape
@@ -153,6 +150,19 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
     assert sorted(s.labels["queueid"] for s in lags) == [str(q) for q in range(QUEUES)]
     assert sum(s.value for s in lags) == 4
     assert offline.value("rocketmq_group_diff", topic=TOPIC, group=GROUP, countOfOnlineConsumers="0") == 4
+
+
+def test_request_latency_is_sampled_per_request_and_response_code(server):
+    with BlockingProducer("metrics_latency_pg", server.namesrv_addr) as producer:
+        for i in range(2 * SAMPLE_EVERY_READS):  # each sync send is a read of its own
+            producer.send(Message("MetricsLatencyTopic", f"m{i}".encode()))
+    scrape = Scrape(server)
+    assert scrape.families["rocketmq_rpc_latency"].type == "histogram"
+    timed = [s for s in scrape.samples("rocketmq_rpc_latency_count", response_code="SUCCESS",
+                                       is_long_polling="false")
+             if s.labels["request_code"] in ("SEND_MESSAGE", "SEND_MESSAGE_V2")]
+    assert sum(s.value for s in timed) >= 1
+    assert all(s.labels["protocol_type"] == "remoting" and s.labels["broker"] == server.broker_name for s in timed)
 
 
 def test_a_gateway_alone_serves_its_process_figures_only(tmp_path, server):
