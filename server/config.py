@@ -29,6 +29,7 @@ from ferrymq.server.config_keys import (
     ip_or_empty,
     key,
     known_keys,
+    limit,
     nearest_key,
     one_of,
     port,
@@ -117,13 +118,13 @@ class NettyServerConfig:
     maxConnections: int = key(
         0, "Close connections accepted while this many are open, the broker's two ports counted together "
         "(FerryMQ key; 0 = no limit, as Apache).",
-        check=lambda v: None if v >= 0 else "not valid, expected 0 (no limit) or a positive count",
+        check=limit,
     )
     maxInFlightRequestsPerConnection: int = key(
         10000, "Answer SYSTEM_BUSY to a request arriving while this many requests of its connection are "
         "unanswered, a held long-poll pull included (FerryMQ key; Apache bounds its thread pools' queues "
         "instead, sendThreadPoolQueueCapacity=10000; 0 = no limit).",
-        check=lambda v: None if v >= 0 else "not valid, expected 0 (no limit) or a positive count",
+        check=limit,
     )
 
     def transport_options(self) -> TransportOptions:
