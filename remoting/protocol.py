@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
+from time import perf_counter
 from typing import Any
 
 from twisted.internet import defer, interfaces
@@ -17,6 +19,7 @@ from twisted.internet.protocol import Protocol
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.command import RemotingCommand
 from ferrymq.wire.connection import CLOSED, OPEN, Connection, ResponseReceived, UnmatchedResponse
 
@@ -24,6 +27,8 @@ from . import twisted_io
 from .channel import Channel, format_address
 from .dispatch import Processor, dispatch
 from .errors import RemotingClosedError, RemotingTimeoutError
+from .latency import SAMPLE_EVERY_READS, RequestLatency
+from .limits import BAD_FRAME, BUSY_REMARK, FRAME_TOO_LARGE, IDLE, TOO_MANY_IN_FLIGHT, Refusals
 from .options import TransportOptions
 from .pending import PROMISES
 
@@ -39,11 +44,18 @@ class RemotingProtocol(Protocol):
     unsent writes pass ``write_high_water`` Twisted pauses us and we stop reading the socket (and stop
     running queued requests) until the buffer drains."""
 
-    def __init__(self, processor: Processor | None, options: TransportOptions, clock: Any, owner: Any = None):
+    def __init__(self, processor: Processor | None, options: TransportOptions, clock: Any, owner: Any = None,
+                 refusals: Refusals | None = None, latency: RequestLatency | None = None):
         self.processor = processor
         self.options = options
         self.clock = clock
         self.owner = owner  # server or client bookkeeping: connection_made / connection_lost
+        self.refusals = refusals if refusals is not None else Refusals()
+        #: Where sampled request latencies go (the server's); None: nothing is timed.
+        self.latency = latency
+        #: No limit is the largest int: the per-request check stays one comparison.
+        self._max_inflight = options.max_inflight_per_connection or sys.maxsize
+        self._busy_logged = False
         self.core = Connection(options.max_frame_size, options.write_high_water, idle_timeout=options.idle_timeout)
         self.channel: Channel | None = None
         self.peer = "?"
@@ -111,7 +123,10 @@ class RemotingProtocol(Protocol):
         self._idle_timer = self.clock.callLater(self.options.idle_timeout / _IDLE_CHECKS, self._check_idle)
 
     def timeoutConnection(self) -> None:
-        log.info("closing connection %s: idle for %.0f s", self.peer, self.options.idle_timeout)
+        partial = self.core.partial_frame_bytes
+        held = f" holding {partial} bytes of an incomplete frame" if partial else ""
+        log.info("closing connection %s: idle for %g s%s", self.peer, self.options.idle_timeout, held)
+        self.refusals.count(IDLE)
         self.transport.abortConnection()
 
     def close(self) -> None:
@@ -133,6 +148,7 @@ class RemotingProtocol(Protocol):
                           event.command.opaque, self.peer)
             else:
                 log.warning("closing connection %s: %s", self.peer, event.reason)
+                self.refusals.count(FRAME_TOO_LARGE if event.too_large else BAD_FRAME)
                 self.transport.abortConnection()
                 return
         self._serve()
@@ -143,10 +159,20 @@ class RemotingProtocol(Protocol):
         core = self.core
         self._serving = True
         try:
+            latency = self.latency
+            if latency is not None:  # one countdown per read, not per request
+                latency.countdown -= 1
+                if latency.countdown <= 0 and core.requests_ready:
+                    latency.countdown = SAMPLE_EVERY_READS
+                    self._handle_sampled(core.next_request())
+            max_inflight = self._max_inflight
             while True:
                 cmd = core.next_request()
                 while cmd is not None:
-                    self._handle_request(cmd)
+                    if core.inflight > max_inflight:
+                        self._refuse_busy(cmd)
+                    else:
+                        self._handle_request(cmd)
                     cmd = core.next_request()
                 self._flush()
                 if not core.requests_ready:
@@ -162,6 +188,34 @@ class RemotingProtocol(Protocol):
             self._answer(cmd, result)
             return
         result.addBoth(self._late_result, cmd)
+
+    def _handle_sampled(self, cmd: RemotingCommand) -> None:
+        """:meth:`_handle_request`, timed from dispatch to the answer (see :mod:`.latency`)."""
+        if self.core.inflight > self._max_inflight:
+            self._refuse_busy(cmd)
+            return
+        started = perf_counter()
+        result = dispatch(self.processor, cmd, self.channel)
+        if not isinstance(result, PROMISES):
+            self._answer(cmd, result)
+            if result is not None:
+                self.latency.observe(cmd.code, result.code, False, perf_counter() - started)
+            return
+        result.addBoth(self._late_sampled, cmd, started)
+
+    def _late_sampled(self, response: Any, request: RemotingCommand, started: float) -> None:
+        if isinstance(response, RemotingCommand) and self.latency is not None:
+            self.latency.observe(request.code, response.code, True, perf_counter() - started)
+        self._late_result(response, request)
+
+    def _refuse_busy(self, cmd: RemotingCommand) -> None:
+        """Answer as Apache answers a request its thread pool's queue has no room for."""
+        self.refusals.count(TOO_MANY_IN_FLIGHT)
+        if not self._busy_logged:  # once per connection: a pipelining peer would flood the log
+            self._busy_logged = True
+            log.warning("connection %s has %d requests in flight (maxInFlightRequestsPerConnection): answering "
+                        "SYSTEM_BUSY to more, first to code %s", self.peer, self.core.inflight - 1, cmd.code)
+        self._answer(cmd, cmd.response(ResponseCode.SYSTEM_BUSY, BUSY_REMARK))
 
     def _answer(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         try:

@@ -11,16 +11,24 @@ from twisted.internet.protocol import Factory
 
 from .channel import Channel, format_address
 from .dispatch import Processor
+from .latency import RequestLatency
+from .limits import TOO_MANY_CONNECTIONS, Refusals
 from .options import TransportOptions
 from .protocol import RemotingProtocol
 
 log = logging.getLogger("ferrymq.remoting")
+
+#: At most one log line per this many seconds about connections refused at accept: a flood must not
+#: turn into a flood of log lines.
+_REFUSAL_LOG_INTERVAL = 10.0
 
 
 class RemotingServer(Factory):
     """``RemotingServer(processor).listen(port)``; ``stop()`` shuts down gracefully.
 
     ``name`` prefixes log lines so an operator can tell the name server's connections from the broker's.
+    ``refusals`` counts what the limits refused, and ``latency`` holds sampled request latencies, over
+    every port this server listens on.
     """
 
     noisy = False  # the service logs its own "listening on" line
@@ -44,11 +52,33 @@ class RemotingServer(Factory):
         self._close_listeners: list[Callable[[Channel], Any]] = []
         self._listening_ports: list[Any] = []  # the broker listens on listenPort and listenPort-2
         self._lost_waiters: list[defer.Deferred] = []
+        self.refusals = Refusals()
+        self.latency = RequestLatency()
+        self._refused_unlogged = 0
+        self._refusal_logged_at = -_REFUSAL_LOG_INTERVAL
 
     # ------------------------------------------------------------------ Factory
 
-    def buildProtocol(self, addr: Any) -> RemotingProtocol:
-        return RemotingProtocol(self.processor, self.options, self.reactor, owner=self)
+    def buildProtocol(self, addr: Any) -> RemotingProtocol | None:
+        """A protocol for the accepted connection, or None (Twisted then closes the socket at once)
+        when ``max_connections`` are open already."""
+        limit = self.options.max_connections
+        if limit and len(self.connections) >= limit:
+            self._refuse_connection(addr, limit)
+            return None
+        return RemotingProtocol(self.processor, self.options, self.reactor, owner=self, refusals=self.refusals,
+                                latency=self.latency)
+
+    def _refuse_connection(self, addr: Any, limit: int) -> None:
+        self.refusals.count(TOO_MANY_CONNECTIONS)
+        self._refused_unlogged += 1
+        now = self.reactor.seconds()
+        if now - self._refusal_logged_at >= _REFUSAL_LOG_INTERVAL:
+            log.warning("%s: refused the connection from %s: %d connections open (maxConnections); "
+                        "%d refused since the last such line", self.name, format_address(addr), limit,
+                        self._refused_unlogged)
+            self._refusal_logged_at = now
+            self._refused_unlogged = 0
 
     def connection_made(self, proto: RemotingProtocol) -> None:
         self.connections.add(proto)

@@ -162,7 +162,7 @@ def _with_gateways(gateways, broker, watch):
 
     for gateway in filter(None, gateways):
         if isinstance(gateway.gateway, HttpGateway):
-            gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, lambda: len(broker.server.connections), watch)
+            gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, broker.server, watch)
         gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
     return broker
 

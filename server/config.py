@@ -29,6 +29,7 @@ from ferrymq.server.config_keys import (
     ip_or_empty,
     key,
     known_keys,
+    limit,
     nearest_key,
     one_of,
     port,
@@ -114,6 +115,17 @@ class NettyServerConfig:
         "Largest accepted frame in bytes; a larger one closes the connection "
         "(FerryMQ key; Apache: system property com.rocketmq.remoting.frameMaxLength).",
     )
+    maxConnections: int = key(
+        0, "Close connections accepted while this many are open, the broker's two ports counted together "
+        "(FerryMQ key; 0 = no limit, as Apache).",
+        check=limit,
+    )
+    maxInFlightRequestsPerConnection: int = key(
+        10000, "Answer SYSTEM_BUSY to a request arriving while this many requests of its connection are "
+        "unanswered, a held long-poll pull included (FerryMQ key; Apache bounds its thread pools' queues "
+        "instead, sendThreadPoolQueueCapacity=10000; 0 = no limit).",
+        check=limit,
+    )
 
     def transport_options(self) -> TransportOptions:
         return TransportOptions(
@@ -121,6 +133,8 @@ class NettyServerConfig:
             idle_timeout=float(self.serverChannelMaxIdleTimeSeconds),
             write_high_water=self.writeBufferHighWaterMark or 64 * 1024,
             shutdown_grace=float(self.shutdownWaitTimeSeconds),
+            max_connections=self.maxConnections,
+            max_inflight_per_connection=self.maxInFlightRequestsPerConnection,
         )
 
 

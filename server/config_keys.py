@@ -72,6 +72,11 @@ def positive(value: int) -> str | None:
     return None if value > 0 else "not valid, expected a number > 0"
 
 
+def limit(value: int) -> str | None:
+    """A limit where 0 means none."""
+    return None if value >= 0 else "not valid, expected 0 (no limit) or a number > 0"
+
+
 def ip_or_empty(value: str) -> str | None:
     """An address written into message ids and routes must be an IP literal, not a host name."""
     if not value:

@@ -29,7 +29,7 @@ from typing import Any
 
 from .codes import Flag
 from .command import RemotingCommand, next_opaque
-from .errors import FrameError
+from .errors import FrameError, FrameTooLarge
 from .frame import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode
 
 _RESPONSE = int(Flag.RESPONSE)  # plain ints: IntFlag arithmetic is slow on the per-frame path
@@ -101,6 +101,8 @@ class ProtocolError:
     """The byte stream cannot be framed; the connection is CLOSING and must be aborted."""
 
     reason: str
+    #: The length field was above the frame size limit (else the bytes were no frame at all).
+    too_large: bool = False
 
 
 Event = ResponseReceived | UnmatchedResponse | ProtocolError
@@ -163,6 +165,8 @@ class Connection:
         self._active = True
         try:
             commands = self._decoder.feed(data)
+        except FrameTooLarge as exc:
+            return [self._fail(str(exc), too_large=True)]
         except FrameError as exc:
             return [self._fail(str(exc))]
         except Exception as exc:  # noqa: BLE001 - any decoder failure is a bad frame, not a crash
@@ -177,10 +181,10 @@ class Connection:
                 self._inbox.append(cmd)
         return events
 
-    def _fail(self, reason: str) -> ProtocolError:
+    def _fail(self, reason: str, too_large: bool = False) -> ProtocolError:
         self.state = CLOSING
         self._inbox.clear()
-        return ProtocolError(reason)
+        return ProtocolError(reason, too_large)
 
     def next_request(self) -> RemotingCommand | None:
         """The next request to handle, or None: none queued, backed up, or no longer OPEN.
@@ -200,6 +204,11 @@ class Connection:
     @property
     def queued_requests(self) -> int:
         return len(self._inbox)
+
+    @property
+    def partial_frame_bytes(self) -> int:
+        """Bytes read of a frame not yet complete."""
+        return self._decoder.buffered
 
     # ------------------------------------------------------------------ outbound
 

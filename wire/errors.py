@@ -15,7 +15,7 @@ class FrameTooLarge(FrameError):
     def __init__(self, length: int, limit: int):
         super().__init__(
             f"frame of {length} bytes exceeds the limit of {limit} bytes "
-            f"(raise it with the frame size setting if the peer is legitimate)"
+            f"(frameMaxLength; raise it if the peer is legitimate)"
         )
         self.length = length
         self.limit = limit

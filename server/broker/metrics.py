@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import enum
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from ferrymq.remoting import RemotingServer
+from ferrymq.remoting.latency import BOUNDS_MS, SAMPLE_EVERY_READS, RequestLatency
 from ferrymq.wire import topics as names
-from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC
+from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, RequestCode, ResponseCode
 
 from .context import BrokerContext
 from .offsets import TOPIC_GROUP_SEPARATOR
@@ -43,6 +46,11 @@ DLQ_LABELS = ("cluster", "broker", "group")
 GROUP_LABELS = ("cluster", "broker", "topic", "group")
 DIFF_LABELS = ("group", "topic", "countOfOnlineConsumers", "msgModel")
 QUEUE_LABELS = ("cluster", "broker", "topic", "group", "queueid")
+#: ``caddr`` and ``localaddr``: the consumers' addresses and client ids, comma-separated
+GROUP_COUNT_LABELS = ("caddr", "localaddr", "group")
+PRODUCER_COUNT_LABELS = ("cluster", "broker", "group")
+#: Apache's labels of ``rocketmq_rpc_latency``
+RPC_LABELS = ("protocol_type", "request_code", "response_code", "is_long_polling")
 #: MessageModel ordinals, as the exporter writes them in ``msgModel``
 _MODEL_ORDINAL = {"BROADCASTING": "0", "CLUSTERING": "1"}
 
@@ -73,13 +81,14 @@ class Rates:
 
 
 class BrokerMetrics:
-    """The figures of one broker. ``connections`` and ``stall_watch`` are read when given: the remoting
-    server's live connections (a sized collection) and the reactor's :class:`~ferrymq.server.stall_watch.StallWatch`."""
+    """The figures of one broker. ``server`` and ``stall_watch`` are read when given: the broker's
+    :class:`~ferrymq.remoting.RemotingServer` (its connections and what its limits refused) and the
+    reactor's :class:`~ferrymq.server.stall_watch.StallWatch`."""
 
-    def __init__(self, ctx: BrokerContext, connections: Callable[[], int] | None = None,
+    def __init__(self, ctx: BrokerContext, server: RemotingServer | None = None,
                  stall_watch: Any = None, clock: Callable[[], float] = time.monotonic):
         self.ctx = ctx
-        self.connections = connections
+        self.server = server
         self.stall_watch = stall_watch
         self._topic_rates = Rates(clock, new_from_zero=True)
         self._group_rates = Rates(clock, new_from_zero=False)
@@ -101,7 +110,7 @@ class BrokerMetrics:
 
     def collect(self) -> list[Metric]:
         """Every family, read now (on the reactor thread)."""
-        return [*self._broker(), *self._topics(), *self._groups(), *self._process()]
+        return [*self._broker(), *self._topics(), *self._groups(), *self._clients(), *self._process()]
 
     # ------------------------------------------------------------------ broker-wide
 
@@ -222,14 +231,38 @@ class BrokerMetrics:
             tps.add_metric([cluster, broker, topic, group], rate)
         return [committed, tps, diff, retry_diff, dlq_diff, queue_diff]
 
+    # ------------------------------------------------------------------ client connections
+
+    def _clients(self) -> Iterable[Metric]:
+        """Connections per producer and consumer group, as the broker's heartbeat tables hold them."""
+        cluster, _addr, broker = self._identity()
+        consumers = _gauge("rocketmq_group_count", "Consumers of the group connected to the broker.",
+                           GROUP_COUNT_LABELS)
+        for group, info in list(self.ctx.consumers.groups.items()):
+            clients = list(info.channels.values())
+            consumers.add_metric([",".join(c.client_addr for c in clients), ",".join(c.client_id for c in clients),
+                                  group], len(clients))
+        producers = _gauge("rocketmq_producer_count", "Producers of the group connected to the broker.",
+                           PRODUCER_COUNT_LABELS)
+        for group, channels in list(self.ctx.producers.groups.items()):
+            producers.add_metric([cluster, broker, group], len(channels))
+        return [consumers, producers]
+
     # ------------------------------------------------------------------ the process
 
     def _process(self) -> Iterable[Metric]:
         cluster, addr, broker = self._identity()
         labels = [cluster, addr, broker]
-        if self.connections is not None:
+        server = self.server
+        if server is not None:
             yield _gauge("ferrymq_connections", "Client connections open to the broker's remoting port.",
-                         BROKER_LABELS, [(labels, self.connections())])
+                         BROKER_LABELS, [(labels, len(server.connections))])
+            refusals = CounterMetricFamily("ferrymq_refusals", "Connections closed and requests refused by the "
+                                           "connection limits, by reason.", labels=[*BROKER_LABELS, "reason"])
+            for reason, count in server.refusals.counts.items():
+                refusals.add_metric([*labels, reason], count)
+            yield refusals
+            yield _rpc_latency(labels, server.latency)
         watch = self.stall_watch
         if watch is not None:
             stalls = CounterMetricFamily("ferrymq_reactor_stalls", "Times the reactor thread was stalled "
@@ -242,6 +275,29 @@ class BrokerMetrics:
                                           "lasted.", labels=BROKER_LABELS)
             seconds.add_metric(labels, watch.stalled_seconds)
             yield from (stalls, machine, seconds)
+
+
+def _code_name(codes: type[enum.IntEnum], code: int) -> str:
+    """The code's name as Apache's metrics label it (its constant's name), or the number if unknown."""
+    try:
+        return codes(code).name
+    except ValueError:
+        return str(code)
+
+
+def _rpc_latency(labels: list[str], latency: RequestLatency) -> HistogramMetricFamily:
+    family = HistogramMetricFamily("rocketmq_rpc_latency", "Time from a request's dispatch to its answer, in "
+                                   "milliseconds, of sampled requests (the first of one read in "
+                                   f"{SAMPLE_EVERY_READS}).", labels=[*BROKER_LABELS, *RPC_LABELS])
+    bounds = [repr(b) for b in BOUNDS_MS] + ["+Inf"]
+    for (code, response_code, long_polling), counts in list(latency.histograms.items()):
+        running, buckets = 0.0, []
+        for le, count in zip(bounds, counts[:-1]):
+            running += count
+            buckets.append((le, running))
+        family.add_metric([*labels, "remoting", _code_name(RequestCode, code), _code_name(ResponseCode, response_code),
+                           "true" if long_polling else "false"], buckets, counts[-1])
+    return family
 
 
 def _gauge(name: str, doc: str, labels: Iterable[str], samples: Iterable[tuple[list[str], float]] = ()

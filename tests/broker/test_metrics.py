@@ -10,6 +10,7 @@ import pytest
 
 from ferrymq.server.broker.metrics import BrokerMetrics, Rates
 from ferrymq.wire import topics as names
+from tests.broker.conftest import FakeChannel
 
 
 class Ticks:
@@ -48,6 +49,14 @@ def test_lag_is_per_queue_and_per_group_and_the_retry_topic_has_its_own_family(b
     assert ("DefaultCluster", "broker-a", names.SCHEDULE_TOPIC) not in offsets  # system topics are left out
     assert _samples(families, "rocketmq_topic_retry_offset") == {
         ("DefaultCluster", "broker-a", names.retry_topic("g1")): 1}
+
+
+def test_consumers_and_producers_are_counted_per_group_as_the_exporter_labels_them(bk):
+    bk.heartbeat("g1", "T", channel=FakeChannel("10.0.0.1:5001"), client_id="c1")
+    bk.heartbeat("g1", "T", channel=FakeChannel("10.0.0.2:5002"), client_id="c2")
+    families = BrokerMetrics(bk.ctx).collect()
+    assert _samples(families, "rocketmq_group_count") == {("10.0.0.1:5001,10.0.0.2:5002", "c1,c2", "g1"): 2}
+    assert _samples(families, "rocketmq_producer_count") == {("DefaultCluster", "broker-a", "pg"): 2}
 
 
 def test_topic_tps_is_the_rate_since_the_previous_scrape(bk):

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from ferrymq.remoting.latency import SAMPLE_EVERY_READS
 from ferrymq.sdk import BlockingProducer, BlockingPushConsumer, Message
 from ferrymq.testing.ports import free_port
 from ferrymq.testing.server import HTTP_UP, FerryMQServer
@@ -80,6 +81,9 @@ def test_the_exposition_parses_and_names_the_broker(server):
     assert scrape.value("ferrymq_reactor_stalls", **labels) == 0
     assert scrape.families["ferrymq_reactor_machine_stalls"].type == "counter"
     assert scrape.families["ferrymq_commitlog_flush_seconds"].type == "histogram"
+    # every limit's refusals are counted from 0, before any refusal
+    assert {s.labels["reason"]: s.value for s in scrape.samples("ferrymq_refusals", **labels)} == {
+        "too_many_connections": 0, "frame_too_large": 0, "bad_frame": 0, "idle": 0, "too_many_in_flight": 0}
     # the process's own figures follow the broker's
     assert scrape.families["process_resident_memory_bytes"].samples[0].value > 0
 
@@ -116,6 +120,8 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
         assert got.wait(30), received
         connected = Scrape(server)
         assert connected.value("ferrymq_connections", cluster=server.cluster) >= 1
+        [count] = connected.samples("rocketmq_group_count", group=GROUP)
+        assert count.value == 1 and count.labels["caddr"].startswith("127.0.0.1:")
         # the group's first pulls: it has a rate from the next scrape on
         assert connected.value("rocketmq_consumer_tps", topic=TOPIC, group=GROUP) == 0
         got.clear()
@@ -144,6 +150,19 @@ def test_puts_gets_and_lag_move_as_clients_send_and_consume(server):
     assert sorted(s.labels["queueid"] for s in lags) == [str(q) for q in range(QUEUES)]
     assert sum(s.value for s in lags) == 4
     assert offline.value("rocketmq_group_diff", topic=TOPIC, group=GROUP, countOfOnlineConsumers="0") == 4
+
+
+def test_request_latency_is_sampled_per_request_and_response_code(server):
+    with BlockingProducer("metrics_latency_pg", server.namesrv_addr) as producer:
+        for i in range(2 * SAMPLE_EVERY_READS):  # each sync send is a read of its own
+            producer.send(Message("MetricsLatencyTopic", f"m{i}".encode()))
+    scrape = Scrape(server)
+    assert scrape.families["rocketmq_rpc_latency"].type == "histogram"
+    timed = [s for s in scrape.samples("rocketmq_rpc_latency_count", response_code="SUCCESS",
+                                       is_long_polling="false")
+             if s.labels["request_code"] in ("SEND_MESSAGE", "SEND_MESSAGE_V2")]
+    assert sum(s.value for s in timed) >= 1
+    assert all(s.labels["protocol_type"] == "remoting" and s.labels["broker"] == server.broker_name for s in timed)
 
 
 def test_a_gateway_alone_serves_its_process_figures_only(tmp_path, server):

@@ -8,8 +8,11 @@ from twisted.internet import task
 from twisted.internet.testing import StringTransport
 
 from ferrymq.remoting import RemotingClosedError, RemotingTimeoutError, TransportOptions
+from ferrymq.remoting.latency import BOUNDS_MS, SAMPLE_EVERY_READS, RequestLatency
+from ferrymq.remoting.limits import BAD_FRAME, FRAME_TOO_LARGE, IDLE, TOO_MANY_IN_FLIGHT
 from ferrymq.remoting.pending import Pending
 from ferrymq.remoting.protocol import RemotingProtocol
+from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
 from ferrymq.wire.frame import FrameDecoder, encode
 
@@ -30,12 +33,13 @@ class RecordingTransport(StringTransport):
 
 
 class Harness:
-    def __init__(self, **options):
+    def __init__(self, latency: RequestLatency | None = None, **options):
         self.clock = task.Clock()
         self.promises: list[tuple[RemotingCommand, Pending]] = []
         self.handled: list[int] = []
-        processor = {ECHO: self.echo, LATER: self.later}
-        self.proto = RemotingProtocol(processor, TransportOptions(idle_timeout=0, **options), self.clock)
+        processor = {ECHO: self.echo, LATER: self.later, RequestCode.PULL_MESSAGE: self.later}
+        self.proto = RemotingProtocol(processor, TransportOptions(idle_timeout=0, **options), self.clock,
+                                      latency=latency)
         self.transport = RecordingTransport()
         self.proto.makeConnection(self.transport)
 
@@ -153,6 +157,28 @@ def test_a_bad_frame_aborts_the_connection(caplog):
         h.proto.dataReceived(b"\x00\x00\x10\x00")
     assert h.transport.disconnected
     assert any("exceeds the limit of 64 bytes" in r.getMessage() for r in caplog.records)
+    assert h.proto.refusals.counts[FRAME_TOO_LARGE] == 1 and h.proto.refusals.counts[BAD_FRAME] == 0
+
+
+def test_garbage_is_counted_apart_from_an_oversized_frame():
+    h = Harness()
+    h.proto.dataReceived(b"\x00\x00\x00\x02\x00\x00")
+    assert h.transport.disconnected
+    assert h.proto.refusals.counts[BAD_FRAME] == 1 and h.proto.refusals.counts[FRAME_TOO_LARGE] == 0
+
+
+def test_requests_past_the_in_flight_limit_are_answered_busy_as_apache():
+    h = Harness(max_inflight_per_connection=2)
+    h.proto.dataReceived(frames(*(request(LATER, opaque=i) for i in (1, 2, 3, 4))))
+    busy = h.written()
+    assert [(c.opaque, c.code, c.remark) for c in busy] == [
+        (3, ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while"),
+        (4, ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while")]
+    assert len(h.promises) == 2 and h.proto.refusals.counts[TOO_MANY_IN_FLIGHT] == 2
+    cmd, p = h.promises[0]
+    p.callback(cmd.response())  # one answered: room for one more
+    h.proto.dataReceived(frames(request(ECHO, opaque=5)))
+    assert h.handled == [5]
 
 
 def test_a_silent_connection_is_closed_after_the_idle_timeout():
@@ -166,3 +192,32 @@ def test_a_silent_connection_is_closed_after_the_idle_timeout():
     assert not transport.disconnected
     clock.pump([1.0] * 2)
     assert transport.disconnected
+    assert proto.refusals.counts[IDLE] == 1
+
+
+def test_the_first_request_of_one_read_in_n_is_timed_per_request_and_response_code():
+    latency = RequestLatency()
+    h = Harness(latency)
+    for i in range(SAMPLE_EVERY_READS * 3):
+        h.proto.dataReceived(frames(request(ECHO, opaque=2 * i), request(ECHO, opaque=2 * i + 1)))
+    assert len(h.handled) == SAMPLE_EVERY_READS * 6  # every request is handled, timed or not
+    [(key, counts)] = latency.histograms.items()
+    assert key == (ECHO, ResponseCode.SUCCESS, False)
+    assert sum(counts[:-1]) == 3 and counts[0] == 3  # three samples, each well under 1 ms
+    assert len(counts) == len(BOUNDS_MS) + 2
+
+
+def test_a_held_pull_is_timed_until_its_answer_as_a_long_poll():
+    latency = RequestLatency()
+    latency.countdown = 1
+    h = Harness(latency)
+    h.proto.dataReceived(frames(request(RequestCode.PULL_MESSAGE, opaque=1)))
+    assert latency.histograms == {}
+    cmd, p = h.promises[0]
+    p.callback(cmd.response(ResponseCode.PULL_NOT_FOUND))
+    [(key, counts)] = latency.histograms.items()
+    assert key == (RequestCode.PULL_MESSAGE, ResponseCode.PULL_NOT_FOUND, True)
+    assert sum(counts[:-1]) == 1
+    assert [c.opaque for c in h.written()] == [] and h.proto.inflight == 0  # answered at the turn's end
+    h.clock.advance(0)
+    assert [c.opaque for c in h.written()] == [1]

@@ -17,10 +17,12 @@ from ferrymq.remoting import (
     RemotingServer,
     RemotingTimeoutError,
     TransportOptions,
+    limits,
 )
 from ferrymq.wire.codes import Flag, RequestCode, ResponseCode, SerializeType
 from ferrymq.wire.command import request
 from ferrymq.wire.errors import MissingField
+from ferrymq.wire.frame import encode
 
 ECHO = 1000
 SLOW = 1001
@@ -201,6 +203,9 @@ def test_bad_frame_closes_only_that_connection(rt, server, raw_client, garbage, 
     assert any("closing connection 127.0.0.1:" in r.getMessage() for r in caplog.records)
     good.send(request(ECHO, {"v": "2"}, opaque=2))
     assert good.recv().ext("v") == "2"
+    counts = rt.call(lambda: dict(srv.refusals.counts))
+    reason = limits.FRAME_TOO_LARGE if garbage.startswith(struct.pack(">i", 64 * 1024 * 1024)) else limits.BAD_FRAME
+    assert {k: v for k, v in counts.items() if v} == {reason: 1}
 
 
 def test_back_pressure_pauses_reading_until_drained(rt, server, raw_client):
@@ -337,3 +342,59 @@ def test_one_server_on_two_ports(rt, server, client):
     rt.call(srv.stop, 1.0)
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", second), timeout=1).close()
+
+
+def test_connections_past_the_maximum_are_closed_at_accept(rt, server, raw_client, caplog):
+    srv = server(TransportOptions(max_connections=3))
+    kept = [raw_client(("127.0.0.1", srv.port)) for _ in range(3)]
+    for i, conn in enumerate(kept):
+        conn.send(request(ECHO, {"v": str(i)}, opaque=i))
+        assert conn.recv().ext("v") == str(i)
+    with caplog.at_level("WARNING", logger="ferrymq.remoting"):
+        flood = [raw_client(("127.0.0.1", srv.port)) for _ in range(20)]
+        assert all(conn.closed_by_peer(timeout=3) for conn in flood)
+    assert rt.call(lambda: srv.refusals.counts[limits.TOO_MANY_CONNECTIONS]) == 20
+    refused = [r.getMessage() for r in caplog.records if "refused the connection" in r.getMessage()]
+    assert len(refused) == 1 and "127.0.0.1:" in refused[0] and "maxConnections" in refused[0]
+    kept[0].send(request(ECHO, {"v": "still"}, opaque=9))
+    assert kept[0].recv().ext("v") == "still"
+    kept[1].close()
+    deadline = time.monotonic() + 3
+    while rt.call(lambda: len(srv.connections)) > 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    again = raw_client(("127.0.0.1", srv.port))
+    again.send(request(ECHO, {"v": "room"}, opaque=10))
+    assert again.recv().ext("v") == "room"
+
+
+def test_a_slow_loris_is_closed_when_idle_while_others_are_served(rt, server, raw_client, caplog):
+    srv = server(TransportOptions(idle_timeout=0.6))
+    loris = raw_client(("127.0.0.1", srv.port))
+    good = raw_client(("127.0.0.1", srv.port))
+    frame = encode(request(ECHO, {"v": "never"}, opaque=1))
+    with caplog.at_level("INFO", logger="ferrymq.remoting"):
+        loris.send_raw(frame[:20])  # a frame begun and never finished
+        started = time.monotonic()
+        for i in range(4):  # the other connection is answered meanwhile, and kept busy so it is not idle
+            good.send(request(ECHO, {"v": str(i)}, opaque=10 + i))
+            assert good.recv().ext("v") == str(i)
+            time.sleep(0.1)
+        assert loris.closed_by_peer(timeout=3)
+    assert 0.5 < time.monotonic() - started < 2.5
+    assert any("idle for 0.6 s holding 20 bytes of an incomplete frame" in r.getMessage() for r in caplog.records)
+    assert rt.call(lambda: srv.refusals.counts[limits.IDLE]) >= 1
+
+
+def test_requests_pipelined_past_the_in_flight_limit_are_answered_busy(rt, server, raw_client):
+    srv = server(TransportOptions(max_inflight_per_connection=4))
+    piper = raw_client(("127.0.0.1", srv.port))
+    other = raw_client(("127.0.0.1", srv.port))
+    piper.send_raw(b"".join(encode(request(SLOW, {"v": str(i), "delay": "0.3"}, opaque=i)) for i in range(10)))
+    busy = [piper.recv() for _ in range(6)]  # answered at once, before the slow ones
+    assert [(r.opaque, r.code, r.remark) for r in busy] == [
+        (i, ResponseCode.SYSTEM_BUSY, "[OVERLOAD]system busy, start flow control for a while") for i in range(4, 10)]
+    other.send(request(ECHO, {"v": "meanwhile"}, opaque=99))
+    assert other.recv().ext("v") == "meanwhile"
+    done = sorted((r.opaque, r.code) for r in (piper.recv() for _ in range(4)))
+    assert done == [(i, ResponseCode.SUCCESS) for i in range(4)]
+    assert rt.call(lambda: srv.refusals.counts[limits.TOO_MANY_IN_FLIGHT]) == 6
