@@ -14,7 +14,8 @@ from typing import Any
 from twisted.internet import defer, task
 from twisted.internet.error import CannotListenError
 
-from ferrymq.server.config import BrokerConfig, ConfigError, NettyServerConfig
+from ferrymq.server.auth.control import AccessControl
+from ferrymq.server.config import AuthConfig, BrokerConfig, ConfigError, NettyServerConfig
 from ferrymq.server.ha import HAMaster, HASlave
 from ferrymq.server.ha.roles import with_rejections
 from ferrymq.server.ha.slave_sync import SlaveSynchronize
@@ -54,7 +55,7 @@ def store_config_for(config: BrokerConfig, store_props: dict[str, str] | None = 
 
 class Broker:
     def __init__(self, config: BrokerConfig, netty: NettyServerConfig | None = None,
-                 store_props: dict[str, str] | None = None, reactor: Any = None):
+                 store_props: dict[str, str] | None = None, reactor: Any = None, auth: AuthConfig | None = None):
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
@@ -64,6 +65,8 @@ class Broker:
         self.reactor = reactor
         self.ip = config.brokerIP1 or local_ip()
         self._store_props = store_props
+        self.auth_config = auth or AuthConfig()
+        self.access: AccessControl | None = None
         self._writes = WriteQueue(self.reactor, f"{config.brokerName}-files")
         self._loops: list[task.LoopingCall] = []
         self.server: RemotingServer | None = None
@@ -91,6 +94,8 @@ class Broker:
                              on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
         self.ctx = ctx = parts.ctx
         self.table = with_rejections(parts.table, c)
+        if self.auth_config.enabled:
+            self.access = AccessControl(self.auth_config, store_config.config_dir, c.brokerClusterName)
         for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets)):
             obj = self._files[name].load()
             if obj:
@@ -114,7 +119,7 @@ class Broker:
             if self.store is not None and self.store.running:
                 self.store.shutdown()  # release the store lock so a fixed config can start again
             raise
-        self.server.processor = self.table
+        self.server.processor = self.access.guard(self.table) if self.access else self.table
         vip_port = port - 2
         self.vip = False
         if c.listenPort > 0 and vip_port > 0:
@@ -296,6 +301,7 @@ def start_broker(config: BrokerConfig, props: dict[str, str] | None = None, reac
     props = dict(props or {})
     netty_props = {k: v for k, v in props.items() if k != "listenPort"}
     netty = from_properties(NettyServerConfig, netty_props, listenPort=config.listenPort)
-    broker = Broker(config, netty, store_props=props, reactor=reactor)
+    auth = from_properties(AuthConfig, props)
+    broker = Broker(config, netty, store_props=props, reactor=reactor, auth=auth)
     broker.start()
     return broker

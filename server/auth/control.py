@@ -1,0 +1,46 @@
+"""A broker's access control: its users (and ACLs) loaded from and saved to ``<storePathRootDir>/config``,
+the configured initial users, and the gate placed in front of its processors."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from ferrymq.remoting.dispatch import Processor
+from ferrymq.server.config import AuthConfig
+from ferrymq.server.store.config_files import ConfigFile
+
+from .authentication import Authenticator, parse_code_list
+from .gate import AccessGate
+from .users import User, Users, UserType
+
+log = logging.getLogger("ferrymq.auth")
+
+USERS = "users.json"
+
+
+class AccessControl:
+    def __init__(self, config: AuthConfig, config_dir: str, cluster: str):
+        self.config = config
+        self.cluster = cluster
+        users_file = ConfigFile(config_dir, USERS)
+        self.users = Users(users_file.save)
+        self.users.load(users_file.load())
+        self._init_users()
+        self.authenticator = Authenticator(self.users, parse_code_list(config.authenticationWhitelist))
+
+    def _init_users(self) -> None:
+        """Apache's ``initUser``: the initial user and the inner client's credentials become super users
+        unless a user of that name exists."""
+        if self.config.initAuthenticationUser.strip():
+            obj = json.loads(self.config.initAuthenticationUser)
+            self.users.ensure(User(obj["username"], obj["password"], UserType.SUPER))
+        if self.config.innerClientAuthenticationCredentials.strip():
+            obj = json.loads(self.config.innerClientAuthenticationCredentials)
+            self.users.ensure(User(obj["accessKey"], obj["secretKey"], UserType.SUPER))
+
+    def guard(self, processor: Processor) -> Processor:
+        """``processor`` behind the checks the config enables; ``processor`` itself when none is."""
+        if not self.config.enabled:
+            return processor
+        return AccessGate(processor, self.authenticator if self.config.authenticationEnabled else None, None)
