@@ -1,4 +1,4 @@
-"""A broker's access control: its users (and ACLs) loaded from and saved to ``<storePathRootDir>/config``,
+"""A broker's access control: its users and ACLs loaded from and saved to ``<storePathRootDir>/config``,
 the configured initial users, and the gate placed in front of its processors."""
 
 from __future__ import annotations
@@ -10,13 +10,16 @@ from ferrymq.remoting.dispatch import Processor
 from ferrymq.server.config import AuthConfig
 from ferrymq.server.store.config_files import ConfigFile
 
+from .acls import Acls
 from .authentication import Authenticator, parse_code_list
+from .authorization import Authorizer
 from .gate import AccessGate
 from .users import User, Users, UserType
 
 log = logging.getLogger("ferrymq.auth")
 
 USERS = "users.json"
+ACLS = "acls.json"
 
 
 class AccessControl:
@@ -26,8 +29,12 @@ class AccessControl:
         users_file = ConfigFile(config_dir, USERS)
         self.users = Users(users_file.save)
         self.users.load(users_file.load())
+        acls_file = ConfigFile(config_dir, ACLS)
+        self.acls = Acls(acls_file.save)
+        self.acls.load(acls_file.load())
         self._init_users()
         self.authenticator = Authenticator(self.users, parse_code_list(config.authenticationWhitelist))
+        self.authorizer = Authorizer(self.users, self.acls, cluster, parse_code_list(config.authorizationWhitelist))
 
     def _init_users(self) -> None:
         """Apache's ``initUser``: the initial user and the inner client's credentials become super users
@@ -43,4 +50,5 @@ class AccessControl:
         """``processor`` behind the checks the config enables; ``processor`` itself when none is."""
         if not self.config.enabled:
             return processor
-        return AccessGate(processor, self.authenticator if self.config.authenticationEnabled else None, None)
+        return AccessGate(processor, self.authenticator if self.config.authenticationEnabled else None,
+                          self.authorizer if self.config.authorizationEnabled else None)

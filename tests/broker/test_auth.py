@@ -7,15 +7,19 @@ import json
 
 import pytest
 
+from ferrymq.server.auth.acls import Acl, Action, Decision, PolicyEntry, PolicyType, Resource
+from ferrymq.server.auth.authorization import Need, needs_of
 from ferrymq.server.auth.control import AccessControl
 from ferrymq.server.auth.errors import AuthenticationError
 from ferrymq.server.auth.signature import sign, signed_content, signed_fields
 from ferrymq.server.auth.users import User, UserStatus, UserType
 from ferrymq.server.config import AuthConfig
+from ferrymq.wire.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from ferrymq.wire.codes import CURRENT_VERSION, RequestCode, ResponseCode
+from ferrymq.wire.command import request
 from ferrymq.wire.versions import VERSION_NAMES
 
-C = RequestCode
+A, C = Action, RequestCode
 ROOT = {"username": "rocketmq", "password": "12345678"}
 
 
@@ -93,3 +97,72 @@ def test_users_persist_and_the_initial_users_are_super_and_never_overwritten(tmp
 def test_a_broker_without_access_control_serves_its_table_itself(bk, tmp_path):
     control = AccessControl(AuthConfig(), str(tmp_path / "config"), "DefaultCluster")
     assert control.guard(bk.table) is bk.table
+
+
+# ---------------------------------------------------------------- authorization
+
+
+
+def entry(resource, *actions, decision=Decision.ALLOW, ips=()):
+    return PolicyEntry(Resource.parse(resource), tuple(actions), tuple(ips), decision)
+
+
+@pytest.mark.parametrize(("code", "ext", "body", "needs"), [
+    (C.SEND_MESSAGE_V2, {"a": "pg", "b": "T"}, b"", [Need(Resource.topic("T"), (A.PUB,))]),
+    (C.SEND_MESSAGE_V2, {"a": "pg", "b": "%RETRY%cg"}, b"", [Need(Resource.group("pg"), (A.SUB,))]),
+    (C.PULL_MESSAGE, {"topic": "T", "consumerGroup": "cg"}, b"",
+     [Need(Resource.topic("T"), (A.SUB,)), Need(Resource.group("cg"), (A.SUB,))]),
+    (C.PULL_MESSAGE, {"topic": "%RETRY%cg", "consumerGroup": "cg"}, b"", [Need(Resource.group("cg"), (A.SUB,))]),
+    (C.HEART_BEAT, {"x": "1"}, HeartbeatData(client_id="c", consumer_data_set=[ConsumerData(
+        group_name="cg", subscription_data_set=[SubscriptionData(topic="T"), SubscriptionData(topic="%RETRY%cg")])]
+    ).encode(), [Need(Resource.group("cg"), (A.SUB,)), Need(Resource.topic("T"), (A.SUB,))]),
+    (C.UPDATE_CONSUMER_OFFSET, {"topic": "T", "consumerGroup": "cg"}, b"",
+     [Need(Resource.topic("T"), (A.SUB, A.UPDATE)), Need(Resource.group("cg"), (A.SUB, A.UPDATE))]),
+    (C.GET_TOPIC_CONFIG, {"topic": "T"}, b"", [Need(Resource.topic("T"), (A.GET,))]),
+    (C.DELETE_SUBSCRIPTIONGROUP, {"groupName": "cg"}, b"", [Need(Resource.group("cg"), (A.DELETE,))]),
+    (C.AUTH_LIST_USER, {"filter": ""}, b"", [Need(Resource.parse("Cluster:DefaultCluster"), (A.GET,))]),
+    (C.GET_CONSUME_STATS, {"consumerGroup": "cg", "topicList": "A;B"}, b"",
+     [Need(Resource.group("cg"), (A.GET,)), Need(Resource.topic("A"), (A.GET,)), Need(Resource.topic("B"), (A.GET,))]),
+    (C.GET_BROKER_CONFIG, {"x": "1"}, b"", []),
+], ids=["send", "send-retry", "pull", "pull-retry", "heartbeat", "commit-offset", "annotated", "delete-group",
+        "cluster", "split-list", "unannotated"])
+def test_each_request_code_needs_the_actions_apache_maps_it_to(code, ext, body, needs):
+    assert needs_of(request(code, ext, body), "DefaultCluster") == needs
+
+
+def test_the_most_specific_matching_entry_decides():
+    acl = Acl("User:u")
+    acl.put([entry("Topic:*", A.PUB), entry("Topic:app-*", A.PUB, decision=Decision.DENY),
+             entry("Topic:app-open", A.PUB), entry("Topic:app-open-*", A.SUB), entry("*", A.ALL, ips=["10.0.0.0/8"])])
+
+    def allowed(name, action, ip="127.0.0.1"):
+        e = acl.decide(Resource.topic(name), (action,), ip)
+        return None if e is None else e.decision is Decision.ALLOW
+    assert allowed("other", A.PUB) is True          # Topic:* (any)
+    assert allowed("app-x", A.PUB) is False         # the prefix beats any
+    assert allowed("app-open", A.PUB) is True       # the literal beats the prefix
+    assert allowed("app-open-1", A.SUB) is True     # the longer prefix wins
+    assert allowed("app-x", A.SUB) is None          # nothing for Sub from here
+    assert allowed("app-x", A.SUB, "10.1.2.3") is True  # the Any resource, from the allowed source range
+    acl.put([entry("Topic:app-x", A.PUB), entry("Topic:app-x", A.PUB, decision=Decision.DENY)])
+    assert allowed("app-x", A.PUB) is False         # the same resource is replaced, not added
+    deny_first = Acl("User:v")
+    deny_first.put([entry("Group:g", A.SUB)], PolicyType.DEFAULT)
+    assert deny_first.decide(Resource.group("%RETRY%g"), (A.SUB,), "1.1.1.1").decision is Decision.ALLOW
+
+
+def test_a_normal_user_is_denied_what_its_acl_does_not_allow_and_a_super_user_is_not(bk, tmp_path):
+    control = access(tmp_path, authorizationEnabled=True)
+    control.users.create(User("alice", "alice-secret"))
+    control.acls.put("User:alice", [entry("Topic:mine", A.PUB)])
+    bk.table = control.guard(bk.table)
+    ext = {"a": "pg", "b": "other", "c": "TBW102", "d": 4, "e": 0, "f": 0, "g": 1, "h": 0, "i": "", "j": 0,
+           "k": False, "m": False}
+    resp = bk.call(C.SEND_MESSAGE_V2, signed(ext, body=b"x"), b"x")
+    assert resp.code == ResponseCode.NO_PERMISSION
+    assert resp.remark == "User:alice has no permission to access Topic:other from 127.0.0.1, no matched policies."
+    assert bk.call(C.SEND_MESSAGE_V2, signed({**ext, "b": "mine"}, body=b"x"), b"x").code == ResponseCode.SUCCESS
+    root = bk.call(C.SEND_MESSAGE_V2, signed(ext, "rocketmq", "12345678", b"x"), b"x")
+    assert root.code == ResponseCode.SUCCESS
+    reloaded = access(tmp_path)
+    assert reloaded.acls.get("User:alice").to_json() == control.acls.get("User:alice").to_json()
