@@ -67,7 +67,7 @@ class Resource:
     pattern: ResourcePattern = ResourcePattern.LITERAL
 
     @classmethod
-    def parse(cls, key: str) -> "Resource | None":
+    def parse(cls, key: str) -> Resource | None:
         """``*``, ``Topic:*``, ``Topic:name`` or ``Topic:prefix*``; None for a key naming no known type."""
         key = key.strip()
         if key == "*":
@@ -83,11 +83,11 @@ class Resource:
         return cls(rtype, name, ResourcePattern.LITERAL)
 
     @classmethod
-    def topic(cls, name: str) -> "Resource":
+    def topic(cls, name: str) -> Resource:
         return cls(ResourceType.TOPIC, name)
 
     @classmethod
-    def group(cls, name: str) -> "Resource":
+    def group(cls, name: str) -> Resource:
         """A group, named by itself or by its retry/DLQ topic (Apache's ``ofGroup``)."""
         if name.startswith(RETRY_PREFIX):
             name = name[len(RETRY_PREFIX):]
@@ -105,7 +105,7 @@ class Resource:
             return f"{self.type.value}:{self.name}*"
         return f"{self.type.value}:{self.name}"
 
-    def matches(self, other: "Resource") -> bool:
+    def matches(self, other: Resource) -> bool:
         if self.type is ResourceType.ANY:
             return True
         if self.type is not other.type:
@@ -155,7 +155,7 @@ class PolicyEntry:
                 "sourceIps": list(self.source_ips), "decision": self.decision.value}
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "PolicyEntry":
+    def from_json(cls, obj: Mapping[str, Any]) -> PolicyEntry:
         resource = Resource.parse(obj["resource"])
         if resource is None:
             raise AuthorizationError(f"The resource of {obj['resource']} is invalid")
@@ -208,7 +208,7 @@ class Acl:
             for t, entries in self.policies.items() if entries]}
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "Acl":
+    def from_json(cls, obj: Mapping[str, Any]) -> Acl:
         acl = cls(str(obj["subject"]))
         for policy in obj.get("policies") or ():
             ptype = PolicyType.parse(policy.get("policyType")) or PolicyType.CUSTOM

@@ -234,7 +234,7 @@ class Authorizer:
             return
         try:
             needs = needs_of(cmd, self.cluster)
-        except Exception as exc:  # noqa: BLE001 - a body or header that cannot be read is refused
+        except Exception as exc:
             raise AuthorizationError("parse authorization context error.") from exc
         if not needs:
             return

@@ -31,13 +31,13 @@ class AccessGate:
     as Apache's request pipeline answers it.
     """
 
-    def __init__(self, processor: Processor, authenticator: "Authenticator | None",
-                 authorizer: "Authorizer | None"):
+    def __init__(self, processor: Processor, authenticator: Authenticator | None,
+                 authorizer: Authorizer | None):
         self.processor = processor
         self.authenticator = authenticator
         self.authorizer = authorizer
 
-    def __call__(self, cmd: RemotingCommand, channel: "Channel") -> Any:
+    def __call__(self, cmd: RemotingCommand, channel: Channel) -> Any:
         try:
             if self.authenticator is not None:
                 self.authenticator.check(cmd)

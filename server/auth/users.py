@@ -16,7 +16,7 @@ class UserType(enum.Enum):
     NORMAL = "Normal"
 
     @classmethod
-    def parse(cls, name: str | None) -> "UserType | None":
+    def parse(cls, name: str | None) -> UserType | None:
         """Apache's ``getByName``: case-insensitive; None for a blank or unknown name."""
         return next((t for t in cls if name and t.value.lower() == name.lower()), None)
 
@@ -26,7 +26,7 @@ class UserStatus(enum.Enum):
     DISABLE = "disable"
 
     @classmethod
-    def parse(cls, name: str | None) -> "UserStatus | None":
+    def parse(cls, name: str | None) -> UserStatus | None:
         return next((s for s in cls if name and s.value.lower() == name.lower()), None)
 
 
@@ -52,7 +52,7 @@ class User:
                 "userType": self.user_type.value, "userStatus": self.user_status.value}
 
     @classmethod
-    def from_json(cls, obj: Mapping[str, Any]) -> "User":
+    def from_json(cls, obj: Mapping[str, Any]) -> User:
         return cls(str(obj["username"]), obj.get("password"),
                    UserType.parse(obj.get("userType")) or UserType.NORMAL,
                    UserStatus.parse(obj.get("userStatus")) or UserStatus.ENABLE)

@@ -6,8 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from ferrymq.server.auth.acls import Acl, Action, Decision, PolicyEntry, PolicyType, Resource
+from ferrymq.server.auth.acls import (
+    Acl,
+    Action,
+    Decision,
+    PolicyEntry,
+    PolicyType,
+    Resource,
+)
 from ferrymq.server.auth.authorization import Need, needs_of
 from ferrymq.server.auth.control import AccessControl
 from ferrymq.server.auth.errors import AuthenticationError
