@@ -232,14 +232,18 @@ class Acls:
         return self._acls.get(subject)
 
     def list(self, subject_filter: str | None = None, resource_filter: str | None = None) -> list[Acl]:
+        """Apache's ``listAcl``: the ACLs of subjects containing ``subject_filter``; unless the subject
+        itself contains ``resource_filter``, only their entries whose resource contains it (copies)."""
         out = []
         for subject, acl in sorted(self._acls.items()):
-            if subject_filter and subject_filter not in subject:
+            if subject_filter and subject_filter.strip() and subject_filter not in subject:
                 continue
-            if resource_filter and not any(resource_filter in e.resource.key for es in acl.policies.values()
-                                           for e in es):
-                continue
-            out.append(acl)
+            keep_all = not (resource_filter and resource_filter.strip()) or resource_filter in subject
+            policies = {t: [e for e in es if keep_all or resource_filter in e.resource.key]
+                        for t, es in acl.policies.items()}
+            policies = {t: es for t, es in policies.items() if es}
+            if policies:
+                out.append(Acl(subject, policies))
         return out
 
     def put(self, subject: str, entries: Iterable[PolicyEntry], policy_type: PolicyType = PolicyType.CUSTOM) -> Acl:

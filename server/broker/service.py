@@ -21,6 +21,7 @@ from ferrymq.server.ha.roles import with_rejections
 from ferrymq.server.ha.slave_sync import SlaveSynchronize
 from ferrymq.remoting.local_address import local_ip
 from ferrymq.remoting import Channel, RemotingServer
+from ferrymq.remoting.dispatch import routes
 from ferrymq.server.store.config import MessageStoreConfig
 from ferrymq.server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
 from ferrymq.server.store.message_store import MessageStore
@@ -30,6 +31,7 @@ from ferrymq.wire.command import request
 from ferrymq.wire.headers import NotifyConsumerIdsChangedRequestHeader
 
 from .context import BrokerContext
+from .processors.access import AccessAdminProcessor
 from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, perm_limited
 from .wiring import build_broker
 
@@ -66,7 +68,7 @@ class Broker:
         self.ip = config.brokerIP1 or local_ip()
         self._store_props = store_props
         self.auth_config = auth or AuthConfig()
-        self.access: AccessControl | None = None
+        self.access: AccessControl | None = None  # users and ACLs, built with the store
         self._writes = WriteQueue(self.reactor, f"{config.brokerName}-files")
         self._loops: list[task.LoopingCall] = []
         self.server: RemotingServer | None = None
@@ -93,9 +95,8 @@ class Broker:
         parts = build_broker(c, self.store, self.reactor, store_host=(self.ip, port),
                              on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
         self.ctx = ctx = parts.ctx
-        self.table = with_rejections(parts.table, c)
-        if self.auth_config.enabled:
-            self.access = AccessControl(self.auth_config, store_config.config_dir, c.brokerClusterName)
+        self.access = AccessControl(self.auth_config, store_config.config_dir, c.brokerClusterName)
+        self.table = with_rejections({**parts.table, **routes([AccessAdminProcessor(self.access)])}, c)
         for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets)):
             obj = self._files[name].load()
             if obj:
@@ -119,7 +120,7 @@ class Broker:
             if self.store is not None and self.store.running:
                 self.store.shutdown()  # release the store lock so a fixed config can start again
             raise
-        self.server.processor = self.access.guard(self.table) if self.access else self.table
+        self.server.processor = self.access.guard(self.table)
         vip_port = port - 2
         self.vip = False
         if c.listenPort > 0 and vip_port > 0:

@@ -172,3 +172,74 @@ def test_a_normal_user_is_denied_what_its_acl_does_not_allow_and_a_super_user_is
     assert root.code == ResponseCode.SUCCESS
     reloaded = access(tmp_path)
     assert reloaded.acls.get("User:alice").to_json() == control.acls.get("User:alice").to_json()
+
+
+# ---------------------------------------------------------------- mqadmin's user and ACL commands
+
+
+@pytest.fixture
+def admin(bk, tmp_path):
+    from ferrymq.remoting.dispatch import routes
+    from ferrymq.server.broker.processors.access import AccessAdminProcessor
+
+    control = access(tmp_path, authorizationEnabled=True)
+    bk.table = control.guard({**bk.table, **routes([AccessAdminProcessor(control)])})
+    return control
+
+
+def as_root(ext, body=b""):
+    return signed(ext, ROOT["username"], ROOT["password"], body)
+
+
+def call_json(bk, code, ext, obj=None, signer=as_root):
+    body = json.dumps(obj).encode() if obj is not None else b""
+    return bk.call(code, signer(ext, body=body), body)
+
+
+def test_users_are_created_listed_updated_and_deleted_as_mqadmin_does(bk, admin):
+    ok = ResponseCode.SUCCESS
+    assert call_json(bk, C.AUTH_CREATE_USER, {"username": "alice"}, {"password": "pw", "userType": "Normal"}).code == ok
+    dup = call_json(bk, C.AUTH_CREATE_USER, {"username": "alice"}, {"password": "pw"})
+    assert (dup.code, dup.remark) == (ResponseCode.NO_PERMISSION, "The user is existed")
+    assert call_json(bk, C.AUTH_CREATE_USER, {"username": ""}, {"password": "pw"}).code == ResponseCode.INVALID_PARAMETER
+    got = json.loads(call_json(bk, C.AUTH_GET_USER, {"username": "alice"}).body)
+    assert got == {"username": "alice", "password": "pw", "userType": "Normal", "userStatus": "enable"}
+    listed = json.loads(call_json(bk, C.AUTH_LIST_USER, {"filter": ""}).body)
+    assert [u["username"] for u in listed] == ["alice", "rocketmq"]
+    assert call_json(bk, C.AUTH_UPDATE_USER, {"username": "alice"}, {"userStatus": "disable"}).code == ok
+    assert admin.users.get("alice").user_status is UserStatus.DISABLE
+    # a normal user may not make a super user (and needs Cluster Update to try at all)
+    admin.users.create(User("bob", "bob-pw"))
+    admin.acls.put("User:bob", [entry("Cluster:*", A.UPDATE)])
+    by_bob = call_json(bk, C.AUTH_CREATE_USER, {"username": "eve"}, {"password": "x", "userType": "Super"},
+                       signer=lambda ext, body: signed(ext, "bob", "bob-pw", body))
+    assert (by_bob.code, by_bob.remark) == (ResponseCode.SYSTEM_ERROR, "The super user can only be create by super user")
+    assert call_json(bk, C.AUTH_DELETE_USER, {"username": "bob"}).code == ok
+    assert admin.users.get("bob") is None and admin.acls.get("User:bob") is None
+
+
+def acl_info(subject, *entries, policy_type="Custom"):
+    return {"subject": subject, "policies": [{"policyType": policy_type, "entries": list(entries)}]}
+
+
+def test_acls_are_created_merged_listed_and_deleted_as_mqadmin_does(bk, admin):
+    admin.users.create(User("alice", "pw"))
+    pub = {"resource": "Topic:orders-*", "actions": ["Pub"], "sourceIps": ["10.0.0.0/8"], "decision": "Allow"}
+    sub = {"resource": "Group:billing", "actions": ["Sub", "Get"], "decision": "Allow"}
+    assert call_json(bk, C.AUTH_CREATE_ACL, {"subject": "User:alice"}, acl_info("User:alice", pub)).code == 0
+    assert call_json(bk, C.AUTH_UPDATE_ACL, {"subject": "User:alice"}, acl_info("User:alice", sub)).code == 0
+    got = json.loads(call_json(bk, C.AUTH_GET_ACL, {"subject": "User:alice"}).body)
+    assert got == {"subject": "User:alice", "policies": [{"policyType": "Custom", "entries": [
+        {**pub}, {**sub, "sourceIps": []}]}]}
+    listed = json.loads(call_json(bk, C.AUTH_LIST_ACL, {"subjectFilter": "", "resourceFilter": "Group"}).body)
+    assert [[e["resource"] for e in p["entries"]] for p in listed[0]["policies"]] == [["Group:billing"]]
+    nobody = call_json(bk, C.AUTH_CREATE_ACL, {"subject": "User:nobody"}, acl_info("User:nobody", sub))
+    assert (nobody.code, nobody.remark) == (ResponseCode.NO_PERMISSION, "The subject of User:nobody is not exist.")
+    anything = call_json(bk, C.AUTH_CREATE_ACL, {"subject": "User:alice"},
+                         acl_info("User:alice", {**sub, "actions": ["Any"]}))
+    assert (anything.code, anything.remark) == (ResponseCode.NO_PERMISSION, "The actions can not be Any.")
+    assert call_json(bk, C.AUTH_DELETE_ACL, {"subject": "User:alice", "resource": "Group:billing"}).code == 0
+    assert [e.resource.key for e in admin.acls.get("User:alice").entries()] == ["Topic:orders-*"]
+    assert call_json(bk, C.AUTH_DELETE_ACL, {"subject": "User:alice"}).code == 0
+    gone = call_json(bk, C.AUTH_DELETE_ACL, {"subject": "User:alice"})
+    assert (gone.code, gone.remark) == (ResponseCode.NO_PERMISSION, "The acl is not exist.")
