@@ -1,17 +1,23 @@
 """Issue 26, ACL 2.0 (docs/acl.md): Apache 5.5.0 and FerryMQ with authentication and authorization on, the same
 settings, and the official Java client signing with ``AclClientRPCHook``: served with good credentials,
-refused with the same code and reason with a wrong secret or none."""
+refused with the same code and reason with a wrong secret or none; mqadmin's user and ACL commands (signing
+with the ``conf/tools.yml`` credentials) print the same, and a normal user is refused what its ACL does not
+allow. Each step runs its clients against both servers at once (they are booted side by side too)."""
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from . import toolchain
 from .apache import ApacheBroker, ApacheNamesrv
+from .harness import MqAdmin, finish_all
 from .servers import Server
 
 ROOT = ("rocketmq", "12345678")
+ALICE = ("alice", "alice-secret")
 #: The same keys on both servers; Apache needs its provider classes named, FerryMQ accepts them.
 AUTH_CONFIG: dict[str, object] = {
     "authenticationEnabled": "true",
@@ -25,6 +31,8 @@ AUTH_CONFIG: dict[str, object] = {
     "initAuthenticationUser": json.dumps({"username": ROOT[0], "password": ROOT[1]}),
     "innerClientAuthenticationCredentials": json.dumps({"accessKey": ROOT[0], "secretKey": ROOT[1]}),
 }
+#: A refused send fails fast; the client's own default (3 s, retries included) is short on a busy machine.
+SEND_TIMEOUT = ("-timeout", "6000")
 
 
 @pytest.fixture(scope="module")
@@ -49,18 +57,11 @@ def acl_servers(java5, tmp_path_factory):
         ns.stop()
 
 
-KINDS = ["apache", "ferrymq"]
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_signed_client_sends_and_consumes(acl_servers, java5, kind):
-    server = acl_servers[kind]
-    topic, creds = f"AclSigned_{kind}", ("-ak", ROOT[0], "-sk", ROOT[1])
-    sent = java5("send", "-n", server.namesrv_addr, "-t", topic, "-count", "2", *creds)
-    assert [e["status"] for e in sent.of("sent")] == ["SEND_OK", "SEND_OK"], sent.explain()
-    got = java5("consume", "-n", server.namesrv_addr, "-t", topic, "-g", f"AclGroup_{kind}", "-count", "2",
-                "-from", "first", "-timeout", "40000", *creds)
-    assert len(got.of("received")) == 2, got.explain()
+def on_both(acl_servers, java5, runs):
+    """``runs(server) -> {name: (scenario, *args)}`` run against both servers at once: {(kind, name): result}."""
+    running = {(kind, name): java5.spawn(scenario, "-n", server.namesrv_addr, *args)
+               for kind, server in acl_servers.items() for name, (scenario, *args) in runs(server).items()}
+    return finish_all(running, timeout=120)
 
 
 def refusal(result) -> str:
@@ -72,11 +73,65 @@ def refusal(result) -> str:
     return text.split("DESC: ", 1)[1].split(" BROKER: ", 1)[0].strip()
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_a_wrong_secret_and_no_credentials_are_refused_with_apaches_code_and_reason(acl_servers, java5, kind):
-    server = acl_servers[kind]
-    wrong = java5("send", "-n", server.namesrv_addr, "-t", f"AclWrong_{kind}", "-ak", ROOT[0], "-sk", "guess",
-                  "-timeout", "6000")
-    assert refusal(wrong) == "check signature failed."
-    unsigned = java5("send", "-n", server.namesrv_addr, "-t", f"AclUnsigned_{kind}", "-timeout", "6000")
-    assert refusal(unsigned) == "username cannot be null."
+def test_a_signed_client_sends_and_consumes(acl_servers, java5):
+    creds = ("-ak", ROOT[0], "-sk", ROOT[1])
+    sent = on_both(acl_servers, java5, lambda s: {
+        "send": ("send", "-t", f"AclSigned_{s.kind}", "-count", "2", *creds, *SEND_TIMEOUT)})
+    for result in sent.values():
+        assert [e["status"] for e in result.of("sent")] == ["SEND_OK", "SEND_OK"], result.explain()
+    got = on_both(acl_servers, java5, lambda s: {
+        "consume": ("consume", "-t", f"AclSigned_{s.kind}", "-g", f"AclGroup_{s.kind}", "-count", "2",
+                    "-from", "first", "-timeout", "40000", *creds)})
+    for result in got.values():
+        assert len(result.of("received")) == 2, result.explain()
+
+
+@pytest.fixture(scope="module")
+def admin_outputs(acl_servers, java5, tmp_path_factory):
+    """alice and her ACL made with mqadmin 5.5.0 on each server, signing as the initial super user (the
+    credentials of ``$ROCKETMQ_HOME/conf/tools.yml``), and what its commands print."""
+    home = tmp_path_factory.mktemp("acl-mqadmin")
+    (home / "conf").mkdir()
+    (home / "conf" / "tools.yml").write_text(f"accessKey: {ROOT[0]}\nsecretKey: {ROOT[1]}\n")
+    mqadmin = MqAdmin(toolchain.java_clients(toolchain.ROCKETMQ_5), home)
+
+    def commands(server: Server) -> list[str]:
+        def run(*args):
+            out = mqadmin(server.namesrv_addr, *args, "-b", server.broker_addr)
+            return out.replace(server.broker_addr, "<broker>")
+        return [run("createUser", "-u", ALICE[0], "-p", ALICE[1]),
+                run("createAcl", "-s", "User:alice", "-r", "Topic:AclMine,Topic:AclApp*", "-a", "Pub,Sub",
+                    "-d", "Allow"),
+                run("listUser"),
+                run("listAcl", "-s", "User:alice")]
+
+    with ThreadPoolExecutor(len(acl_servers)) as pool:
+        return dict(zip(acl_servers, pool.map(commands, acl_servers.values()), strict=True))
+
+
+def test_mqadmin_user_and_acl_commands_print_the_same(admin_outputs):
+    apache, ferry = admin_outputs["apache"], admin_outputs["ferrymq"]
+    assert "alice" in apache[2] and "Topic:AclApp*" in apache[3], apache
+    for mine, theirs in zip(ferry, apache, strict=True):
+        assert mine == theirs
+
+
+def test_a_wrong_secret_and_no_credentials_are_refused_with_apaches_code_and_reason(acl_servers, java5):
+    results = on_both(acl_servers, java5, lambda s: {
+        "wrong": ("send", "-t", f"AclWrong_{s.kind}", "-ak", ROOT[0], "-sk", "guess", *SEND_TIMEOUT),
+        "unsigned": ("send", "-t", f"AclUnsigned_{s.kind}", *SEND_TIMEOUT)})
+    for kind in acl_servers:
+        assert refusal(results[kind, "wrong"]) == "check signature failed."
+        assert refusal(results[kind, "unsigned"]) == "username cannot be null."
+
+
+def test_a_normal_user_publishes_only_where_its_acl_allows(acl_servers, admin_outputs, java5):
+    alice = ("-ak", ALICE[0], "-sk", ALICE[1], *SEND_TIMEOUT)
+    results = on_both(acl_servers, java5, lambda s: {
+        "allowed": ("send", "-t", "AclApp1", *alice),
+        "other": ("send", "-t", "AclOther", *alice)})
+    for kind in acl_servers:
+        allowed = results[kind, "allowed"]
+        assert [e["status"] for e in allowed.of("sent")] == ["SEND_OK"], allowed.explain()
+        assert refusal(results[kind, "other"]) == \
+            "User:alice has no permission to access Topic:AclOther from 127.0.0.1, no matched policies."

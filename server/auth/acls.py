@@ -151,8 +151,12 @@ class PolicyEntry:
         return typed, pattern, length, 0 if self.decision is Decision.DENY else 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"resource": self.resource.key, "actions": [a.value for a in self.actions],
-                "sourceIps": list(self.source_ips), "decision": self.decision.value}
+        # no source address condition is written as none at all, as Apache writes it (tools print "null")
+        out: dict[str, Any] = {"resource": self.resource.key, "actions": [a.value for a in self.actions]}
+        if self.source_ips:
+            out["sourceIps"] = list(self.source_ips)
+        out["decision"] = self.decision.value
+        return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> PolicyEntry:
