@@ -339,8 +339,8 @@ class AuthConfig:
         "", 'Credentials of the broker\'s own requests, JSON {"accessKey":"...","secretKey":"..."}; created as '
             "a super user.", check=json_object("accessKey", "secretKey"), secret=True)
     migrateAuthFromV1Enabled: bool = key(
-        False, "At start, create the users and ACLs of <storePathRootDir>/../conf/plain_acl.yml (ACL 1.0) "
-               "that do not exist yet.")
+        False, "At start, make the ACL 1.0 accounts of $ROCKETMQ_HOME/conf/plain_acl.yml (and conf/acl/*.yml) "
+               "users and ACLs, unless a user of that name exists.")
     authenticationProvider: str = key("", _PROVIDER_HELP)
     authenticationMetadataProvider: str = key("", _PROVIDER_HELP)
     authenticationStrategy: str = key("", _PROVIDER_HELP)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 from ferrymq.remoting.dispatch import Processor
 from ferrymq.server.config import AuthConfig
@@ -14,6 +15,7 @@ from .acls import Acls
 from .authentication import Authenticator, parse_code_list
 from .authorization import Authorizer
 from .gate import AccessGate
+from .migration import migrate, v1_files
 from .users import User, Users, UserType
 
 log = logging.getLogger("ferrymq.auth")
@@ -23,7 +25,7 @@ ACLS = "acls.json"
 
 
 class AccessControl:
-    def __init__(self, config: AuthConfig, config_dir: str, cluster: str):
+    def __init__(self, config: AuthConfig, config_dir: str, cluster: str, rocketmq_home: str | None = None):
         self.config = config
         self.cluster = cluster
         users_file = ConfigFile(config_dir, USERS)
@@ -33,6 +35,9 @@ class AccessControl:
         self.acls = Acls(acls_file.save)
         self.acls.load(acls_file.load())
         self._init_users()
+        home = os.environ.get("ROCKETMQ_HOME") if rocketmq_home is None else rocketmq_home
+        if config.migrateAuthFromV1Enabled and home:
+            migrate(self.users, self.acls, v1_files(home))
         self.authenticator = Authenticator(self.users, parse_code_list(config.authenticationWhitelist))
         self.authorizer = Authorizer(self.users, self.acls, cluster, parse_code_list(config.authorizationWhitelist))
 

@@ -243,3 +243,53 @@ def test_acls_are_created_merged_listed_and_deleted_as_mqadmin_does(bk, admin):
     assert call_json(bk, C.AUTH_DELETE_ACL, {"subject": "User:alice"}).code == 0
     gone = call_json(bk, C.AUTH_DELETE_ACL, {"subject": "User:alice"})
     assert (gone.code, gone.remark) == (ResponseCode.NO_PERMISSION, "The acl is not exist.")
+
+
+# ---------------------------------------------------------------- ACL 1.0 migration
+
+PLAIN_ACL = """\
+globalWhiteRemoteAddresses:
+  - 10.10.103.*
+accounts:
+  - accessKey: RocketMQ
+    secretKey: 12345678
+    admin: false
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - topicA=DENY
+      - topicB=PUB|SUB
+      - topicC=SUB
+    groupPerms:
+      - groupA=DENY
+      - groupB=PUB|SUB
+  - accessKey: rocketmq2
+    secretKey: 12345678
+    admin: true
+  - accessKey: rocketmq
+    secretKey: not-the-initial-users
+"""
+
+
+def test_plain_acl_accounts_become_users_and_acls_unless_the_user_exists(tmp_path):
+    (tmp_path / "home" / "conf").mkdir(parents=True)
+    (tmp_path / "home" / "conf" / "plain_acl.yml").write_text(PLAIN_ACL)
+    control = AccessControl(AuthConfig(initAuthenticationUser=json.dumps(ROOT), migrateAuthFromV1Enabled=True),
+                            str(tmp_path / "config"), "DefaultCluster", rocketmq_home=str(tmp_path / "home"))
+    assert control.users.get("RocketMQ") == User("RocketMQ", "12345678", UserType.NORMAL, UserStatus.ENABLE)
+    assert control.users.get("rocketmq2").is_super
+    assert control.users.get("rocketmq").password == ROOT["password"]
+    assert control.acls.get("User:rocketmq2") is None
+    assert control.acls.get("User:RocketMQ").to_json() == {"subject": "User:RocketMQ", "policies": [
+        {"policyType": "Custom", "entries": [
+            {"resource": "Topic:topicA", "actions": ["All"], "decision": "Deny"},
+            {"resource": "Topic:topicB", "actions": ["Pub", "Sub"], "decision": "Allow"},
+            {"resource": "Topic:topicC", "actions": ["Sub"], "decision": "Allow"},
+            {"resource": "Group:groupA", "actions": ["All"], "decision": "Deny"},
+            {"resource": "Group:groupB", "actions": ["Pub", "Sub"], "decision": "Allow"}]},
+        {"policyType": "Default", "entries": [
+            {"resource": "Topic:*", "actions": ["All"], "decision": "Deny"},
+            {"resource": "Group:*", "actions": ["Sub"], "decision": "Allow"}]}]}
+    decide = control.acls.get("User:RocketMQ").decide
+    assert decide(Resource.topic("topicB"), (A.PUB,), "1.2.3.4").decision is Decision.ALLOW
+    assert decide(Resource.topic("elsewhere"), (A.PUB,), "1.2.3.4").decision is Decision.DENY
