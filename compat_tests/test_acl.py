@@ -2,7 +2,8 @@
 settings, and the official Java client signing with ``AclClientRPCHook``: served with good credentials,
 refused with the same code and reason with a wrong secret or none; mqadmin's user and ACL commands (signing
 with the ``conf/tools.yml`` credentials) print the same, and a normal user is refused what its ACL does not
-allow. Each step runs its clients against both servers at once (they are booted side by side too)."""
+allow (the Go client, signing with ``primitive.Credentials``, shows that). Each step runs its clients
+against both servers at once (they are booted side by side too)."""
 
 from __future__ import annotations
 
@@ -126,16 +127,16 @@ def test_a_wrong_secret_and_no_credentials_are_refused_with_apaches_code_and_rea
         assert refusal(results[kind, "unsigned"]) == "username cannot be null."
 
 
-def test_a_normal_user_publishes_only_where_its_acl_allows(acl_servers, admin_outputs, java5):
-    alice = ("-ak", ALICE[0], "-sk", ALICE[1], *SEND_TIMEOUT)
-    results = on_both(acl_servers, java5, lambda s: {
-        "allowed": ("send", "-t", "AclApp1", *alice),
-        "other": ("send", "-t", "AclOther", *alice)})
+def test_a_normal_user_publishes_only_where_its_acl_allows(acl_servers, admin_outputs, go_harness):
+    running = {(kind, topic): go_harness.spawn("send", "-n", server.namesrv_addr, "-t", topic,
+                                               "-ak", ALICE[0], "-sk", ALICE[1], "-timeout", "15s")
+               for kind, server in acl_servers.items() for topic in ("AclApp1", "AclOther")}
+    results = finish_all(running, timeout=60)
     for kind in acl_servers:
-        allowed = results[kind, "allowed"]
-        assert [e["status"] for e in allowed.of("sent")] == ["SEND_OK"], allowed.explain()
-        assert refusal(results[kind, "other"]) == \
-            "User:alice has no permission to access Topic:AclOther from 127.0.0.1, no matched policies."
+        allowed, other = results[kind, "AclApp1"], results[kind, "AclOther"]
+        assert [e["status"] for e in allowed.of("sent")] == [0], allowed.explain()  # primitive.SendOK
+        refused = "User:alice has no permission to access Topic:AclOther from 127.0.0.1, no matched policies."
+        assert not other.of("sent") and refused in other.explain(), other.explain()
 
 
 def test_the_go_client_signs_with_its_credentials(acl_servers, go_harness):
