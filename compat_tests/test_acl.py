@@ -14,7 +14,7 @@ import pytest
 
 from . import toolchain
 from .apache import ApacheBroker, ApacheNamesrv
-from .harness import MqAdmin, finish_all
+from .harness import JavaScenarios, MqAdmin, finish_all
 from .servers import Server
 
 ROOT = ("rocketmq", "12345678")
@@ -86,6 +86,17 @@ def test_a_signed_client_sends_and_consumes(acl_servers, java5):
                     "-from", "first", "-timeout", "40000", *creds)})
     for result in got.values():
         assert len(result.of("received")) == 2, result.explain()
+
+
+def test_a_4_9_client_signs_the_same_way(acl_servers, tmp_path_factory):
+    java4 = JavaScenarios(toolchain.java_clients(toolchain.ROCKETMQ_4), tmp_path_factory.mktemp("acl-java4"))
+    results = on_both(acl_servers, java4, lambda s: {
+        "good": ("send", "-t", f"AclJava4_{s.kind}", "-ak", ROOT[0], "-sk", ROOT[1], *SEND_TIMEOUT),
+        "wrong": ("send", "-t", f"AclJava4_{s.kind}", "-ak", ROOT[0], "-sk", "guess", *SEND_TIMEOUT)})
+    for kind in acl_servers:
+        good = results[kind, "good"]
+        assert [e["status"] for e in good.of("sent")] == ["SEND_OK"], good.explain()
+        assert refusal(results[kind, "wrong"]) == "check signature failed."
 
 
 @pytest.fixture(scope="module")
