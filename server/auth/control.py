@@ -4,7 +4,6 @@ the configured initial users, and the gate placed in front of its processors."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 
 from ferrymq.remoting.dispatch import Processor
@@ -18,16 +17,20 @@ from .gate import AccessGate
 from .migration import migrate, v1_files
 from .users import User, Users, UserType
 
-log = logging.getLogger("ferrymq.auth")
-
 USERS = "users.json"
 ACLS = "acls.json"
 
 
 class AccessControl:
+    """Users and ACLs of one broker, and its two checks. Built whether or not the checks are on: mqadmin's
+    user and ACL commands are served either way, as Apache serves them.
+
+    ``rocketmq_home`` (default ``$ROCKETMQ_HOME``) is where ACL 1.0 files are looked for when
+    ``migrateAuthFromV1Enabled`` is set.
+    """
+
     def __init__(self, config: AuthConfig, config_dir: str, cluster: str, rocketmq_home: str | None = None):
         self.config = config
-        self.cluster = cluster
         users_file = ConfigFile(config_dir, USERS)
         self.users = Users(users_file.save)
         self.users.load(users_file.load())
