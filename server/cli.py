@@ -398,11 +398,11 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         store_cfg = cfg.from_properties(MessageStoreConfig, props)
         netty_cfg = cfg.from_properties(cfg.NettyServerConfig, props)
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
-        cfg.from_properties(cfg.AuthConfig, props)
+        auth_cfg = cfg.from_properties(cfg.AuthConfig, props)
         cfg.from_properties(cfg.PlannedFeatures, props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
     return broker_cfg, (f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}\n"
-                        f"{cfg.to_properties(gateway_cfg)}")
+                        f"{cfg.to_properties(gateway_cfg)}\n{cfg.to_properties(auth_cfg)}")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
