@@ -280,7 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
-        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n{_PLANNED_HELP}",
+        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
+        f"Access control keys (docs/acl.md):\n{cfg.describe(cfg.AuthConfig)}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "broker")
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
@@ -300,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
         f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
+        f"Access control keys (docs/acl.md):\n{cfg.describe(cfg.AuthConfig)}\n\n"
         f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "standalone")
@@ -433,10 +435,11 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         store_cfg = cfg.from_properties(MessageStoreConfig, props)
         netty_cfg = cfg.from_properties(cfg.NettyServerConfig, props)
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
+        auth_cfg = cfg.from_properties(cfg.AuthConfig, props)
         cfg.from_properties(cfg.PlannedFeatures, props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
     return broker_cfg, (f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}\n"
-                        f"{cfg.to_properties(gateway_cfg)}")
+                        f"{cfg.to_properties(gateway_cfg)}\n{cfg.to_properties(auth_cfg)}")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -450,7 +453,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(store_lines)
         return 0
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
-                  cfg.PlannedFeatures)
+                  cfg.AuthConfig, cfg.PlannedFeatures)
     _install_reactor(props)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
@@ -477,7 +480,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         print(cfg.to_properties(standalone))
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
-                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
+                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.AuthConfig, cfg.PlannedFeatures)
     _install_reactor(props)
     grpc = _grpc_server(broker_cfg, props)  # first: its import would keep the name server from answering
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")

@@ -21,12 +21,14 @@ from ferrymq.remoting.options import TransportOptions
 from ferrymq.server.config_keys import (
     ALIASES,
     ConfigError,
+    code_list,
     current_names,
     describe,
     equal_to,
     from_properties,
     host_ports,
     ip_or_empty,
+    json_object,
     key,
     known_keys,
     limit,
@@ -321,17 +323,15 @@ class BrokerConfig:
         return self.brokerRole == "SLAVE"
 
 
-_NO_ACCESS_CONTROL = "access control is not implemented yet in FerryMQ (every client is served); leave it false"
+_ACL_V1_REMOVED = "ACL 1.0 was removed in Apache 5.3.3; use authenticationEnabled/authorizationEnabled (docs/acl.md)"
 
 
 @dataclass
 class PlannedFeatures:
-    """Apache keys of features FerryMQ does not have yet: each must stay false, so that a file asking for
-    replication or access control is refused instead of running without it."""
+    """Apache keys of features FerryMQ does not have: each must stay false, so that a file asking for
+    replication or ACL 1.0 is refused instead of running without it."""
 
-    aclEnable: bool = key(False, "Apache 4.x/5.x ACL.", check=equal_to(False, _NO_ACCESS_CONTROL))
-    authenticationEnabled: bool = key(False, "Apache 5.3+ authentication.", check=equal_to(False, _NO_ACCESS_CONTROL))
-    authorizationEnabled: bool = key(False, "Apache 5.3+ authorization.", check=equal_to(False, _NO_ACCESS_CONTROL))
+    aclEnable: bool = key(False, "Apache 4.x/5.x ACL 1.0.", check=equal_to(False, _ACL_V1_REMOVED))
     enableDLegerCommitLog: bool = key(
         False, "Apache's DLedger (Raft) commit log.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
     )
@@ -341,6 +341,41 @@ class PlannedFeatures:
     enableSlaveActingMaster: bool = key(
         False, "Apache 5.x slave acting as master.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
     )
+
+
+#: Apache's class names for its built-in providers: the behaviour FerryMQ has, so these values are accepted.
+_PROVIDER_HELP = "Apache's provider class; FerryMQ has the built-in local one (any value is accepted)."
+
+
+@dataclass
+class AuthConfig:
+    """Access control (Apache 5.x's AuthConfig keys, read from the broker's file; docs/acl.md)."""
+
+    authenticationEnabled: bool = key(False, "Refuse requests not signed by an enabled user (NO_PERMISSION).")
+    authorizationEnabled: bool = key(False, "Refuse requests whose user has no ACL allowing the action.")
+    authenticationWhitelist: str = key("", "Request codes served without credentials, comma-separated.",
+                                       check=code_list)
+    authorizationWhitelist: str = key("", "Request codes served without an ACL check, comma-separated.",
+                                      check=code_list)
+    initAuthenticationUser: str = key(
+        "", 'Super user created at first start, JSON {"username":"...","password":"..."}.',
+        check=json_object("username", "password"), secret=True)
+    innerClientAuthenticationCredentials: str = key(
+        "", 'Credentials of the broker\'s own requests, JSON {"accessKey":"...","secretKey":"..."}; created as '
+            "a super user.", check=json_object("accessKey", "secretKey"), secret=True)
+    migrateAuthFromV1Enabled: bool = key(
+        False, "At start, make the ACL 1.0 accounts of $ROCKETMQ_HOME/conf/plain_acl.yml (and conf/acl/*.yml) "
+               "users and ACLs, unless a user of that name exists.")
+    authenticationProvider: str = key("", _PROVIDER_HELP)
+    authenticationMetadataProvider: str = key("", _PROVIDER_HELP)
+    authenticationStrategy: str = key("", _PROVIDER_HELP)
+    authorizationProvider: str = key("", _PROVIDER_HELP)
+    authorizationMetadataProvider: str = key("", _PROVIDER_HELP)
+    authorizationStrategy: str = key("", _PROVIDER_HELP)
+
+    @property
+    def enabled(self) -> bool:
+        return self.authenticationEnabled or self.authorizationEnabled
 
 
 #: the HTTP gateway's default port (``httpListenPort``)

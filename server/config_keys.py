@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import ipaddress
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import field
 from typing import Any, TypeVar
@@ -95,6 +96,30 @@ def host_ports(value: str) -> str | None:
         if not host or not port_text.isdigit() or not 0 < int(port_text) <= 65535:
             return "not valid, expected 'host:port' addresses separated by ';', e.g. 127.0.0.1:9876;10.0.0.2:9876"
     return None
+
+
+def code_list(value: str) -> str | None:
+    """Request codes separated by commas (a whitelist), e.g. '34,105'."""
+    if all(item.strip().isdigit() for item in value.split(",") if item.strip()):
+        return None
+    return "not valid, expected request codes separated by ',', e.g. 34,105"
+
+
+def json_object(*required: str) -> Check:
+    """A JSON object naming each of ``required`` (empty: unset)."""
+
+    def check(value: str) -> str | None:
+        if not value.strip():
+            return None
+        try:
+            obj = json.loads(value)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and all(isinstance(obj.get(k), str) and obj[k] for k in required):
+            return None
+        return "not valid, expected a JSON object with " + ", ".join(f'"{k}"' for k in required)
+
+    return check
 
 
 def equal_to(expected: Any, reason: str) -> Check:

@@ -79,8 +79,9 @@ BAD_VALUES = [
     ("namesrvAddr=127.0.0.1:9876;10.0.0.2:98760", "expected 'host:port' addresses separated by ';'"),
     ("brokerIP1=broker.example", "expected an IPv4 or IPv6 address"),
     ("brokerPermission=99", "expected permission bits 0-15"),
-    ("aclEnable=true", "access control is not implemented yet in FerryMQ (every client is served)"),
-    ("authenticationEnabled=true", "access control is not implemented yet in FerryMQ"),
+    ("aclEnable=true", "ACL 1.0 was removed in Apache 5.3.3"),
+    ("authenticationWhitelist=34,HEART_BEAT", "expected request codes separated by ','"),
+    ('initAuthenticationUser={"username":"rocketmq"}', 'expected a JSON object with "username", "password"'),
     ("enableDLegerCommitLog=true", "this replication mode is not implemented yet in FerryMQ"),
     ("enableControllerMode=true", "this replication mode is not implemented yet in FerryMQ"),
 ]

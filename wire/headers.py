@@ -944,3 +944,43 @@ class GetAllSubscriptionGroupRequestHeader:
 @dataclass(slots=True)
 class GetAllSubscriptionGroupResponseHeader:
     total_group_num: int
+
+
+# ====================================================================== access control (ACL 2.0)
+
+
+@header
+@dataclass(slots=True)
+class AuthUserRequestHeader:
+    """AUTH_CREATE_USER, AUTH_UPDATE_USER, AUTH_DELETE_USER and AUTH_GET_USER (the user's fields in the body)."""
+
+    username: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class ListUsersRequestHeader:
+    filter: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class AuthAclRequestHeader:
+    """AUTH_CREATE_ACL, AUTH_UPDATE_ACL and AUTH_GET_ACL: ``subject`` is ``User:<name>``."""
+
+    subject: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class DeleteAclRequestHeader:
+    subject: str | None = None
+    policy_type: str | None = None
+    resource: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class ListAclsRequestHeader:
+    subject_filter: str | None = None
+    resource_filter: str | None = None

@@ -178,6 +178,17 @@ _DECLARED = (
     # ---------------------------------------------------------------- messages
     Request(_C.VIEW_MESSAGE_BY_ID, h.ViewMessageRequestHeader),
     Request(_C.QUERY_MESSAGE, h.QueryMessageRequestHeader, h.QueryMessageResponseHeader),
+    # ---------------------------------------------------------------- access control: users and ACLs
+    Request(_C.AUTH_CREATE_USER, h.AuthUserRequestHeader),
+    Request(_C.AUTH_UPDATE_USER, h.AuthUserRequestHeader),
+    Request(_C.AUTH_DELETE_USER, h.AuthUserRequestHeader),
+    Request(_C.AUTH_GET_USER, h.AuthUserRequestHeader),
+    Request(_C.AUTH_LIST_USER, h.ListUsersRequestHeader),
+    Request(_C.AUTH_CREATE_ACL, h.AuthAclRequestHeader),
+    Request(_C.AUTH_UPDATE_ACL, h.AuthAclRequestHeader),
+    Request(_C.AUTH_DELETE_ACL, h.DeleteAclRequestHeader),
+    Request(_C.AUTH_GET_ACL, h.AuthAclRequestHeader),
+    Request(_C.AUTH_LIST_ACL, h.ListAclsRequestHeader),
 )
 
 #: Every declared request, by code.

@@ -29,17 +29,23 @@ func runSend(args []string) error {
 	delayLevel := fs.Int("delayLevel", 0, "delay level for every message (0: none)")
 	deliverAfter := fs.Duration("deliverAfter", 0, "timer message: deliver this long after sending (property TIMER_DELIVER_MS)")
 	linger := fs.Duration("linger", 0, "stay connected this long after sending (for producerConnection)")
+	accessKey := fs.String("ak", "", "ACL 2.0 access key: requests are signed with -sk (none without -ak)")
+	secretKey := fs.String("sk", "", "ACL 2.0 secret key")
 	fs.Parse(args)
 	if *namesrv == "" || *topic == "" {
 		return fmt.Errorf("send needs -n NAMESRV and -t TOPIC")
 	}
-	p, err := producer.NewDefaultProducer(
+	options := []producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{*namesrv})),
 		producer.WithGroupName(*group),
 		producer.WithRetry(2),
 		producer.WithSendMsgTimeout(*timeout),
 		producer.WithQueueSelector(producer.NewHashQueueSelector()),
-	)
+	}
+	if *accessKey != "" {
+		options = append(options, producer.WithCredentials(primitive.Credentials{AccessKey: *accessKey, SecretKey: *secretKey}))
+	}
+	p, err := producer.NewDefaultProducer(options...)
 	if err != nil {
 		return fmt.Errorf("NewDefaultProducer: %w", err)
 	}

@@ -14,12 +14,14 @@ from typing import Any
 from twisted.internet import defer, task
 from twisted.internet.error import CannotListenError
 
-from ferrymq.server.config import BrokerConfig, ConfigError, NettyServerConfig
+from ferrymq.server.auth.control import AccessControl
+from ferrymq.server.config import AuthConfig, BrokerConfig, ConfigError, NettyServerConfig
 from ferrymq.server.ha import HAMaster, HASlave
 from ferrymq.server.ha.roles import with_rejections
 from ferrymq.server.ha.slave_sync import SlaveSynchronize
 from ferrymq.remoting.local_address import local_ip
 from ferrymq.remoting import Channel, RemotingServer
+from ferrymq.remoting.dispatch import routes
 from ferrymq.server.store.config import MessageStoreConfig
 from ferrymq.server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
 from ferrymq.server.store.message_store import MessageStore
@@ -30,6 +32,7 @@ from ferrymq.wire.headers import NotifyConsumerIdsChangedRequestHeader
 
 from .context import BrokerContext
 from .pop.service import POP_STATE
+from .processors.access import AccessAdminProcessor
 from .registration import MAX_PERIOD_MS, MIN_PERIOD_MS, NameServerRegistration, perm_limited
 from .request_modes import MESSAGE_REQUEST_MODE
 from .wiring import build_broker
@@ -56,7 +59,7 @@ def store_config_for(config: BrokerConfig, store_props: dict[str, str] | None = 
 
 class Broker:
     def __init__(self, config: BrokerConfig, netty: NettyServerConfig | None = None,
-                 store_props: dict[str, str] | None = None, reactor: Any = None):
+                 store_props: dict[str, str] | None = None, reactor: Any = None, auth: AuthConfig | None = None):
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
@@ -66,6 +69,8 @@ class Broker:
         self.reactor = reactor
         self.ip = config.brokerIP1 or local_ip()
         self._store_props = store_props
+        self.auth_config = auth or AuthConfig()
+        self.access: AccessControl | None = None  # users and ACLs, built with the store
         self._writes = WriteQueue(self.reactor, f"{config.brokerName}-files")
         self._loops: list[task.LoopingCall] = []
         self.server: RemotingServer | None = None
@@ -92,7 +97,8 @@ class Broker:
         parts = build_broker(c, self.store, self.reactor, store_host=(self.ip, port),
                              on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
         self.ctx = ctx = parts.ctx
-        self.table = with_rejections(parts.table, c)
+        self.access = AccessControl(self.auth_config, store_config.config_dir, c.brokerClusterName)
+        self.table = with_rejections({**parts.table, **routes([AccessAdminProcessor(self.access)])}, c)
         for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets),
                              (POP_STATE, ctx.pop), (MESSAGE_REQUEST_MODE, ctx.request_modes)):
             obj = self._files[name].load()
@@ -118,7 +124,7 @@ class Broker:
             if self.store is not None and self.store.running:
                 self.store.shutdown()  # release the store lock so a fixed config can start again
             raise
-        self.server.processor = self.table
+        self.server.processor = self.access.guard(self.table)
         vip_port = port - 2
         self.vip = False
         if c.listenPort > 0 and vip_port > 0:
@@ -306,6 +312,7 @@ def start_broker(config: BrokerConfig, props: dict[str, str] | None = None, reac
     props = dict(props or {})
     netty_props = {k: v for k, v in props.items() if k != "listenPort"}
     netty = from_properties(NettyServerConfig, netty_props, listenPort=config.listenPort)
-    broker = Broker(config, netty, store_props=props, reactor=reactor)
+    auth = from_properties(AuthConfig, props)
+    broker = Broker(config, netty, store_props=props, reactor=reactor, auth=auth)
     broker.start()
     return broker

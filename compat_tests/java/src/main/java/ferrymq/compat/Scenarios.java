@@ -9,7 +9,10 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -20,6 +23,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -171,8 +175,23 @@ public final class Scenarios {
         }
     }
 
+    /** {@code -ak}/{@code -sk}: requests signed by AclClientRPCHook (ACL 2.0); none without {@code -ak}. */
+    private static RPCHook credentials(Map<String, String> args) {
+        String accessKey = args.get("ak");
+        return accessKey == null ? null : new AclClientRPCHook(new SessionCredentials(accessKey, need(args, "sk")));
+    }
+
+    /** The innermost cause's text: a broker's refusal (code and remark) under the client's retries. */
+    private static String rootCause(Throwable e) {
+        while (e.getCause() != null && e.getCause() != e) {
+            e = e.getCause();
+        }
+        return e.toString();
+    }
+
     private static boolean send(Map<String, String> args) throws Exception {
-        DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "compat_java_producer"));
+        DefaultMQProducer producer = new DefaultMQProducer(args.getOrDefault("group", "compat_java_producer"),
+            credentials(args));
         producer.setNamesrvAddr(need(args, "n"));
         producer.setInstanceName(instance("producer"));
         producer.setPollNameServerInterval(FAST_INTERVAL_MS);
@@ -224,7 +243,7 @@ public final class Scenarios {
                             emitSent(i, producer.send(msgs.get(i)));
                             sent++;
                         } catch (Exception e) {
-                            emit("event", "send_error", "index", i, "error", e.toString());
+                            emit("event", "send_error", "index", i, "error", e.toString(), "cause", rootCause(e));
                         }
                     }
                     break;
@@ -311,7 +330,8 @@ public final class Scenarios {
     private static boolean consume(Map<String, String> args) throws Exception {
         int count = Integer.parseInt(args.getOrDefault("count", "1"));
         long timeout = Long.parseLong(args.getOrDefault("timeout", "30000"));
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(need(args, "g"));
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(need(args, "g"), credentials(args),
+            new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(need(args, "n"));
         consumer.setInstanceName(instance("consumer"));
         consumer.setPollNameServerInterval(FAST_INTERVAL_MS);
