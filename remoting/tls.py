@@ -173,12 +173,21 @@ class ClientTls:
         self.check = check
         self._ctx: Any = None
 
+    def context(self) -> Any:
+        if self._ctx is None:
+            from OpenSSL import SSL
+
+            self._ctx = _context(self.own, self.check, SSL.VERIFY_PEER if self.check.verify else SSL.VERIFY_NONE)
+        return self._ctx
+
+    def check_files(self) -> None:
+        """Build the context now: a bad path, key or password is told at start, not at the first connection."""
+        self.context()
+
     def clientConnectionForTLS(self, _protocol: Any) -> Any:
         from OpenSSL import SSL
 
-        if self._ctx is None:
-            self._ctx = _context(self.own, self.check, SSL.VERIFY_PEER if self.check.verify else SSL.VERIFY_NONE)
-        conn = SSL.Connection(self._ctx, None)
+        conn = SSL.Connection(self.context(), None)
         conn.set_connect_state()
         return conn
 

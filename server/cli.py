@@ -212,6 +212,9 @@ def _store_only_keys() -> set[str]:
 _PLANNED_HELP = f"Apache keys of features not implemented yet (refused unless false):\n{cfg.describe(cfg.PlannedFeatures)}"
 
 
+_TLS_HELP = f"TLS keys (Apache's tls.* system properties; docs/tls.md):\n{cfg.describe(cfg.TlsConfig)}"
+
+
 def _describe_store() -> str:
     return cfg.describe(MessageStoreConfig, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
 
@@ -230,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
         description="Run a name server: broker registration and expiry, topic routes, cluster info, KV config.",
         epilog=f"{_FILE_HELP}\n\nName server keys:\n{cfg.describe(cfg.NamesrvConfig)}\n\n"
-        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, listenPort=cfg.NAMESRV_PORT)}",
+        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, listenPort=cfg.NAMESRV_PORT)}\n\n{_TLS_HELP}",
     )
     _add_common(p, "namesrv")
 
@@ -243,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
-        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n{_PLANNED_HELP}",
+        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n{_TLS_HELP}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "broker")
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
@@ -263,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
         f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
-        f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
+        f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_TLS_HELP}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "standalone")
 
@@ -366,10 +369,11 @@ def _run_reactor(stoppables: list, args: argparse.Namespace, watch=None) -> int:
     return 0
 
 
-def _start_namesrv(namesrv_cfg: cfg.NamesrvConfig, netty_cfg: cfg.NettyServerConfig, port_key: str = "listenPort"):
+def _start_namesrv(namesrv_cfg: cfg.NamesrvConfig, netty_cfg: cfg.NettyServerConfig, tls_cfg: cfg.TlsConfig,
+                   port_key: str = "listenPort"):
     from ferrymq.server.namesrv.service import NameServer
 
-    server = NameServer(namesrv_cfg, netty_cfg)
+    server = NameServer(namesrv_cfg, netty_cfg, tls=tls_cfg.server_tls())
     with _listening(port_key, netty_cfg.bindAddress):
         server.start()
     return server
@@ -379,12 +383,14 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     props = _read_props(args.config)
     with _values_of(args.config):
         namesrv_cfg, netty_cfg = cfg.namesrv_config(props, args.config)
+        tls_cfg = cfg.tls_config(props)
     if args.print_config:
         print(cfg.to_properties(namesrv_cfg))
         print(cfg.to_properties(netty_cfg))
+        print(cfg.to_properties(tls_cfg))
         return 0
-    _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig)
-    server = _start_namesrv(namesrv_cfg, netty_cfg)
+    _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.TlsConfig)
+    server = _start_namesrv(namesrv_cfg, netty_cfg, tls_cfg)
     return _run_reactor([server], args)
 
 
@@ -397,9 +403,10 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         netty_cfg = cfg.from_properties(cfg.NettyServerConfig, props)
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
         cfg.from_properties(cfg.PlannedFeatures, props)
+        tls_cfg = cfg.tls_config(props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
     return broker_cfg, (f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}\n"
-                        f"{cfg.to_properties(gateway_cfg)}")
+                        f"{cfg.to_properties(gateway_cfg)}\n{cfg.to_properties(tls_cfg)}")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -413,7 +420,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(store_lines)
         return 0
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
-                  cfg.PlannedFeatures)
+                  cfg.PlannedFeatures, cfg.TlsConfig)
     _install_reactor(props)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
@@ -429,6 +436,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         standalone = cfg.from_properties(cfg.StandaloneConfig, props)
         namesrv_props = dict(props, listenPort=str(standalone.namesrvListenPort))
         namesrv_cfg, netty_cfg = cfg.namesrv_config(namesrv_props, args.config)
+        tls_cfg = cfg.tls_config(props)
     broker_cfg, store_lines = _broker_configs(props, args.config, storePathRootDir="./data")
     if not broker_cfg.namesrvAddr:
         broker_cfg.namesrvAddr = f"127.0.0.1:{netty_cfg.listenPort}"
@@ -439,9 +447,9 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         print(cfg.to_properties(standalone))
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
-                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures)
+                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.PlannedFeatures, cfg.TlsConfig)
     _install_reactor(props)
-    namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
+    namesrv = _start_namesrv(namesrv_cfg, netty_cfg, tls_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     http = _http_gateway(broker_cfg, props)
