@@ -152,8 +152,10 @@ class ServerTls:
         return self._ctx
 
     def check_files(self) -> None:
-        """Build the context now: a bad path, key or password is told at start, not at the first client."""
-        if self.mode is not TlsMode.DISABLED:
+        """Build the context now: a bad path, key or password is told at start, not at the first client.
+        Test mode reads no file: its context waits for the first TLS client (OpenSSL is not even loaded
+        by a server that only ever sees plain clients)."""
+        if self.mode is not TlsMode.DISABLED and not self.test_mode:
             self.context()
 
     def serverConnectionForTLS(self, _protocol: Any) -> Any:
@@ -234,14 +236,21 @@ class TlsDetectingFactory(Factory):
     noisy = False
 
     def __init__(self, plain: Any, tls: ServerTls, clock: Any, timeout: float, name: str = "remoting"):
-        from twisted.protocols.tls import TLSMemoryBIOFactory
-
         self.plain = plain
         self.tls = tls
         self.clock = clock
         self.timeout = timeout
         self.name = name
-        self.tls_factory = TLSMemoryBIOFactory(tls, False, plain, clock)
+        self._tls_factory: Any = None
+
+    @property
+    def tls_factory(self) -> Any:
+        """The TLS layer's factory, made for the first TLS client (its module loads OpenSSL)."""
+        if self._tls_factory is None:
+            from twisted.protocols.tls import TLSMemoryBIOFactory
+
+            self._tls_factory = TLSMemoryBIOFactory(self.tls, False, self.plain, self.clock)
+        return self._tls_factory
 
     def buildProtocol(self, addr: Any) -> Protocol:
         return _FirstBytes(self, addr)
