@@ -60,6 +60,11 @@ def _listening(port_key: str, bind: str) -> Iterator[None]:
         raise CannotStart(f"cannot listen on {bind}:{exc.port} ({port_key}): {exc.socketError}") from None
 
 
+def _gateway_client(props: dict[str, str]) -> dict[str, object]:
+    """The gateways' RocketMQ client settings: TLS to the cluster when the server's own connections use it."""
+    return {"use_tls": True} if cfg.tls_config(props).use_tls else {}
+
+
 def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """The HTTP gateway served by this broker process, listening already; None when httpListenPort=0."""
     gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
@@ -71,10 +76,12 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
     gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                      client_config=_gateway_client(props),
                       local_offset_dir=os.path.join(broker_cfg.storePathRootDir, "http-offsets"),
                       **gateway_cfg.transaction_options())
     on_reactor = gateway_cfg.httpEventLoop == "BROKER" and on_asyncio_reactor()
-    server = (GatewayOnReactor if on_reactor else GatewayThread)(gateway, bind, gateway_cfg.httpListenPort)
+    ssl = cfg.tls_config(props).http_ssl() if gateway_cfg.httpTlsEnable else None
+    server = (GatewayOnReactor if on_reactor else GatewayThread)(gateway, bind, gateway_cfg.httpListenPort, ssl)
     try:
         server.start()
     except OSError as exc:
@@ -108,11 +115,16 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
     gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                      client_config=_gateway_client(props),
                       state_dir=os.path.join(broker_cfg.storePathRootDir, state_dir_name),
                       sync_state=broker_cfg.flushDiskType == "SYNC_FLUSH")
     listener = MQTTListener(gateway, bind, gateway_cfg.mqttListenPort)
     with _listening("mqttListenPort", bind):
         listener.listen()
+    if gateway_cfg.mqttTlsListenPort:
+        tls = cfg.tls_config(props).mqtt_tls()
+        with _listening("mqttTlsListenPort", bind):
+            listener.listen_tls(gateway_cfg.mqttTlsListenPort, tls)
     reactor.callWhenRunning(listener.start_client)
     return listener
 
@@ -278,7 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
         "of the given name servers, Apache RocketMQ's included, as a RocketMQ client of it.",
         epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, mqttListenPort, maxMessageSize, "
                "storePathRootDir and flushDiskType (where and how MQTT sessions persist: "
-               "<storePathRootDir>/mqtt-gateway-<mqttListenPort>).",
+               "<storePathRootDir>/mqtt-gateway-<mqttListenPort>); httpTlsEnable, mqttTlsListenPort and the tls.* "
+               "keys (docs/tls.md: tls.enable=true for a cluster in enforcing mode).",
     )
     _add_common(p, "gateway")
     p.add_argument("protocol", choices=["http", "mqtt"], help="the gateway to run")
@@ -488,9 +501,11 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from ferrymq.gateways.http.gateway import Gateway
     from ferrymq.gateways.http.server import serve_forever
 
+    with _values_of(args.config):
+        ssl = cfg.tls_config(props).http_ssl() if gateway_cfg.httpTlsEnable else None
     serve_forever(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
-                          **gateway_cfg.transaction_options()),
-                  netty_cfg.bindAddress, gateway_cfg.httpListenPort)
+                          client_config=_gateway_client(props), **gateway_cfg.transaction_options()),
+                  netty_cfg.bindAddress, gateway_cfg.httpListenPort, ssl)
     log.info("stopped")
     return 0
 

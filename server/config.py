@@ -211,6 +211,34 @@ class TlsConfig:
         _load("tls.server", tls.check_files)
         return tls
 
+    def _listener_pair(self, why: str) -> KeyPair:
+        if not (self.server_cert_path and self.server_key_path):
+            raise ConfigError(f"{why} needs tls.server.certPath and tls.server.keyPath (the HTTP and MQTT clients "
+                              "check the server's certificate; test mode's self-signed one would not pass)")
+        return KeyPair(self.server_cert_path, self.server_key_path, self.server_key_password)
+
+    def mqtt_tls(self) -> ServerTls:
+        """The MQTT gateway's TLS listener: TLS only, with the listener certificate and client checks."""
+        tls = ServerTls(TlsMode.ENFORCING, self._listener_pair("mqttTlsListenPort"),
+                        ClientAuth(self.server_need_client_auth),
+                        PeerCheck(self.server_auth_client, self.server_trust_cert_path), test_mode=False)
+        _load("tls.server", tls.check_files)
+        return tls
+
+    def http_ssl(self) -> dict[str, object]:
+        """uvicorn's ``ssl_*`` settings of the HTTP gateway (stdlib ``ssl``: a client certificate asked for is
+        checked against tls.server.trustCertPath, or the system's CAs)."""
+        import ssl
+
+        pair = self._listener_pair("httpTlsEnable=true")
+        settings: dict[str, object] = {"ssl_certfile": pair.cert_path, "ssl_keyfile": pair.key_path,
+                                       "ssl_keyfile_password": pair.key_password or None}
+        auth = ClientAuth(self.server_need_client_auth)
+        if auth is not ClientAuth.NONE:
+            settings["ssl_cert_reqs"] = ssl.CERT_REQUIRED if auth is ClientAuth.REQUIRE else ssl.CERT_OPTIONAL
+            settings["ssl_ca_certs"] = self.server_trust_cert_path or None
+        return settings
+
     def client_tls(self) -> ClientTls | None:
         """The TLS of this server's own connections; None when they are plain."""
         if not self.use_tls:
@@ -450,6 +478,12 @@ class GatewayConfig:
                               check=port)
     mqttListenPort: int = key(MQTT_PORT, "Port of the MQTT gateway (docs/mqtt.md), on bindAddress; 0 turns it off.",
                               check=port)
+    httpTlsEnable: bool = key(
+        False, "Serve the HTTP gateway over HTTPS only, with tls.server.certPath/keyPath/keyPassword (and client "
+        "certificates checked against tls.server.trustCertPath when tls.server.need.client.auth asks for them).")
+    mqttTlsListenPort: int = key(
+        0, "Port of the MQTT gateway over TLS (conventionally 8883), beside mqttListenPort, with the certificate "
+        "and key of tls.server.certPath/keyPath; 0 turns it off.", check=port)
     httpEventLoop: str = key(
         "OWN_THREAD", "Where a broker process serves its HTTP gateway: BROKER, on the broker's own event loop (the "
         "reactor is then Twisted's asyncio reactor on uvloop), or OWN_THREAD, on a loop of its own in a thread "
