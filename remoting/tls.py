@@ -23,6 +23,8 @@ from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IOpenSS
 from twisted.internet.protocol import Factory, Protocol
 from zope.interface import implementer
 
+from .channel import format_address
+
 log = logging.getLogger("ferrymq.remoting")
 
 #: The content type of a TLS handshake record: the first byte a TLS client sends.
@@ -219,7 +221,7 @@ class _FirstBytes(Protocol):
             proto = self.factory.tls_factory.buildProtocol(self.addr)
         elif self.factory.tls.mode is TlsMode.ENFORCING:
             log.warning("%s: closing plain connection from %s: tls.server.mode is enforcing",
-                        self.factory.name, transport.getPeer())
+                        self.factory.name, format_address(transport.getPeer()))
             transport.loseConnection()
             return
         else:
