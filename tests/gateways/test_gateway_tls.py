@@ -26,10 +26,12 @@ def certs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ferrymq_tls(tmp_path_factory, certs):
+    """Both gateways over TLS, on a server in enforcing mode: their own RocketMQ clients connect with TLS."""
     from ferrymq.testing.server import FerryMQServer
 
     conf = {"httpTlsEnable": True, "mqttTlsListenPort": free_port(), "autoCreateTopicEnable": True,
-            "tls.server.certPath": certs.server.cert, "tls.server.keyPath": certs.server.key}
+            "tls.server.mode": "enforcing", "tls.server.certPath": certs.server.cert,
+            "tls.server.keyPath": certs.server.key}
     with FerryMQServer(tmp_path_factory.mktemp("gateway-tls"), conf, http=True, mqtt=True) as server:
         yield server
 
@@ -49,9 +51,12 @@ def tls_brokers(mosquitto_tls, ferrymq_tls):
 
 def test_the_http_gateway_serves_https_and_refuses_plain_http(ferrymq_tls, certs):
     port = ferrymq_tls.http_port
-    answer = httpx.get(f"https://localhost:{port}/openapi.json", timeout=10,
-                       verify=ssl.create_default_context(cafile=str(certs.ca)))
-    assert answer.status_code == 200 and answer.json()["openapi"]
+    https = httpx.Client(base_url=f"https://localhost:{port}", timeout=10,
+                         verify=ssl.create_default_context(cafile=str(certs.ca)))
+    with https:
+        assert https.get("/openapi.json").json()["openapi"]
+        sent = https.post(f"/v1/topics/{fresh_topic()}/messages", content=b"over https")
+    assert sent.status_code == 200 and sent.json()["status"] == "SEND_OK", sent.text
     with pytest.raises(httpx.TransportError):
         httpx.get(f"http://{LOOPBACK}:{port}/openapi.json", timeout=10)
 
