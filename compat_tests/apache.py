@@ -68,10 +68,13 @@ def write_conf(path: Path, settings: dict[str, object]) -> Path:
     return path
 
 
-def _java_command(home: Path, main: str, conf: Path, version: str) -> list[str]:
+def _java_command(home: Path, main: str, conf: Path, version: str,
+                  system_properties: dict[str, str] | None = None) -> list[str]:
+    """``system_properties`` are the settings Apache reads only as -D flags (the tls.* keys)."""
     return [
         toolchain.require("java"),
         *SERVER_JVM_FLAGS,
+        *(f"-D{k}={v}" for k, v in (system_properties or {}).items()),
         f"-Duser.home={home}",  # logs (~/logs/rocketmqlogs) and default store stay in the temp dir
         f"-Drocketmq.home.dir={home}",
         f"-Djava.io.tmpdir={home}",  # the broker's self-signed TLS files (keyutil_*) go here, not /tmp
@@ -101,12 +104,14 @@ class ApacheNamesrv:
         return ns
 
     @classmethod
-    def launch(cls, home: Path, version: str = toolchain.ROCKETMQ_5) -> ApacheNamesrv:
+    def launch(cls, home: Path, version: str = toolchain.ROCKETMQ_5,
+               system_properties: dict[str, str] | None = None) -> ApacheNamesrv:
         """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to listen."""
         home.mkdir(parents=True, exist_ok=True)
         port = free_port()
         conf = write_conf(home / "namesrv.conf", {"listenPort": port})
-        child = Child("Apache name server", _java_command(home, NAMESRV_MAIN, conf, version), home / "namesrv.out")
+        child = Child("Apache name server", _java_command(home, NAMESRV_MAIN, conf, version, system_properties),
+                      home / "namesrv.out")
         child.start()
         return cls(home, port, child, version)
 
@@ -141,6 +146,8 @@ class ApacheBroker:
     store: Path
     namesrv_addr: str
     bind_ip: str
+    #: the name server only takes TLS clients (its readiness is asked over TLS)
+    namesrv_tls: bool = False
 
     @property
     def addr(self) -> str:
@@ -165,6 +172,8 @@ class ApacheBroker:
         bind_ip: str = LOOPBACK,
         extra: dict[str, object] | None = None,
         version: str = toolchain.ROCKETMQ_5,
+        system_properties: dict[str, str] | None = None,
+        namesrv_tls: bool = False,
     ) -> ApacheBroker:
         """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register."""
         home.mkdir(parents=True, exist_ok=True)
@@ -191,9 +200,11 @@ class ApacheBroker:
             **(extra or {}),
         }
         conf = write_conf(home / "broker.conf", settings)
-        child = Child("Apache broker", _java_command(home, BROKER_MAIN, conf, version), home / "broker.out")
+        child = Child("Apache broker", _java_command(home, BROKER_MAIN, conf, version, system_properties),
+                      home / "broker.out")
         child.start()
-        return cls(home, port, child, cluster, name, advertised_ip, version, store, namesrv_addr, bind_ip)
+        return cls(home, port, child, cluster, name, advertised_ip, version, store, namesrv_addr, bind_ip,
+                   namesrv_tls)
 
     def wait_ready(self) -> None:
         """Waits until the broker listens and the name server routes to it; stops it if not."""
@@ -202,7 +213,8 @@ class ApacheBroker:
             child.wait_until(lambda: "boot success" in child.log_tail(600) and port_open(self.bind_ip, self.port),
                              f"listening on {self.port}", BOOT_TIMEOUT)
             # "boot success" can come before the name server has the registration; clients need it.
-            child.wait_until(lambda: _routes_to(self.namesrv_addr.split(";")[0], "TBW102", self.name),
+            child.wait_until(lambda: _routes_to(self.namesrv_addr.split(";")[0], "TBW102", self.name,
+                                                self.namesrv_tls),
                              f"registered with the name server {self.namesrv_addr}", BOOT_TIMEOUT)
         except BaseException:
             self.stop()
@@ -277,15 +289,15 @@ def _remove_if_outside(store: Path, home: Path) -> None:
         shutil.rmtree(store, ignore_errors=True)
 
 
-def _routes_to(namesrv_addr: str, topic: str, broker_name: str) -> bool:
-    """Whether the name server's route for ``topic`` names ``broker_name``."""
+def _routes_to(namesrv_addr: str, topic: str, broker_name: str, tls: bool = False) -> bool:
+    """Whether the name server's route for ``topic`` names ``broker_name`` (asked over TLS with ``tls``)."""
     from ferrymq.wire.codes import RequestCode, ResponseCode
     from ferrymq.wire.command import request
 
     from .socket_client import call
 
     try:
-        reply = call(namesrv_addr, request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), timeout=3)
+        reply = call(namesrv_addr, request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}), timeout=3, tls=tls)
     except OSError:
         return False
     return reply.code == ResponseCode.SUCCESS and f'"brokerName":"{broker_name}"'.encode() in reply.body

@@ -163,7 +163,8 @@ class MqAdmin:
     def version(self) -> str:
         return self.clients.version
 
-    def run(self, namesrv: str, *args: str, timeout: float = 90) -> ScenarioResult:
+    def run(self, namesrv: str, *args: str, timeout: float = 90,
+            system_properties: dict[str, str] | None = None) -> ScenarioResult:
         # 4.9.x mqadmin configures logback from $ROCKETMQ_HOME/conf/logback_tools.xml and, without it,
         # prints a stack trace and does nothing (exit status 0).
         conf = self.home / "conf" / "logback_tools.xml"
@@ -172,14 +173,16 @@ class MqAdmin:
             conf.write_text('<configuration><root level="WARN"/></configuration>\n')
         main = QUICK_MQADMIN_MAIN if self.quick else MQADMIN_MAIN
         argv = self.clients.command(main, [*args, "-n", namesrv], home=self.home,
-                                    system_properties={"rocketmq.home.dir": str(self.home)})
+                                    system_properties={"rocketmq.home.dir": str(self.home),
+                                                       **(system_properties or {})})
         proc = _run(argv, timeout)
         return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)
 
-    def __call__(self, namesrv: str, *args: str, timeout: float = 90) -> str:
+    def __call__(self, namesrv: str, *args: str, timeout: float = 90,
+                 system_properties: dict[str, str] | None = None) -> str:
         """stdout of a successful run; raises when mqadmin failed, including the failures it reports
         only by printing a stack trace (its exit status is 0 then)."""
-        result = self.run(namesrv, *args, timeout=timeout)
+        result = self.run(namesrv, *args, timeout=timeout, system_properties=system_properties)
         result.check()
         if JAVA_STACK_FRAME.search(result.stderr) or JAVA_STACK_FRAME.search(result.stdout):
             raise ClientRunFailed("mqadmin printed a Java exception:\n" + result.explain())

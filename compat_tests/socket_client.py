@@ -8,6 +8,7 @@ and FerryMQ's. Requests are written as the Java broker writes them (JSON header,
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 import zlib
@@ -32,9 +33,13 @@ class Connection:
     moment the channel that registered it closes.
     """
 
-    def __init__(self, addr: str, timeout: float = 5.0):
+    def __init__(self, addr: str, timeout: float = 5.0, tls: bool = False):
+        """``tls``: speak TLS (Python's ``ssl``, not checking the server's certificate, as Apache's clients
+        in test mode)."""
         self.addr = addr
         self.sock = socket.create_connection(split_addr(addr), timeout=timeout)
+        if tls:
+            self.sock = ssl._create_unverified_context().wrap_socket(self.sock)
         self.decoder = FrameDecoder()
         self.pending: list[RemotingCommand] = []
 
@@ -64,8 +69,8 @@ class Connection:
         self.close()
 
 
-def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
-    with Connection(addr, timeout) as conn:
+def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0, tls: bool = False) -> RemotingCommand:
+    with Connection(addr, timeout, tls) as conn:
         return conn.call(cmd, timeout)
 
 

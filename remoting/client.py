@@ -22,6 +22,7 @@ from .dispatch import Processor
 from .errors import RemotingClosedError, RemotingConnectError, RemotingTimeoutError, ResponseCodeError
 from .options import TransportOptions
 from .protocol import RemotingProtocol
+from .tls import ClientTls
 
 log = logging.getLogger("ferrymq.remoting")
 
@@ -65,7 +66,9 @@ class RemotingClient:
         options: TransportOptions | None = None,
         reactor: Any = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        tls: ClientTls | None = None,
     ):
+        """``tls``: connect with TLS (Apache's ``tls.enable`` / a client's ``setUseTLS(true)``), else plain."""
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
@@ -74,6 +77,7 @@ class RemotingClient:
         self.options = options or TransportOptions()
         self.reactor = reactor
         self.connect_timeout = connect_timeout
+        self.tls = tls
         self._connections: dict[str, RemotingProtocol] = {}
         self._connecting: dict[str, list[defer.Deferred]] = {}
         self._closed = False
@@ -103,6 +107,8 @@ class RemotingClient:
             endpoint = endpoints.TCP6ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
         else:
             endpoint = endpoints.TCP4ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        if self.tls is not None:
+            endpoint = endpoints.wrapClientTLS(self.tls, endpoint)
         attempt = endpoint.connect(_ClientFactory(self, addr))
         attempt.addCallbacks(
             lambda proto: self._connected(addr, proto),

@@ -38,11 +38,15 @@ log = logging.getLogger("ferrymq.remoting")
 _IDLE_CHECKS = 4
 
 
-@implementer(interfaces.IPushProducer)
+@implementer(interfaces.IPushProducer, interfaces.IHandshakeListener)
 class RemotingProtocol(Protocol):
     """Frames in, commands out. Registered as the transport's push producer for back-pressure: when
     unsent writes pass ``write_high_water`` Twisted pauses us and we stop reading the socket (and stop
-    running queued requests) until the buffer drains."""
+    running queued requests) until the buffer drains.
+
+    Over TLS (an ``INegotiated`` transport) the registration waits for the end of the handshake: the TLS
+    layer pauses its producer while it holds writes back for the handshake, and pausing us stops the very
+    reads the handshake needs."""
 
     def __init__(self, processor: Processor | None, options: TransportOptions, clock: Any, owner: Any = None,
                  refusals: Refusals | None = None, latency: RequestLatency | None = None):
@@ -90,11 +94,16 @@ class RemotingProtocol(Protocol):
         self._write = twisted_io.writer(self.transport)
         if getattr(self.transport, "bufferSize", None) is not None:
             self.transport.bufferSize = self.options.write_high_water
-        self.transport.registerProducer(self, True)
+        if not interfaces.INegotiated.providedBy(self.transport):
+            self.transport.registerProducer(self, True)
         if self.options.idle_timeout > 0:
             self._idle_timer = self.clock.callLater(self.options.idle_timeout / _IDLE_CHECKS, self._check_idle)
         if self.owner is not None:
             self.owner.connection_made(self)
+
+    def handshakeCompleted(self) -> None:
+        if self._connected:
+            self.transport.registerProducer(self, True)
 
     def connectionLost(self, reason: Any = None) -> None:
         self._connected = False

@@ -15,6 +15,7 @@ from .latency import RequestLatency
 from .limits import TOO_MANY_CONNECTIONS, Refusals
 from .options import TransportOptions
 from .protocol import RemotingProtocol
+from .tls import ServerTls, TlsDetectingFactory, TlsMode
 
 log = logging.getLogger("ferrymq.remoting")
 
@@ -29,6 +30,7 @@ class RemotingServer(Factory):
     ``name`` prefixes log lines so an operator can tell the name server's connections from the broker's.
     ``refusals`` counts what the limits refused, and ``latency`` holds sampled request latencies, over
     every port this server listens on.
+    ``tls`` (None: disabled) lets TLS clients in, beside plain ones in permissive mode (:mod:`.tls`).
     """
 
     noisy = False  # the service logs its own "listening on" line
@@ -39,6 +41,7 @@ class RemotingServer(Factory):
         options: TransportOptions | None = None,
         reactor: Any = None,
         name: str = "remoting",
+        tls: ServerTls | None = None,
     ):
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -48,6 +51,7 @@ class RemotingServer(Factory):
         self.options = options or TransportOptions()
         self.reactor = reactor
         self.name = name
+        self.tls = tls
         self.connections: set[RemotingProtocol] = set()
         self._close_listeners: list[Callable[[Channel], Any]] = []
         self._listening_ports: list[Any] = []  # the broker listens on listenPort and listenPort-2
@@ -109,7 +113,10 @@ class RemotingServer(Factory):
 
     def listen(self, port: int, interface: str = "0.0.0.0", backlog: int = 1024) -> Any:
         """Start listening; may be called again for more ports served by the same processor."""
-        listening = self.reactor.listenTCP(port, self, backlog=backlog, interface=interface)
+        factory: Factory = self
+        if self.tls is not None and self.tls.mode is not TlsMode.DISABLED:
+            factory = TlsDetectingFactory(self, self.tls, self.reactor, self.options.idle_timeout, self.name)
+        listening = self.reactor.listenTCP(port, factory, backlog=backlog, interface=interface)
         self._listening_ports.append(listening)
         return listening
 

@@ -38,6 +38,9 @@ class ClientConfig:
     rebalance_interval: float = 20.0
     #: RPC timeout (``mqClientApiTimeout`` 3 s).
     api_timeout: float = 3.0
+    #: connect with TLS (Apache's ``setUseTLS`` / ``-Dtls.enable=true``), not checking the server's
+    #: certificate, as Apache's client in its default test mode
+    use_tls: bool = False
 
     def __post_init__(self) -> None:
         if self.instance_name is None:

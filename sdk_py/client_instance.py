@@ -41,6 +41,7 @@ from .broker_api import BrokerAPI
 from .client_config import ClientConfig
 from .errors import MQResponseError
 from ferrymq.remoting import RemotingClient
+from ferrymq.remoting.tls import ClientTls
 
 log = logging.getLogger("ferrymq.sdk")
 
@@ -83,7 +84,7 @@ class ClientInstance:
             RequestCode.CHECK_TRANSACTION_STATE: self._on_check_transaction,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_directly,
         }
-        self.remoting = RemotingClient(handlers, reactor=reactor)
+        self.remoting = RemotingClient(handlers, reactor=reactor, tls=ClientTls() if config.use_tls else None)
         self.api = BrokerAPI(self.remoting, config.api_timeout)
         self.namesrvs = [NamesrvAdmin(a, self.remoting, config.api_timeout) for a in config.namesrv_addrs]
         if not self.namesrvs:

@@ -60,6 +60,11 @@ def _listening(port_key: str, bind: str) -> Iterator[None]:
         raise CannotStart(f"cannot listen on {bind}:{exc.port} ({port_key}): {exc.socketError}") from None
 
 
+def _gateway_client(props: dict[str, str]) -> dict[str, object]:
+    """The gateways' RocketMQ client settings: TLS to the cluster when the server's own connections use it."""
+    return {"use_tls": True} if cfg.tls_config(props).use_tls else {}
+
+
 def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     """The HTTP gateway served by this broker process, listening already; None when httpListenPort=0."""
     gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
@@ -71,10 +76,12 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
     gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                      client_config=_gateway_client(props),
                       local_offset_dir=os.path.join(broker_cfg.storePathRootDir, "http-offsets"),
                       **gateway_cfg.transaction_options(), **gateway_cfg.console_options())
     on_reactor = gateway_cfg.httpEventLoop == "BROKER" and on_asyncio_reactor()
-    server = (GatewayOnReactor if on_reactor else GatewayThread)(gateway, bind, gateway_cfg.httpListenPort)
+    ssl = cfg.tls_config(props).http_ssl() if gateway_cfg.httpTlsEnable else None
+    server = (GatewayOnReactor if on_reactor else GatewayThread)(gateway, bind, gateway_cfg.httpListenPort, ssl)
     try:
         server.start()
     except OSError as exc:
@@ -108,11 +115,16 @@ def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
     gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
+                      client_config=_gateway_client(props),
                       state_dir=os.path.join(broker_cfg.storePathRootDir, state_dir_name),
                       sync_state=broker_cfg.flushDiskType == "SYNC_FLUSH")
     listener = MQTTListener(gateway, bind, gateway_cfg.mqttListenPort)
     with _listening("mqttListenPort", bind):
         listener.listen()
+    if gateway_cfg.mqttTlsListenPort:
+        tls = cfg.tls_config(props).mqtt_tls()
+        with _listening("mqttTlsListenPort", bind):
+            listener.listen_tls(gateway_cfg.mqttTlsListenPort, tls)
     reactor.callWhenRunning(listener.start_client)
     return listener
 
@@ -249,6 +261,9 @@ def _store_only_keys() -> set[str]:
 _PLANNED_HELP = f"Apache keys of features not implemented yet (refused unless false):\n{cfg.describe(cfg.PlannedFeatures)}"
 
 
+_TLS_HELP = f"TLS keys (Apache's tls.* system properties; docs/tls.md):\n{cfg.describe(cfg.TlsConfig)}"
+
+
 def _describe_store() -> str:
     return cfg.describe(MessageStoreConfig, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
 
@@ -267,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=fmt,
         description="Run a name server: broker registration and expiry, topic routes, cluster info, KV config.",
         epilog=f"{_FILE_HELP}\n\nName server keys:\n{cfg.describe(cfg.NamesrvConfig)}\n\n"
-        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, listenPort=cfg.NAMESRV_PORT)}",
+        f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, listenPort=cfg.NAMESRV_PORT)}\n\n{_TLS_HELP}",
     )
     _add_common(p, "namesrv")
 
@@ -281,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
         f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
-        f"Access control keys (docs/acl.md):\n{cfg.describe(cfg.AuthConfig)}\n\n{_PLANNED_HELP}",
+        f"Access control keys (docs/acl.md):\n{cfg.describe(cfg.AuthConfig)}\n\n{_TLS_HELP}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "broker")
     p.add_argument("-n", "--namesrv-addr", metavar="ADDR", help="name server list 'host:port;host:port' (namesrvAddr)")
@@ -302,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
         f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
         f"Access control keys (docs/acl.md):\n{cfg.describe(cfg.AuthConfig)}\n\n"
-        f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_PLANNED_HELP}",
+        f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_TLS_HELP}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "standalone")
 
@@ -314,7 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
         "of the given name servers, Apache RocketMQ's included, as a RocketMQ client of it.",
         epilog=f"{_FILE_HELP} Keys read: namesrvAddr, bindAddress, httpListenPort, mqttListenPort, maxMessageSize, "
                "storePathRootDir and flushDiskType (where and how MQTT sessions persist: "
-               "<storePathRootDir>/mqtt-gateway-<mqttListenPort>).",
+               "<storePathRootDir>/mqtt-gateway-<mqttListenPort>); httpTlsEnable, mqttTlsListenPort and the tls.* "
+               "keys (docs/tls.md: tls.enable=true for a cluster in enforcing mode).",
     )
     _add_common(p, "gateway")
     p.add_argument("protocol", choices=["http", "mqtt"], help="the gateway to run")
@@ -405,10 +421,11 @@ def _run_reactor(stoppables: list, args: argparse.Namespace, watch=None) -> int:
     return 0
 
 
-def _start_namesrv(namesrv_cfg: cfg.NamesrvConfig, netty_cfg: cfg.NettyServerConfig, port_key: str = "listenPort"):
+def _start_namesrv(namesrv_cfg: cfg.NamesrvConfig, netty_cfg: cfg.NettyServerConfig, tls_cfg: cfg.TlsConfig,
+                   port_key: str = "listenPort"):
     from ferrymq.server.namesrv.service import NameServer
 
-    server = NameServer(namesrv_cfg, netty_cfg)
+    server = NameServer(namesrv_cfg, netty_cfg, tls=tls_cfg.server_tls())
     with _listening(port_key, netty_cfg.bindAddress):
         server.start()
     return server
@@ -418,12 +435,14 @@ def cmd_namesrv(args: argparse.Namespace) -> int:
     props = _read_props(args.config)
     with _values_of(args.config):
         namesrv_cfg, netty_cfg = cfg.namesrv_config(props, args.config)
+        tls_cfg = cfg.tls_config(props)
     if args.print_config:
         print(cfg.to_properties(namesrv_cfg))
         print(cfg.to_properties(netty_cfg))
+        print(cfg.to_properties(tls_cfg))
         return 0
-    _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig)
-    server = _start_namesrv(namesrv_cfg, netty_cfg)
+    _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.TlsConfig)
+    server = _start_namesrv(namesrv_cfg, netty_cfg, tls_cfg)
     return _run_reactor([server], args)
 
 
@@ -437,9 +456,10 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
         auth_cfg = cfg.from_properties(cfg.AuthConfig, props)
         cfg.from_properties(cfg.PlannedFeatures, props)
+        tls_cfg = cfg.tls_config(props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
     return broker_cfg, (f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}\n"
-                        f"{cfg.to_properties(gateway_cfg)}\n{cfg.to_properties(auth_cfg)}")
+                        f"{cfg.to_properties(gateway_cfg)}\n{cfg.to_properties(auth_cfg)}\n{cfg.to_properties(tls_cfg)}")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -453,7 +473,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(store_lines)
         return 0
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
-                  cfg.AuthConfig, cfg.PlannedFeatures)
+                  cfg.AuthConfig, cfg.PlannedFeatures, cfg.TlsConfig)
     _install_reactor(props)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
@@ -470,6 +490,7 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         standalone = cfg.from_properties(cfg.StandaloneConfig, props)
         namesrv_props = dict(props, listenPort=str(standalone.namesrvListenPort))
         namesrv_cfg, netty_cfg = cfg.namesrv_config(namesrv_props, args.config)
+        tls_cfg = cfg.tls_config(props)
     broker_cfg, store_lines = _broker_configs(props, args.config, storePathRootDir="./data")
     if not broker_cfg.namesrvAddr:
         broker_cfg.namesrvAddr = f"127.0.0.1:{netty_cfg.listenPort}"
@@ -480,10 +501,10 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         print(cfg.to_properties(standalone))
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
-                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.AuthConfig, cfg.PlannedFeatures)
+                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.AuthConfig, cfg.PlannedFeatures, cfg.TlsConfig)
     _install_reactor(props)
     grpc = _grpc_server(broker_cfg, props)  # first: its import would keep the name server from answering
-    namesrv = _start_namesrv(namesrv_cfg, netty_cfg, "namesrvListenPort")
+    namesrv = _start_namesrv(namesrv_cfg, netty_cfg, tls_cfg, "namesrvListenPort")
     if "namesrvAddr" not in props:  # the in-process name server, on the port it actually bound
         broker_cfg.namesrvAddr = f"127.0.0.1:{namesrv.port}"
     http = _http_gateway(broker_cfg, props)
@@ -522,9 +543,12 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     from ferrymq.gateways.http.gateway import Gateway
     from ferrymq.gateways.http.server import serve_forever
 
+    with _values_of(args.config):
+        ssl = cfg.tls_config(props).http_ssl() if gateway_cfg.httpTlsEnable else None
     serve_forever(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
-                          **gateway_cfg.transaction_options(), **gateway_cfg.console_options()),
-                  netty_cfg.bindAddress, gateway_cfg.httpListenPort)
+                          client_config=_gateway_client(props), **gateway_cfg.transaction_options(),
+                          **gateway_cfg.console_options()),
+                  netty_cfg.bindAddress, gateway_cfg.httpListenPort, ssl)
     log.info("stopped")
     return 0
 

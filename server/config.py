@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ferrymq.remoting.options import TransportOptions
+from ferrymq.remoting.tls import ClientAuth, ClientTls, KeyPair, PeerCheck, ServerTls, TlsMode
 from ferrymq.server.config_keys import (
     ALIASES,
     ConfigError,
@@ -58,12 +59,14 @@ __all__ = [
     "NettyServerConfig",
     "PlannedFeatures",
     "StandaloneConfig",
+    "TlsConfig",
     "current_names",
     "describe",
     "from_properties",
     "known_keys",
     "load_properties",
     "namesrv_config",
+    "tls_config",
     "nearest_key",
     "to_properties",
     "unknown_keys",
@@ -142,6 +145,149 @@ class NettyServerConfig:
 
 NAMESRV_PORT = 9876
 BROKER_PORT = 10911
+
+
+def _true_false_or_unset(value: str) -> str | None:
+    return None if value in ("", "true", "false") else "not valid, expected true, false or nothing"
+
+
+#: Apache's default ``tls.config.file``
+TLS_CONFIG_FILE = "/etc/rocketmq/tls.properties"
+#: keys ``tls.config.file`` cannot set (Apache reads them from system properties only)
+_NOT_IN_TLS_FILE = ("tls.server.mode", "tls.enable", "tls.config.file")
+
+
+@dataclass
+class TlsConfig:
+    """TLS on the remoting listener and the server's own connections (Apache's TlsSystemConfig).
+
+    Apache reads these as JVM system properties (``-Dtls.server.mode=enforcing``) and then from the
+    properties file ``tls.config.file``; FerryMQ reads them from the config file under the same names, then
+    from ``tls.config.file``, whose values win as Apache's do.
+    """
+
+    server_mode: str = key(
+        "permissive", "disabled: plain clients only; permissive: TLS and plain clients on the same port; "
+        "enforcing: TLS clients only, a plain connection is closed.",
+        check=one_of(*(m.value for m in TlsMode)), name="tls.server.mode")
+    enable: str = key(
+        "", "The server's own connections (a broker's to the name servers) use TLS: true, false, or nothing "
+        "for 'when tls.server.mode is enforcing' (Apache's default).", check=_true_false_or_unset, name="tls.enable")
+    config_file: str = key(
+        TLS_CONFIG_FILE, "A properties file of the other tls.* keys, read when it exists; its values win.",
+        name="tls.config.file")
+    test_mode: bool = key(
+        True, "Serve a self-signed certificate made at start and check no peer certificate (Apache's default); "
+        "false to use the certificate and key below.", name="tls.test.mode.enable")
+    server_need_client_auth: str = key(
+        "none", "Ask TLS clients for a certificate: none, optional or require.",
+        check=one_of(*(a.value for a in ClientAuth)), name="tls.server.need.client.auth")
+    server_key_path: str = key("", "The server's private key, PEM in PKCS#8.", name="tls.server.keyPath")
+    server_key_password: str = key("", "Password of an encrypted tls.server.keyPath.", secret=True,
+                                   name="tls.server.keyPassword")
+    server_cert_path: str = key("", "The server's certificate chain, PEM.", name="tls.server.certPath")
+    server_auth_client: bool = key(
+        False, "Check client certificates against tls.server.trustCertPath (false: any certificate is accepted).",
+        name="tls.server.authClient")
+    server_trust_cert_path: str = key("", "CA certificates (PEM) that client certificates must chain to.",
+                                      name="tls.server.trustCertPath")
+    client_key_path: str = key("", "Private key (PEM, PKCS#8) of the server's own TLS connections.",
+                               name="tls.client.keyPath")
+    client_key_password: str = key("", "Password of an encrypted tls.client.keyPath.", secret=True,
+                                   name="tls.client.keyPassword")
+    client_cert_path: str = key("", "Certificate chain (PEM) the server's own TLS connections present.",
+                                name="tls.client.certPath")
+    client_auth_server: bool = key(
+        False, "The server's own TLS connections check the peer's certificate against tls.client.trustCertPath.",
+        name="tls.client.authServer")
+    client_trust_cert_path: str = key("", "CA certificates (PEM) a peer's certificate must chain to.",
+                                      name="tls.client.trustCertPath")
+
+    @property
+    def mode(self) -> TlsMode:
+        return TlsMode(self.server_mode)
+
+    @property
+    def use_tls(self) -> bool:
+        """Whether this server's own connections use TLS (Apache's NettyClientConfig.useTLS)."""
+        return self.enable == "true" or (self.enable == "" and self.mode is TlsMode.ENFORCING)
+
+    def server_tls(self) -> ServerTls | None:
+        """The listener's TLS, its files read now so that a bad one stops the start; None when disabled."""
+        if self.mode is TlsMode.DISABLED:
+            return None
+        own = None
+        if not self.test_mode:
+            if not (self.server_cert_path and self.server_key_path):
+                raise ConfigError(f"tls.server.mode={self.server_mode} with tls.test.mode.enable=false needs "
+                                  "tls.server.certPath and tls.server.keyPath")
+            own = KeyPair(self.server_cert_path, self.server_key_path, self.server_key_password)
+        tls = ServerTls(self.mode, own, ClientAuth(self.server_need_client_auth),
+                        PeerCheck(self.server_auth_client, self.server_trust_cert_path), self.test_mode)
+        _load("tls.server", tls.check_files)
+        return tls
+
+    def _listener_pair(self, why: str) -> KeyPair:
+        if not (self.server_cert_path and self.server_key_path):
+            raise ConfigError(f"{why} needs tls.server.certPath and tls.server.keyPath (the HTTP and MQTT clients "
+                              "check the server's certificate; test mode's self-signed one would not pass)")
+        return KeyPair(self.server_cert_path, self.server_key_path, self.server_key_password)
+
+    def mqtt_tls(self) -> ServerTls:
+        """The MQTT gateway's TLS listener: TLS only, with the listener certificate and client checks."""
+        tls = ServerTls(TlsMode.ENFORCING, self._listener_pair("mqttTlsListenPort"),
+                        ClientAuth(self.server_need_client_auth),
+                        PeerCheck(self.server_auth_client, self.server_trust_cert_path), test_mode=False)
+        _load("tls.server", tls.check_files)
+        return tls
+
+    def http_ssl(self) -> dict[str, object]:
+        """uvicorn's ``ssl_*`` settings of the HTTP gateway (stdlib ``ssl``: a client certificate asked for is
+        checked against tls.server.trustCertPath, or the system's CAs)."""
+        import ssl
+
+        pair = self._listener_pair("httpTlsEnable=true")
+        settings: dict[str, object] = {"ssl_certfile": pair.cert_path, "ssl_keyfile": pair.key_path,
+                                       "ssl_keyfile_password": pair.key_password or None}
+        auth = ClientAuth(self.server_need_client_auth)
+        if auth is not ClientAuth.NONE:
+            settings["ssl_cert_reqs"] = ssl.CERT_REQUIRED if auth is ClientAuth.REQUIRE else ssl.CERT_OPTIONAL
+            settings["ssl_ca_certs"] = self.server_trust_cert_path or None
+        return settings
+
+    def client_tls(self) -> ClientTls | None:
+        """The TLS of this server's own connections; None when they are plain."""
+        if not self.use_tls:
+            return None
+        if self.test_mode:
+            return ClientTls()
+        own = None
+        if self.client_cert_path and self.client_key_path:
+            own = KeyPair(self.client_cert_path, self.client_key_path, self.client_key_password)
+        tls = ClientTls(own, PeerCheck(self.client_auth_server, self.client_trust_cert_path))
+        _load("tls.client", tls.check_files)
+        return tls
+
+
+def _load(prefix: str, build) -> None:
+    """Turn an unreadable certificate, key or password into a ConfigError naming the keys."""
+    try:
+        build()
+    except Exception as exc:  # noqa: BLE001 - OSError, ValueError, OpenSSL.SSL.Error: all mean the same here
+        raise ConfigError(f"{prefix}.certPath/keyPath/keyPassword/trustCertPath: cannot be used: {exc}") from None
+
+
+def tls_config(props: dict[str, str]) -> TlsConfig:
+    """The tls.* keys of ``props``, then those of ``tls.config.file`` when it exists."""
+    first = from_properties(TlsConfig, props)
+    path = Path(first.config_file)
+    if not (path.is_file() and os.access(path, os.R_OK)):
+        return first
+    in_file = {k: v for k, v in load_properties(path).items() if k not in _NOT_IN_TLS_FILE}
+    try:
+        return from_properties(TlsConfig, {**props, **in_file})
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 @dataclass
@@ -397,6 +543,12 @@ class GatewayConfig:
                               check=port)
     grpcListenPort: int = key(GRPC_PORT, "Port of the RocketMQ 5 gRPC MessagingService (docs/grpc.md), on "
                                          "bindAddress; 0 turns it off. Needs the grpc extra installed.", check=port)
+    httpTlsEnable: bool = key(
+        False, "Serve the HTTP gateway over HTTPS only, with tls.server.certPath/keyPath/keyPassword (and client "
+        "certificates checked against tls.server.trustCertPath when tls.server.need.client.auth asks for them).")
+    mqttTlsListenPort: int = key(
+        0, "Port of the MQTT gateway over TLS (conventionally 8883), beside mqttListenPort, with the certificate "
+        "and key of tls.server.certPath/keyPath; 0 turns it off.", check=port)
     httpEventLoop: str = key(
         "OWN_THREAD", "Where a broker process serves its HTTP gateway: BROKER, on the broker's own event loop (the "
         "reactor is then Twisted's asyncio reactor on uvloop), or OWN_THREAD, on a loop of its own in a thread "

@@ -37,13 +37,20 @@ class ConfigError(ValueError):
 HIDDEN = "<hidden>"
 
 
-def key(default: Any, help: str, *, factory: Any = None, check: Check | None = None, secret: bool = False) -> Any:
+def key(default: Any, help: str, *, factory: Any = None, check: Check | None = None, secret: bool = False,
+        name: str | None = None) -> Any:
     """A config field: its default, the help line ``--help`` prints and the check a configured value passes.
-    A ``secret`` key's value is never printed (config output ends up in terminals, logs and bug reports)."""
-    metadata = {"help": help, "check": check, "secret": secret}
+    A ``secret`` key's value is never printed (config output ends up in terminals, logs and bug reports).
+    ``name`` is the key's spelling in a file when it is no Python name (Apache's ``tls.server.mode``)."""
+    metadata = {"help": help, "check": check, "secret": secret, "name": name}
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
+
+
+def key_name(f: dataclasses.Field) -> str:
+    """The key of field ``f`` in a config file."""
+    return f.metadata.get("name") or f.name
 
 
 # ---------------------------------------------------------------- checks
@@ -152,11 +159,11 @@ def _convert(name: str, raw: str, typ: Any) -> Any:
 
 def read_value(f: dataclasses.Field, raw: str) -> Any:
     """One configured value of field ``f``: converted to its type, then checked."""
-    value = _convert(f.name, raw, f.type)
+    value = _convert(key_name(f), raw, f.type)
     check = f.metadata.get("check")
     problem = check(value) if check is not None else None
     if problem is not None:
-        raise ConfigError(f"{f.name}={raw.strip()}: {problem}")
+        raise ConfigError(f"{key_name(f)}={raw.strip()}: {problem}")
     return value
 
 
@@ -170,8 +177,8 @@ def from_properties(cls: type[T], props: dict[str, str], **defaults: Any) -> T:
     props = current_names(props)
     kwargs: dict[str, Any] = dict(defaults)
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in props:
-            kwargs[f.name] = read_value(f, props[f.name])
+        if key_name(f) in props:
+            kwargs[f.name] = read_value(f, props[key_name(f)])
     return cls(**kwargs)
 
 
@@ -188,7 +195,7 @@ def current_names(props: dict[str, str]) -> dict[str, str]:
 
 
 def known_keys(*classes: type) -> set[str]:
-    return {f.name for cls in classes for f in dataclasses.fields(cls)}
+    return {key_name(f) for cls in classes for f in dataclasses.fields(cls)}
 
 
 def unknown_keys(props: dict[str, str], *classes: type) -> list[str]:
@@ -209,14 +216,14 @@ def to_properties(obj: Any, skip: Iterable[str] = ()) -> str:
     """``key=value`` lines of a config object, in field order (Apache's ``-p`` output)."""
     lines = []
     for f in dataclasses.fields(obj):
-        if f.name in skip:
+        if key_name(f) in skip:
             continue
         value = getattr(obj, f.name)
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif value and f.metadata.get("secret"):
             value = HIDDEN
-        lines.append(f"{f.name}={value}")
+        lines.append(f"{key_name(f)}={value}")
     return "\n".join(lines)
 
 
@@ -224,7 +231,7 @@ def describe(cls: type, skip: Iterable[str] = (), **defaults: Any) -> str:
     """Help text: one block per key with its default."""
     out = []
     for f in dataclasses.fields(cls):
-        if f.name in skip:
+        if key_name(f) in skip:
             continue
         if f.name in defaults:
             default = defaults[f.name]
@@ -236,5 +243,5 @@ def describe(cls: type, skip: Iterable[str] = (), **defaults: Any) -> str:
             default = ""
         if isinstance(default, bool):
             default = "true" if default else "false"
-        out.append(f"  {f.name} (default {default})\n      {f.metadata.get('help', '')}")
+        out.append(f"  {key_name(f)} (default {default})\n      {f.metadata.get('help', '')}")
     return "\n".join(out)

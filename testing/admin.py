@@ -8,6 +8,7 @@ their code under test may run its own event loop, or none.
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 
 from ferrymq.wire.bodies import ClusterInfo, SubscriptionGroupConfig, TopicRouteData
@@ -29,12 +30,14 @@ class AdminError(RuntimeError):
         self.code = code
 
 
-def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
-    """Send ``cmd`` on a new connection to ``addr`` (``host:port``) and return the answer."""
+def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0, tls: bool = False) -> RemotingCommand:
+    """Send ``cmd`` on a new connection to ``addr`` (``host:port``) and return the answer; ``tls`` speaks
+    TLS without checking the server's certificate (a test server's is self-signed)."""
     host, _, port = addr.rpartition(":")
     deadline = time.monotonic() + timeout
     decoder = FrameDecoder()
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+    plain = socket.create_connection((host, int(port)), timeout=timeout)
+    with ssl._create_unverified_context().wrap_socket(plain) if tls else plain as sock:
         sock.sendall(encode(cmd))
         while True:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
@@ -52,8 +55,8 @@ def _checked(answer: RemotingCommand, what: str) -> RemotingCommand:
     return answer
 
 
-def cluster_info(namesrv_addr: str, timeout: float = 5.0) -> ClusterInfo:
-    answer = call(namesrv_addr, request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout)
+def cluster_info(namesrv_addr: str, timeout: float = 5.0, tls: bool = False) -> ClusterInfo:
+    answer = call(namesrv_addr, request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout, tls)
     return ClusterInfo.decode(_checked(answer, "cluster info").body)
 
 

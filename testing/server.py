@@ -283,7 +283,8 @@ class FerryMQServer:
 
     def _registered(self, namesrv_port: int, broker_port: int) -> bool:
         try:
-            info = admin.cluster_info(f"{LOOPBACK}:{namesrv_port}")
+            info = admin.cluster_info(f"{LOOPBACK}:{namesrv_port}",
+                                      tls=self.conf.get("tls.server.mode") == "enforcing")
         except OSError:  # exiting: the next look at the process says why
             return False
         data = info.broker_addr_table.get(self.broker_name)

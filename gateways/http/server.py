@@ -26,6 +26,7 @@ import logging
 import signal
 import socket
 import threading
+from typing import Any
 
 import uvicorn
 
@@ -57,10 +58,12 @@ def _run(main) -> None:
         runner.run(main)
 
 
-def _config(gateway: Gateway, host: str, port: int, manage_gateway: bool) -> uvicorn.Config:
+def _config(gateway: Gateway, host: str, port: int, manage_gateway: bool,
+            ssl: dict[str, Any] | None = None) -> uvicorn.Config:
+    """``ssl``: uvicorn's ``ssl_*`` settings, to serve HTTPS (``httpTlsEnable``)."""
     return uvicorn.Config(create_app(gateway, manage_gateway=manage_gateway), host=host, port=port,
                           log_config=None, access_log=False, lifespan="on", timeout_keep_alive=75,
-                          timeout_graceful_shutdown=5)
+                          timeout_graceful_shutdown=5, **(ssl or {}))
 
 
 class GatewayThread:
@@ -71,11 +74,11 @@ class GatewayThread:
     (:meth:`start_client`): until then requests are answered 503.
     """
 
-    def __init__(self, gateway: Gateway, host: str, port: int):
+    def __init__(self, gateway: Gateway, host: str, port: int, ssl: dict[str, Any] | None = None):
         self.gateway = gateway
         self.host = host
         self.port = port
-        self._server = _Server(_config(gateway, host, port, manage_gateway=False))
+        self._server = _Server(_config(gateway, host, port, manage_gateway=False, ssl=ssl))
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._error: BaseException | None = None
@@ -184,11 +187,11 @@ class GatewayOnReactor:
     starts there too (:meth:`start_client`): until then requests are answered 503.
     """
 
-    def __init__(self, gateway: Gateway, host: str, port: int):
+    def __init__(self, gateway: Gateway, host: str, port: int, ssl: dict[str, Any] | None = None):
         self.gateway = gateway
         self.host = host
         self.port = port
-        self._server = _Server(_config(gateway, host, port, manage_gateway=False))
+        self._server = _Server(_config(gateway, host, port, manage_gateway=False, ssl=ssl))
         self._socket: socket.socket | None = None
         self._task: asyncio.Task | None = None
         #: the reactor's loop (install_reactor made it this thread's), running once the reactor runs
@@ -231,10 +234,10 @@ class GatewayOnReactor:
             await asyncio.wait({self._task}, timeout=15)
 
 
-def serve_forever(gateway: Gateway, host: str, port: int) -> None:
+def serve_forever(gateway: Gateway, host: str, port: int, ssl: dict[str, Any] | None = None) -> None:
     """Serve in this thread until SIGINT/SIGTERM, then stop gracefully and return (exit status 0, as the
     server commands have; uvicorn's own handlers would re-raise the signal once stopped)."""
-    server = _Server(_config(gateway, host, port, manage_gateway=True))
+    server = _Server(_config(gateway, host, port, manage_gateway=True, ssl=ssl))
 
     def stop() -> None:
         server.should_exit = True

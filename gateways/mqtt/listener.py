@@ -192,8 +192,11 @@ class MQTTListener:
         self.gateway = gateway
         self.host = host
         self.port = port
+        #: the port of MQTT over TLS, once :meth:`listen_tls` bound it
+        self.tls_port: int | None = None
         self.factory = MQTTFactory(gateway, reactor)
         self._listening = None
+        self._tls_listening = None
         self._sweep = task.LoopingCall(self._expire_sessions)
         self._sweep.clock = self.reactor
 
@@ -202,6 +205,15 @@ class MQTTListener:
         self.gateway.restore()
         self._listening = self.reactor.listenTCP(self.port, self.factory, interface=self.host)
         self.port = self._listening.getHost().port
+
+    def listen_tls(self, port: int, tls) -> None:
+        """Serve MQTT over TLS on ``port`` too (``mqttTlsListenPort``; 0: any free port), with ``tls``, a
+        :class:`~ferrymq.remoting.tls.ServerTls`. Binds now, as :meth:`listen`."""
+        from twisted.protocols.tls import TLSMemoryBIOFactory
+
+        over_tls = TLSMemoryBIOFactory(tls, False, self.factory, self.reactor)
+        self._tls_listening = self.reactor.listenTCP(port, over_tls, interface=self.host)
+        self.tls_port = self._tls_listening.getHost().port
 
     @defer.inlineCallbacks
     def start_client(self):
@@ -212,6 +224,8 @@ class MQTTListener:
             return
         self._sweep.start(EXPIRY_SWEEP_SECONDS, now=False)
         log.info("MQTT gateway listening on %s:%d (docs/mqtt.md)", self.host, self.port)
+        if self.tls_port is not None:
+            log.info("MQTT gateway listening on %s:%d over TLS (docs/tls.md)", self.host, self.tls_port)
 
     def _expire_sessions(self) -> None:
         """Sessions that expired, and delayed wills that are due (no connection is left to run them)."""
@@ -232,8 +246,9 @@ class MQTTListener:
     def stop(self):
         if self._sweep.running:
             self._sweep.stop()
-        if self._listening is not None:
-            yield self._listening.stopListening()
+        for listening in (self._listening, self._tls_listening):
+            if listening is not None:
+                yield listening.stopListening()
         for protocol in list(self.factory.protocols.values()):
             protocol.run(protocol.conn.shut_down(time.time()))
         yield self.gateway.stop()

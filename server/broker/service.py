@@ -15,7 +15,7 @@ from twisted.internet import defer, task
 from twisted.internet.error import CannotListenError
 
 from ferrymq.server.auth.control import AccessControl
-from ferrymq.server.config import AuthConfig, BrokerConfig, ConfigError, NettyServerConfig
+from ferrymq.server.config import AuthConfig, BrokerConfig, ConfigError, NettyServerConfig, TlsConfig
 from ferrymq.server.ha import HAMaster, HASlave
 from ferrymq.server.ha.roles import with_rejections
 from ferrymq.server.ha.slave_sync import SlaveSynchronize
@@ -59,13 +59,17 @@ def store_config_for(config: BrokerConfig, store_props: dict[str, str] | None = 
 
 class Broker:
     def __init__(self, config: BrokerConfig, netty: NettyServerConfig | None = None,
-                 store_props: dict[str, str] | None = None, reactor: Any = None, auth: AuthConfig | None = None):
+                 store_props: dict[str, str] | None = None, reactor: Any = None, auth: AuthConfig | None = None,
+                 tls: TlsConfig | None = None):
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
         self.config = config
         self.netty = netty or NettyServerConfig(listenPort=config.listenPort)
+        #: None: plain listener and connections (what a Broker built in code gets; the CLI reads the tls.* keys)
+        self.tls = tls
+        self._client_tls = tls.client_tls() if tls is not None else None
         self.reactor = reactor
         self.ip = config.brokerIP1 or local_ip()
         self._store_props = store_props
@@ -113,7 +117,8 @@ class Broker:
     def start(self) -> None:
         c = self.config
         options = self.netty.transport_options()
-        self.server = RemotingServer(None, options, self.reactor, name="broker")
+        server_tls = self.tls.server_tls() if self.tls is not None else None
+        self.server = RemotingServer(None, options, self.reactor, name="broker", tls=server_tls)
         self.server.listen(c.listenPort, self.netty.bindAddress, backlog=self.netty.serverSocketBacklog)
         port = self.server.port
         try:
@@ -141,7 +146,7 @@ class Broker:
             c.namesrvAddr, (c.brokerClusterName, broker_addr, c.brokerName, c.brokerId, ha_addr),
             lambda: perm_limited(self.ctx.topics.wrapper(), c.brokerPermission), self.reactor,
             timeout_ms=c.registerBrokerTimeoutMills, compressed=c.compressedRegister,
-            on_reply=self._registered if c.is_slave else None,
+            on_reply=self._registered if c.is_slave else None, tls=self._client_tls,
         )
         if self.registration.peers:
             self.ctx.registration_pending = self.registration.pending
@@ -169,7 +174,8 @@ class Broker:
             self.ha_slave = HASlave(self.store, self.reactor, heartbeat_ms=c.haSendHeartbeatInterval,
                                     housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
             self.ha_slave.start(c.haMasterAddress)
-            self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True))
+            self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True),
+                                               self._client_tls)
             return
         master = HAMaster(self.store, self.reactor, batch_size=c.haTransferBatchSize,
                           heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval)
@@ -307,12 +313,12 @@ class Broker:
 def start_broker(config: BrokerConfig, props: dict[str, str] | None = None, reactor: Any = None) -> Broker:
     """What ``ferrymq broker`` / ``standalone`` run: network keys (bindAddress, idle time, frame size...)
     and store-only keys (flush intervals, index sizes...) come from the same config file ``props``."""
-    from ferrymq.server.config import from_properties
+    from ferrymq.server.config import from_properties, tls_config
 
     props = dict(props or {})
     netty_props = {k: v for k, v in props.items() if k != "listenPort"}
     netty = from_properties(NettyServerConfig, netty_props, listenPort=config.listenPort)
     auth = from_properties(AuthConfig, props)
-    broker = Broker(config, netty, store_props=props, reactor=reactor, auth=auth)
+    broker = Broker(config, netty, store_props=props, reactor=reactor, auth=auth, tls=tls_config(props))
     broker.start()
     return broker

@@ -38,11 +38,12 @@ class SlaveSynchronize:
     persist through their managers' own ``on_change``.
     """
 
-    def __init__(self, ctx: Any, reactor: Any, persist_offsets: Callable[[], Any]):
+    def __init__(self, ctx: Any, reactor: Any, persist_offsets: Callable[[], Any], tls: Any = None):
+        """``tls``: a :class:`~ferrymq.remoting.tls.ClientTls` when the broker's own connections use TLS."""
         self.ctx = ctx
         self.reactor = reactor
         self.persist_offsets = persist_offsets
-        self.client = RemotingClient(reactor=reactor)
+        self.client = RemotingClient(reactor=reactor, tls=tls)
         self.master_addr = ""
         self.rounds = 0
         self._loop: task.LoopingCall | None = None

@@ -9,6 +9,7 @@ from twisted.internet import defer, task
 
 from ferrymq.server.config import NamesrvConfig, NettyServerConfig
 from ferrymq.remoting import Channel, RemotingServer, routes
+from ferrymq.remoting.tls import ServerTls
 from ferrymq.server.write_queue import WriteQueue
 
 from .kvconfig import KVConfigStore, atomic_write
@@ -24,7 +25,9 @@ FIRST_SCAN_DELAY = 5.0
 class NameServer:
     """``NameServer(config, netty).start()``; ``stop()`` returns a Deferred (graceful)."""
 
-    def __init__(self, config: NamesrvConfig, netty: NettyServerConfig, reactor: Any = None):
+    def __init__(self, config: NamesrvConfig, netty: NettyServerConfig, reactor: Any = None,
+                 tls: ServerTls | None = None):
+        """``tls``: the listener's TLS (``tls.server.mode``); None serves plain clients only."""
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
@@ -44,7 +47,8 @@ class NameServer:
         self.kv = KVConfigStore(config.kvConfigPath, write=self._write_file)
         self.kv.load()
         self.processor = NamesrvProcessor(self.registry, self.kv, config, netty, persist_config=self._write_file)
-        self.server = RemotingServer(routes([self.processor]), netty.transport_options(), reactor, name="namesrv")
+        self.server = RemotingServer(routes([self.processor]), netty.transport_options(), reactor, name="namesrv",
+                                     tls=tls)
         self.server.add_close_listener(self._channel_closed)
         self._scan: task.LoopingCall | None = None
         self._first_scan: Any = None

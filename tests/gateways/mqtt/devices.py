@@ -37,10 +37,11 @@ class Device:
 
     def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
                  will: tuple[str, bytes, int] | None = None, clean: bool = True, session_expiry: int = 3600,
-                 will_delay: int = 0, manual_ack: bool = False):
+                 will_delay: int = 0, manual_ack: bool = False, tls_ca: str | None = None):
         """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
         Start 0 with a Session Expiry Interval of ``session_expiry`` seconds. With ``manual_ack`` the
-        device never completes what it receives (no PUBACK, no PUBCOMP): the server keeps it in flight."""
+        device never completes what it receives (no PUBACK, no PUBCOMP): the server keeps it in flight.
+        ``tls_ca``: connect over TLS, checking the server's certificate against this CA file."""
         self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
         self.version = version
         kwargs = {"clean_session": clean} if version == V311 else {}
@@ -51,6 +52,8 @@ class Device:
         self._acks: dict[int, threading.Event] = {}
         self.reason_codes: dict[int, list] = {}
         self.session_present = None
+        if tls_ca is not None:
+            self.client.tls_set(ca_certs=tls_ca)
         self.client.on_connect = self._on_connect
         self.client.on_message = lambda c, u, msg: self.messages.put(msg)
         self.client.on_subscribe = self._acked

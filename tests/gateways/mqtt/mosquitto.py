@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ferrymq.testing.certs import CertSet
 from ferrymq.testing.ports import LOOPBACK, free_port
 
 
@@ -60,15 +61,18 @@ class Mosquitto:
     """A mosquitto broker on ``port`` of the loopback address, anonymous; with ``persistence``, its sessions
     and retained messages are saved in ``home`` when it stops and read back by :meth:`restart`."""
 
-    def __init__(self, home: Path, *, persistence: bool = False):
+    def __init__(self, home: Path, *, persistence: bool = False, tls: CertSet | None = None):
+        """``tls``: the listener takes TLS clients only, with the server certificate and key of ``tls``."""
         self.binary = ensure_installed()
         self.port = free_port()
         self.conf = home / "mosquitto.conf"
-        saved = "persistence false\n"
-        if persistence:
-            # started as root, mosquitto switches to user "mosquitto", which cannot write in the test's directory
-            saved = f"persistence true\npersistence_location {home}/\n" + ("user root\n" if os.geteuid() == 0 else "")
-        self.conf.write_text(f"listener {self.port} {LOOPBACK}\nallow_anonymous true\n{saved}log_dest stderr\n")
+        # started as root, mosquitto switches to user "mosquitto", which cannot read or write in the test's directory
+        as_root = "user root\n" if os.geteuid() == 0 and (persistence or tls is not None) else ""
+        saved = f"persistence true\npersistence_location {home}/\n" if persistence else "persistence false\n"
+        listener = f"listener {self.port} {LOOPBACK}\n"
+        if tls is not None:
+            listener += f"cafile {tls.ca}\ncertfile {tls.server.cert}\nkeyfile {tls.server.key}\n"
+        self.conf.write_text(f"{listener}allow_anonymous true\n{saved}{as_root}log_dest stderr\n")
         self.log = home / "mosquitto.log"
         self.start()
 
