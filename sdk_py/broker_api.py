@@ -88,6 +88,30 @@ _PULL_STATUS = {
 OFFSET_NOT_FOUND = -1
 
 
+def _send_result(resp: RemotingCommand, topic: str, broker_name: str, uniq_key: str | None) -> SendResult:
+    """A send's answer (one of :data:`_SEND_STATUS`'s codes) as a SendResult."""
+    h = SendMessageResponseHeader.from_ext(resp.ext_fields or {})
+    return SendResult(
+        status=_SEND_STATUS[resp.code],
+        msg_id=uniq_key,
+        offset_msg_id=h.msg_id,
+        message_queue=MessageQueue(topic, broker_name, h.queue_id),
+        queue_offset=h.queue_offset,
+        transaction_id=h.transaction_id,
+        region_id=h.msg_region,
+        trace_on=h.trace_on is not False,
+    )
+
+
+def _local_send_result(resp: RemotingCommand, operation: str, addr: str, topic: str, broker_name: str,
+                       uniq_key: str | None) -> SendResult:
+    """:func:`_send_result` of a broker of this process, its refusals checked in the same callback (a
+    remote broker's are checked by :meth:`BrokerAPI.call`)."""
+    if resp.code not in _SEND_STATUS:
+        raise MQResponseError(operation, addr, resp.code, resp.remark)
+    return _send_result(resp, topic, broker_name, uniq_key)
+
+
 class BrokerAPI:
     """Requests to brokers by address, over one shared :class:`RemotingClient`."""
 
@@ -143,27 +167,12 @@ class BrokerAPI:
         cmd = self._req(code, header, body)
         if oneway:
             return self.client.invoke_oneway(addr, cmd).addCallback(lambda _: None)
-
-        def result(resp: RemotingCommand) -> SendResult:
-            h = SendMessageResponseHeader.from_ext(resp.ext_fields or {})
-            mq = MessageQueue(header.topic, broker_name, h.queue_id)
-            return SendResult(
-                status=_SEND_STATUS[resp.code],
-                msg_id=uniq_key,
-                offset_msg_id=h.msg_id,
-                message_queue=mq,
-                queue_offset=h.queue_offset,
-                transaction_id=h.transaction_id,
-                region_id=h.msg_region,
-                trace_on=h.trace_on is not False,
-            )
-
         local = self.local_brokers.get(addr)
-        if local is None:
-            answer = self.call(addr, cmd, *_SEND_STATUS, timeout=timeout)
-        else:
-            answer = self._checked(addr, cmd, tuple(_SEND_STATUS), local.invoke(cmd, timeout or self.timeout))
-        return answer.addCallback(result)
+        if local is not None:
+            return local.invoke(cmd, timeout or self.timeout).addCallback(
+                _local_send_result, code.name, addr, header.topic, broker_name, uniq_key)
+        answer = self.call(addr, cmd, *_SEND_STATUS, timeout=timeout)
+        return answer.addCallback(_send_result, header.topic, broker_name, uniq_key)
 
     def end_transaction(self, addr: str, header: EndTransactionRequestHeader, remark: str | None = None):
         cmd = self._req(RequestCode.END_TRANSACTION, header)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from ferrymq.wire.bodies import MessageQueue, TopicRouteData
 from ferrymq.wire.codes import ResponseCode
@@ -254,7 +255,10 @@ class Producer:
 
     def _send_with_retries(self, msg: Message, attempts: int, timeout: float | None, send_one) -> defer.Deferred:
         timeout = timeout or self.send_msg_timeout
-        return self.find_publish_info(msg.topic).addCallback(
+        info = self.publish_table.get(msg.topic)
+        if info is not None and info.ok:  # known, as for every send but a topic's first
+            return self._attempt(msg, info, 0, attempts, timeout, time.monotonic(), None, None, send_one)
+        return self._fetch_publish_info(msg.topic).addCallback(
             lambda info: self._attempt(msg, info, 0, attempts, timeout, time.monotonic(), None, None, send_one))
 
     def _attempt(self, msg: Message, info: TopicPublishInfo, attempt: int, attempts: int, timeout: float,
@@ -268,19 +272,20 @@ class Producer:
                     f"sending to {msg.topic} timed out after {timeout} s before an attempt was made"))
             return defer.fail(last_exc)
         mq = info.select_queue(last_broker)
-
-        def failed(failure):
-            exc = failure.value
-            if not isinstance(exc, Exception) or not should_retry(exc):
-                return failure
-            log.info("send of %s to %s failed (attempt %d of %d): %s", msg.topic, mq, attempt + 1, attempts, exc)
-            return self._attempt(msg, info, attempt + 1, attempts, timeout, started, mq.broker_name, exc, send_one)
-
         try:
             sent = send_one(mq, remaining)
         except Exception:  # noqa: BLE001 - classified as a failed attempt
             sent = defer.fail()
-        return sent.addErrback(failed)
+        return sent.addErrback(self._failed, msg, info, mq, attempt, attempts, timeout, started, send_one)
+
+    def _failed(self, failure: Failure, msg: Message, info: TopicPublishInfo, mq: MessageQueue, attempt: int,
+                attempts: int, timeout: float, started: float, send_one) -> Any:
+        """Attempt ``attempt`` to ``mq`` failed: the next attempt, on another broker, if Java retries it."""
+        exc = failure.value
+        if not isinstance(exc, Exception) or not should_retry(exc):
+            return failure
+        log.info("send of %s to %s failed (attempt %d of %d): %s", msg.topic, mq, attempt + 1, attempts, exc)
+        return self._attempt(msg, info, attempt + 1, attempts, timeout, started, mq.broker_name, exc, send_one)
 
     def send(self, msg: Message, timeout: float | None = None) -> defer.Deferred:
         """Send and fire with the SendResult once the broker answers (Java's synchronous send)."""

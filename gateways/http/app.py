@@ -7,12 +7,13 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
@@ -46,14 +47,21 @@ def _json(value: Any, status: int = 200) -> Response:
 
 
 def _query(check: Callable, request: Request) -> dict[str, Any]:
+    return _checked_query(check, request.query_params)
+
+
+def _checked_query(check: Callable, params: Mapping[str, str]) -> dict[str, Any]:
     try:
-        return check(request.query_params)
+        return check(params)
     except schema.Invalid as exc:
         raise Problem(400, str(exc), exc.field) from None
 
 
 def _topic(request: Request) -> str:
-    topic = request.path_params["topic"]
+    return _checked_topic(request.path_params["topic"])
+
+
+def _checked_topic(topic: str) -> str:
     problem = validate_topic(topic)
     if problem:
         raise Problem(400, problem, "path.topic")
@@ -69,17 +77,29 @@ def _transaction_id(request: Request) -> str:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to be over ``limit`` bytes."""
-    declared = request.headers.get("content-length")
+    return await _receive_body(request.receive, request.headers.get("content-length"), limit)
+
+
+async def _receive_body(receive: Callable, declared: str | None, limit: int) -> bytes:
+    """The request body (``declared``: its Content-Length), refused with 413 as soon as it is known to
+    be over ``limit`` bytes; a body that came in one message (the usual case) is taken with no copy."""
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Problem(413, f"the body is {declared} bytes, over the limit of {limit} (maxMessageSize)", "/")
     chunks, size = [], 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise Problem(413, f"the body is over the limit of {limit} bytes (maxMessageSize)", "/")
+        if not message.get("more_body", False):
+            if not chunks:
+                return chunk
+            chunks.append(chunk)
+            return b"".join(chunks)
         chunks.append(chunk)
-    return b"".join(chunks)
 
 
 async def _json_body(request: Request, check: Callable, limit: int = 1 << 20) -> Any:
@@ -126,23 +146,26 @@ class Routes:
     async def openapi(self, request: Request) -> Response:
         return Response(_OPENAPI, media_type="application/json")
 
-    async def publish(self, request: Request) -> Response:
-        topic = _topic(request)
-        query = _query(_publish_query, request)
-        content_type = request.headers.get("content-type")
-        raw = await _read_body(request, self.gateway.max_message_size)
+    async def publish(self, topic: str, query_string: bytes, content_type: str | None,
+                      read_body: Callable[[int], Awaitable[bytes]]) -> bytes:
+        """``POST /v1/topics/{topic}/messages`` from the parts of the request it reads (:class:`_PublishFirst`
+        takes them from the ASGI scope; ``read_body(limit)`` reads the body); the JSON answer."""
+        _checked_topic(topic)
+        query = _checked_query(_publish_query, dict(parse_qsl(query_string.decode("latin-1"), keep_blank_values=True))
+                               if query_string else {})
+        body = await read_body(self.gateway.max_message_size)
         producer = self.gateway.producer
         if (content_type or "").split(";")[0].strip() == schema.ENVELOPE_TYPE:
             if query:
                 raise Problem(400, "an envelope carries its message's tag, keys and delay itself; leave the "
                                    "query string empty", f"query.{next(iter(query))}")
-            value = _parse(raw, lambda v: _check_batch(v) if isinstance(v, dict) and "messages" in v
+            value = _parse(body, lambda v: _check_batch(v) if isinstance(v, dict) and "messages" in v
                            else _check_envelope(v))
             if "messages" in value:
-                return await self._publish_batch(topic, value["messages"])
+                return orjson.dumps(await self._publish_batch(topic, value["messages"]))
             msg, sharding_key = messages.from_envelope(topic, value)
         else:
-            msg, sharding_key = messages.from_raw(topic, raw, content_type, query)
+            msg, sharding_key = messages.from_raw(topic, body, content_type, query)
         try:
             if sharding_key is not None:
                 result = await producer.send_orderly(msg, select_by_hash, sharding_key)
@@ -150,9 +173,9 @@ class Routes:
                 result = await producer.send(msg)
         except Exception as exc:  # noqa: BLE001 - the SDK's failures become problems
             raise from_client_error(exc, "/") from None
-        return _json(messages.send_result(result))
+        return orjson.dumps(messages.send_result(result))
 
-    async def _publish_batch(self, topic: str, envelopes: list[dict]) -> Response:
+    async def _publish_batch(self, topic: str, envelopes: list[dict]) -> dict[str, Any]:
         msgs = []
         for i, env in enumerate(envelopes):
             where = f"/messages/{i}"
@@ -165,7 +188,7 @@ class Routes:
             result = await self.gateway.producer.send_batch(msgs)
         except Exception as exc:  # noqa: BLE001
             raise from_client_error(exc, "/messages") from None
-        return _json({"results": messages.batch_results(result)})
+        return {"results": messages.batch_results(result)}
 
     async def consume(self, request: Request) -> Response:
         topic = _topic(request)
@@ -313,36 +336,59 @@ def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Req
 
 class _PublishFirst:
     """The application: ``POST /v1/topics/{topic}/messages``, the one route taken at message rates, is
-    answered at once; every other request goes through Starlette's middleware and router, which cost
-    a publish about as much as the route itself. The route is the same guarded handler either way."""
+    answered on the bare ASGI interface, its parts read straight from the scope; every other request goes
+    through Starlette's middleware and router, whose request and response objects cost a publish about
+    as much as the route itself. Its problems and failures are answered as :func:`_guarded` answers them."""
 
-    _PATH = re.compile(r"/v1/topics/(?P<topic>[^/]+)/messages")
+    _PATH = re.compile(r"/v1/topics/([^/]+)/messages")
+    _ANSWER_HEADERS = ((b"content-type", b"application/json"),)
 
-    def __init__(self, app: Starlette, publish: Callable[[Request], Awaitable[Response]]):
+    def __init__(self, app: Starlette, routes: Routes):
         self.app = app
-        self.publish = publish
+        self.routes = routes
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
             match = self._PATH.fullmatch(scope["path"])
             if match is not None:
-                scope["path_params"] = match.groupdict()
-                response = await self.publish(Request(scope, receive, send))
-                await response(scope, receive, send)
+                await self._publish(match.group(1), scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+    async def _publish(self, topic: str, scope: dict, receive: Callable, send: Callable) -> None:
+        content_type = declared = None
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                content_type = value.decode("latin-1")
+            elif name == b"content-length":
+                declared = value.decode("latin-1")
+        try:
+            self.routes.gateway.require_started()
+            answer = await self.routes.publish(topic, scope["query_string"], content_type,
+                                               lambda limit: _receive_body(receive, declared, limit))
+        except ClientDisconnect:
+            return
+        except Problem as problem:
+            await problem.response(scope["path"])(scope, receive, send)
+            return
+        except Exception:
+            log.exception("HTTP POST %s failed", scope["path"])
+            await Problem(500, "the gateway failed on this request; its log has the details").response(
+                scope["path"])(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [*self._ANSWER_HEADERS, (b"content-length", b"%d" % len(answer))]})
+        await send({"type": "http.response.body", "body": answer})
 
 
 def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirst:
     """The ASGI application; with ``manage_gateway`` its lifespan starts and stops ``gateway``."""
     r = Routes(gateway)
-    publish = _guarded(r.publish)
     routes = [
         Route("/openapi.json", _guarded(r.openapi), methods=["GET"]),
         Route("/metrics", metrics.endpoint(gateway), methods=["GET"]),
         Route("/v1/topics", _guarded(r.list_topics), methods=["GET"]),
         Route("/v1/topics", _guarded(r.create_topic), methods=["POST"]),
-        Route("/v1/topics/{topic}/messages", publish, methods=["POST"]),
         Route("/v1/topics/{topic}/messages", _guarded(r.consume), methods=["GET"]),
         Route("/v1/topics/{topic}/stream", _guarded(r.stream), methods=["GET"]),
         Route("/v1/groups", _guarded(r.list_groups), methods=["GET"]),
@@ -381,4 +427,4 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
         return Problem(status, detail).response(request.url.path)
 
     return _PublishFirst(Starlette(routes=routes, lifespan=lifespan,
-                                   exception_handlers={404: no_route, 405: no_route}), publish)
+                                   exception_handlers={404: no_route, 405: no_route}), r)

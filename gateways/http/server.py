@@ -61,9 +61,11 @@ def _run(main) -> None:
 def _config(gateway: Gateway, host: str, port: int, manage_gateway: bool,
             ssl: dict[str, Any] | None = None) -> uvicorn.Config:
     """``ssl``: uvicorn's ``ssl_*`` settings, to serve HTTPS (``httpTlsEnable``)."""
+    # no proxy-headers middleware (nothing reads the client's address or scheme) and no Server header:
+    # both would cost every request, publishes included
     return uvicorn.Config(create_app(gateway, manage_gateway=manage_gateway), host=host, port=port,
                           log_config=None, access_log=False, lifespan="on", timeout_keep_alive=75,
-                          timeout_graceful_shutdown=5, **(ssl or {}))
+                          timeout_graceful_shutdown=5, proxy_headers=False, server_header=False, **(ssl or {}))
 
 
 class GatewayThread:

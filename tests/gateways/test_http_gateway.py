@@ -228,6 +228,20 @@ def test_bad_publishes_are_refused_naming_the_field(server, gw, kwargs, status, 
     assert problem["detail"]
 
 
+def test_a_body_without_a_length_is_published_whole_and_refused_once_over_the_limit(server, gw):
+    """A chunked body comes in pieces: they are joined, and counted against maxMessageSize as they come."""
+    topic, group = _names()
+    server.create_topic(topic, 1)
+    r = gw.request("POST", f"/v1/topics/{topic}/messages", content=iter([b"a" * 3000, b"b" * 3000, b"c"]),
+                   headers={"Content-Type": "text/plain"})
+    assert r.status_code == 200 and "content-length" not in r.request.headers, r.text
+    [msg] = gw.receive_all(topic, group, 1)
+    assert msg["body"] == "a" * 3000 + "b" * 3000 + "c"
+    r = gw.request("POST", f"/v1/topics/{topic}/messages", content=iter([b"x" * 40000, b"x" * 40000]),
+                   headers={"Content-Type": "text/plain"})
+    assert (r.status_code, r.json()["field"]) == (413, "/"), r.text
+
+
 def test_publishing_to_a_topic_that_does_not_exist_is_404(tmp_path):
     from ferrymq.testing.server import FerryMQServer
 
