@@ -98,11 +98,10 @@ def run(spark: Any, args: argparse.Namespace, out: Any = sys.stdout) -> Any:
         from .lag import LagSpec, consumer_lag, report_text
 
         report = consumer_lag(spark, LagSpec(args.nameServer, args.group, args.topic, args.window, args.history))
-        rows = [r.asDict() for r in report.queues.collect()]
-        print(report_text(rows, report.totals), file=out, end="")
+        print(report_text(report.queues, report.totals), file=out, end="")
         if args.output:
             with open(args.output, "w") as f:
-                json.dump({"totals": report.totals, "queues": rows}, f, indent=2, default=str)
+                json.dump({"totals": report.totals, "queues": report.queues}, f, indent=2, default=str)
         return report
     from .storefile import StoreFileSpec, store_frame
 

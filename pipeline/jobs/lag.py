@@ -13,6 +13,7 @@ queue is how far its committed offset moved since the previous snapshot, over th
 
 from __future__ import annotations
 
+import datetime
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,9 +51,9 @@ class LagSpec:
 
 @dataclass(frozen=True)
 class LagReport:
-    #: the latest snapshot, one row per queue ordered by topic, broker, queue id (with ``consumeTps`` when
-    #: there is a history)
-    queues: DataFrame
+    #: the snapshot, one row per queue ordered by topic, broker, queue id (SNAPSHOT_DDL's columns, and
+    #: ``consumeTps`` when there is a history)
+    queues: list[dict[str, Any]]
     totals: dict[str, Any]
 
 
@@ -92,32 +93,28 @@ def snapshot_rows(spec: LagSpec, stats: ConsumeStats, now_ms: int) -> list[tuple
     return rows
 
 
-def _ts(ms: int) -> Any:
-    import datetime
-
+def _ts(ms: int) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
 
 
-def with_consume_rate(history: DataFrame, group: str) -> DataFrame:
-    """The latest snapshot of ``group`` in ``history``, each queue with ``consumeTps``: its committed
-    offset's move since the queue's previous snapshot per second (null for a queue's first snapshot)."""
-    mine = history.where(F.col("group") == group)
+def with_consume_rate(history: DataFrame, group: str, at: Any) -> DataFrame:
+    """``group``'s snapshot taken ``at`` in ``history``, each queue with ``consumeTps``: its committed
+    offset's move since the queue's previous snapshot, per second (null for a queue's first snapshot)."""
     by_queue = Window.partitionBy(*KEY).orderBy("snapshotTime")
-    seconds = F.unix_micros("snapshotTime") - F.unix_micros(F.lag("snapshotTime").over(by_queue))
-    rated = mine.withColumn("consumeTps", (F.col("consumerOffset") - F.lag("consumerOffset").over(by_queue))
-                            / (seconds / 1e6))
-    latest = mine.agg(F.max("snapshotTime")).first()[0]
-    return rated.where(F.col("snapshotTime") == F.lit(latest))
+    seconds = (F.unix_micros("snapshotTime") - F.unix_micros(F.lag("snapshotTime").over(by_queue))) / 1e6
+    moved = F.col("consumerOffset") - F.lag("consumerOffset").over(by_queue)
+    return (history.where(F.col("group") == group).withColumn("consumeTps", moved / seconds)
+            .where(F.col("snapshotTime") == F.lit(at)))
 
 
 def consumer_lag(spark: Any, spec: LagSpec, now_ms: int | None = None) -> LagReport:
     stats = consume_stats(spec)
-    rows = snapshot_rows(spec, stats, int(time.time() * 1000) if now_ms is None else now_ms)
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    rows = snapshot_rows(spec, stats, now_ms)
     queues = spark.createDataFrame(rows, SNAPSHOT_DDL)
     if spec.history:
         queues.write.mode("append").parquet(spec.history)
-        queues = with_consume_rate(spark.read.parquet(spec.history), spec.group)
-    queues = queues.orderBy(*KEY)
+        queues = with_consume_rate(spark.read.parquet(spec.history), spec.group, _ts(now_ms))
     totals = {
         "group": spec.group,
         "lag": sum(r[7] for r in rows),
@@ -126,7 +123,7 @@ def consumer_lag(spark: Any, spec: LagSpec, now_ms: int | None = None) -> LagRep
         "inTps": sum(r[13] for r in rows),
         "maxLagSeconds": max((r[11] for r in rows), default=0.0),
     }
-    return LagReport(queues, totals)
+    return LagReport([r.asDict() for r in queues.orderBy(*KEY).collect()], totals)
 
 
 QUEUE_HEADER = "%-48s  %-20s  %-4s  %-14s  %-16s  %-10s  %-10s  %-12s  %-10s  %s\n"

@@ -61,5 +61,5 @@ def test_lag_per_queue_and_in_total_is_what_consumer_progress_shows(spark, serve
     with Cluster(server.namesrv_addr) as cluster:
         cluster.commit_offsets(group, {queues[0]: ends[queues[0]]})
     report = run(spark, build_parser().parse_args(argv), io.StringIO())
-    rates = [r.consumeTps for r in report.queues.collect()]
+    rates = [q["consumeTps"] for q in report.queues]
     assert rates[0] > 0 and rates[1] == 0.0 and report.totals["lag"] == 0
