@@ -9,6 +9,8 @@ import json
 import time
 import uuid
 
+import pytest
+
 from ferrymq.pipeline.cluster import Cluster
 from ferrymq.pipeline.jobs import build_parser, run
 from ferrymq.pipeline.queues import QueueRef
@@ -54,7 +56,7 @@ def test_lag_per_queue_and_in_total_is_what_consumer_progress_shows(spark, serve
     assert 0 < first["lagSeconds"] <= time.time() - began + 1  # the message at offset 1 waits since it was sent
     assert (second["lagSeconds"], second["oldestPendingTimestamp"]) == (0.0, None)
     assert [q["storedInWindow"] for q in got["queues"]] == [ends[q] for q in queues]  # all sent in the window
-    assert got["totals"]["inTps"] == sum(ends.values()) / 300.0
+    assert got["totals"]["inTps"] == pytest.approx(sum(ends.values()) / 300.0)
     assert [q["consumeTps"] for q in got["queues"]] == [None, None]  # a first snapshot has nothing to compare
     assert report.totals == got["totals"]
 
