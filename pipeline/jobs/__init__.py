@@ -1,9 +1,8 @@
 """The jobs users run on the data source: ``python -m ferrymq.pipeline.jobs archive|lag|storefile ...``.
 
-The same command line runs under ``spark-submit`` (``spark-submit $(python -c 'import ferrymq.pipeline.jobs
-as j; print(j.__file__)') archive ...``): there the session is spark-submit's (its master and settings),
-otherwise a local one (``--master``, default ``local[2]``) set up by
-:func:`~ferrymq.pipeline.session.local_session`.
+The same command line runs under ``spark-submit``, given this package's ``__main__.py`` (docs/pipeline.md
+shows how to find it): there the session is spark-submit's (its master and settings), otherwise a local
+one (``--master``, default ``local[2]``) set up by :func:`~ferrymq.pipeline.session.local_session`.
 """
 
 from __future__ import annotations
