@@ -30,7 +30,8 @@ def consumer_progress(server, group: str, topic: str) -> tuple[list[list], int, 
         err.getvalue()
     lines = out.getvalue().splitlines()
     rows = [[f[0], f[1], *map(int, f[2:7])] for f in (line.split() for line in lines if line.startswith(topic))]
-    total = {line.split(":")[0]: int(line.split(":")[1]) for line in lines if line.startswith("Consume ") and "TPS" not in line}
+    total = {line.split(":")[0]: int(line.split(":")[1])
+             for line in lines if line.startswith("Consume ") and "TPS" not in line}
     return rows, total["Consume Diff Total"], total["Consume Inflight Total"]
 
 

@@ -43,7 +43,8 @@ def test_store_files_hold_the_records_and_rows_the_broker_serves(spark, server, 
     assert stored.keys() == pulled.keys()
     for key, m in stored.items():
         # every field of the record, offsetMsgId and commit-log offset included, the body inflated
-        assert dataclasses.replace(m, properties=served(m)) == dataclasses.replace(pulled[key], properties=served(pulled[key]))
+        theirs = pulled[key]
+        assert dataclasses.replace(m, properties=served(m)) == dataclasses.replace(theirs, properties=served(theirs))
         assert m.offset_msg_id == pulled[key].offset_msg_id and m.msg_id == pulled[key].msg_id
 
     from_files = store_frame(spark, StoreFileSpec(str(server.home / "store"), "broker-a", (topic,))).collect()
