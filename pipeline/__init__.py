@@ -2,7 +2,8 @@
 
 ``register(spark)`` adds the format to a session; then ``spark.read.format("rocketmq")`` reads queues as
 partitions, ``spark.readStream`` reads them in micro-batches, and ``df.write`` / ``df.writeStream`` send rows
-as messages, against FerryMQ or Apache RocketMQ.
+as messages, against FerryMQ or Apache RocketMQ; ``spark.read.format("rocketmq-store")`` reads a broker's
+commit-log files offline into the same rows. ``ferrymq.pipeline.jobs`` holds the jobs built on them.
 Needs the ``spark`` extra (pyspark, pyarrow).
 """
 
@@ -12,10 +13,12 @@ from typing import Any
 
 
 def register(spark: Any) -> None:
-    """Register the ``rocketmq`` format with ``spark`` (a SparkSession)."""
+    """Register the ``rocketmq`` and ``rocketmq-store`` formats with ``spark`` (a SparkSession)."""
     from .source import RocketMQDataSource
+    from .store_files import StoreFilesDataSource
 
     spark.dataSource.register(RocketMQDataSource)
+    spark.dataSource.register(StoreFilesDataSource)
 
 
 __all__ = ["register"]

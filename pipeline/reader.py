@@ -1,4 +1,5 @@
-"""Reading one queue range, in a Spark task: pulls of ``pullBatchSize`` messages, one Arrow batch per pull.
+"""Reading one queue range, in a Spark task: pulls of ``pullBatchSize`` messages, gathered into Arrow
+batches of about :data:`BATCH_ROWS` rows (whole pulls; the range's last batch holds what is left).
 
 The filter (tags or SQL92) travels in each pull request and is applied by the broker; the broker's answer
 still moves the next offset past the messages it skipped, so a filtered range ends where an unfiltered one
@@ -18,6 +19,9 @@ from ferrymq.sdk.message import PullStatus
 
 from .queues import QueueRange
 from .rows import record_batch
+
+#: rows an Arrow batch gathers (whole pulls) before it goes to Spark, which pays a fixed cost per batch
+BATCH_ROWS = 1024
 
 
 @dataclass
@@ -54,14 +58,18 @@ def read_range(settings: PullSettings, ranges: list[QueueRange]) -> Iterator[pa.
 def _pull_range(consumer: BlockingPullConsumer, settings: PullSettings, queue_range: QueueRange):
     mq = queue_range.queue.message_queue()
     offset = queue_range.start
+    pending: list = []
     while offset < queue_range.end:
         wanted = min(settings.pull_batch_size, queue_range.end - offset)
         result = consumer.pull(mq, settings.expression, offset, wanted, expression_type=settings.expression_type)
         if result.status is PullStatus.FOUND:
-            messages = [m for m in result.messages if m.queue_offset < queue_range.end]
-            if messages:
-                yield record_batch(queue_range.queue, messages)
+            pending += [m for m in result.messages if m.queue_offset < queue_range.end]
+            if len(pending) >= BATCH_ROWS:
+                yield record_batch(queue_range.queue, pending)
+                pending = []
         elif result.status is PullStatus.NO_NEW_MSG or result.next_begin_offset <= offset:
             # the range was planned from the broker's own offsets; a queue that ends early was truncated
-            return
+            break
         offset = result.next_begin_offset
+    if pending:
+        yield record_batch(queue_range.queue, pending)

@@ -38,10 +38,20 @@ ARROW_SCHEMA = pa.schema([
 def record_batch(queue: QueueRef, messages: Sequence[MessageExt]) -> pa.RecordBatch:
     """One record batch of ``queue``'s ``messages``; ``keys`` is the KEYS property as stored (space-separated)."""
     n = len(messages)
+    return _batch([queue.topic] * n, [queue.broker] * n, [queue.queue_id] * n, messages)
+
+
+def stored_batch(broker: str | None, messages: Sequence[MessageExt]) -> pa.RecordBatch:
+    """One record batch of records read from the commit log, which mixes queues: each row's topic and
+    queue id are its record's; ``broker`` names the broker the store belongs to."""
+    return _batch([m.topic for m in messages], [broker] * len(messages), [m.queue_id for m in messages], messages)
+
+
+def _batch(topics: list, brokers: list, queue_ids: list, messages: Sequence[MessageExt]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([
-        pa.array([queue.topic] * n, pa.string()),
-        pa.array([queue.broker] * n, pa.string()),
-        pa.array([queue.queue_id] * n, pa.int32()),
+        pa.array(topics, pa.string()),
+        pa.array(brokers, pa.string()),
+        pa.array(queue_ids, pa.int32()),
         pa.array([m.queue_offset for m in messages], pa.int64()),
         pa.array([m.msg_id for m in messages], pa.string()),
         pa.array([m.properties.get(MessageConst.KEYS) for m in messages], pa.string()),

@@ -58,17 +58,18 @@ def _messages(settings: SendSettings, partition: int, batches: Iterator[pa.Recor
     index = 0
     for batch in batches:
         columns = {name: batch.column(name).to_pylist() for name in batch.schema.names}
+        absent = [None] * batch.num_rows
+        bodies, topics, tags, keys, properties, delays = (columns.get(name, absent) for name in COLUMNS)
         for row in range(batch.num_rows):
-            value = {name: column[row] for name, column in columns.items()}
-            topic = value.get("topic") or settings.options.topic
+            topic = topics[row] or settings.options.topic
             if topic is None:
                 raise ValueError(f"row {index} of partition {partition} has no topic and the write has no topic option")
-            keys = value.get("keys")
-            properties = dict(value.get("properties") or {})
-            properties[MessageConst.UNIQ_KEY] = uniq_key(settings.write_id, partition, index)
-            yield Message(topic, value.get("body") or b"", tags=value.get("tags"),
-                          keys=list(keys) if isinstance(keys, list) else keys, properties=properties,
-                          delay_level=int(value.get("delay") or 0))
+            row_keys = keys[row]
+            row_properties = dict(properties[row] or ())
+            row_properties[MessageConst.UNIQ_KEY] = uniq_key(settings.write_id, partition, index)
+            yield Message(topic, bodies[row] or b"", tags=tags[row],
+                          keys=list(row_keys) if isinstance(row_keys, list) else row_keys, properties=row_properties,
+                          delay_level=int(delays[row] or 0))
             index += 1
 
 

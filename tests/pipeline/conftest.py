@@ -13,7 +13,7 @@ from ferrymq.testing import FerryMQServer
 
 if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
     # the spark extra is missing (make installs it): only the option checks can run
-    collect_ignore_glob = ["test_read*.py", "test_write*.py", "test_stream*.py", "test_docs*.py"]
+    collect_ignore_glob = ["test_read*.py", "test_write*.py", "test_stream*.py", "test_docs*.py", "test_job*.py"]
 
 
 @pytest.fixture(scope="package")

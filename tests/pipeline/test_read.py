@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from pyspark.errors import AnalysisException
 
+from ferrymq.pipeline import reader as reader_module
 from ferrymq.pipeline.options import read_options
 from ferrymq.pipeline.rows import ARROW_SCHEMA
 from ferrymq.pipeline.source import RocketMQReader
@@ -48,12 +49,19 @@ def test_a_read_returns_every_message_once_with_its_queue_offset_and_fields(spar
         assert row.storeTimestamp >= row.bornTimestamp and row.reconsumeTimes == 0
 
 
-def test_the_reader_yields_arrow_record_batches_of_at_most_pull_batch_size(server, topic):
+def test_the_reader_yields_arrow_record_batches_of_whole_pulls_gathered_to_batch_rows(server, topic, monkeypatch):
     send(server, numbered(topic, 10))
-    plan = RocketMQReader(read_options({"nameServer": server.namesrv_addr, "topic": topic, "pullBatchSize": "3"}))
-    batches = [b for p in plan.partitions() for b in plan.read(p)]
-    assert all(isinstance(b, pa.RecordBatch) and b.schema == ARROW_SCHEMA for b in batches)
-    assert max(b.num_rows for b in batches) == 3 and sum(b.num_rows for b in batches) == 10
+    monkeypatch.setattr(reader_module, "BATCH_ROWS", 3)
+    plan = RocketMQReader(read_options({"nameServer": server.namesrv_addr, "topic": topic, "pullBatchSize": "2"}))
+    total = 0
+    for partition in plan.partitions():
+        batches = list(plan.read(partition))
+        assert all(isinstance(b, pa.RecordBatch) and b.schema == ARROW_SCHEMA for b in batches)
+        # pulls of 2 gathered until they reach 3 rows: batches of 4, then what is left
+        n = partition.range.end - partition.range.start
+        assert [b.num_rows for b in batches] == [4] * (n // 4) + ([n % 4] if n % 4 else [])
+        total += n
+    assert total == 10
 
 
 def test_offsets_json_bounds_each_queue(spark, server, topic):

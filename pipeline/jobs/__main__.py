@@ -1,0 +1,5 @@
+import sys
+
+from ferrymq.pipeline.jobs import main
+
+sys.exit(main())
