@@ -90,13 +90,17 @@ def test_committed_by_the_client_is_delivered_once_with_what_was_sent(server, gw
     done = _end(gw, tx["transactionId"], "commit")
     assert done.status_code == 200, done.text
     assert (done.json()["state"], done.json()["resolvedBy"]) == ("COMMIT", "client")
+    # a slow machine may let the half message outlive transactionTimeOut before the commit: a check pass
+    # then asks the receiver, which answers UNKNOWN; once committed, no check reaches the receiver
+    asked_before_commit = len(receiver.calls_of(tx["transactionId"]))
     [msg] = gw.receive_all(topic, group, 1)
     assert (msg["msgId"], msg["body"], msg["tag"], msg["keys"], msg["properties"]["amount"]) == \
         (tx["msgId"], "order-1", "paid", ["order-1"], "12")
     gw.ack(topic, group, [msg])
     time.sleep(2.0)  # past the broker's check passes: no check-back of a resolved transaction
     assert gw.receive(topic, group, wait=0.5) == []
-    assert receiver.calls_of(tx["transactionId"]) == [] and _get(gw, tx["transactionId"])["checkBacks"] == []
+    assert len(receiver.calls_of(tx["transactionId"])) == asked_before_commit
+    assert all(c["url"] is None for c in _get(gw, tx["transactionId"])["checkBacks"][asked_before_commit:])
 
 
 def test_rolled_back_by_the_client_is_never_delivered_and_resolving_again_is_409(server, gw, receiver):
@@ -163,11 +167,12 @@ def test_committed_by_the_client_after_an_unknown_check_is_delivered_once(server
     receiver.plans[tx["transactionId"]] = ["UNKNOWN"]
     _wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
     assert _end(gw, tx["transactionId"], "commit").json()["state"] == "COMMIT"  # the check's copy is the open one
+    asked_before_commit = len(receiver.calls_of(tx["transactionId"]))  # 1, or 2 if a second pass came first
     [msg] = gw.receive_all(topic, group, 1)
     gw.ack(topic, group, [msg])
     time.sleep(2.0)  # past further check passes
     assert gw.receive(topic, group, wait=0.5) == []
-    assert len(receiver.calls_of(tx["transactionId"])) == 1
+    assert 1 <= asked_before_commit == len(receiver.calls_of(tx["transactionId"]))
 
 
 def test_a_failing_receiver_is_asked_transaction_check_max_times_then_the_message_is_discarded(server, gw, receiver):
