@@ -225,7 +225,8 @@ def _add_common(p: argparse.ArgumentParser, command: str) -> None:
         "--stall-traceback", metavar="FILE",
         help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (logged as a warning "
         "unless the machine kept it waiting for a CPU), "
-        "also write every thread's stack to FILE while it is stuck",
+        "also write every thread's stack to FILE while it is stuck (for diagnosis: CPython's faulthandler reads "
+        "other threads' frames without the GIL and can crash a busy multi-threaded process)",
     )
 
 

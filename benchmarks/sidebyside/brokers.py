@@ -219,7 +219,8 @@ class FerrySide(Side):
             "configStorePath": self.home / "namesrv" / "namesrv.properties",
             **self.overrides,
         })
-        argv = [ferrymq_executable(), "standalone", "-c", str(conf), "--stall-traceback", str(self.home / "stall-stacks.txt")]
+        # no --stall-traceback: faulthandler's dumps of the other threads can crash the process mid-run
+        argv = [ferrymq_executable(), "standalone", "-c", str(conf)]
         self.broker = Child("FerryMQ standalone", argv, self.home / "ferrymq.out").start()
         return self.broker
 
