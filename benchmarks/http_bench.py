@@ -32,9 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,7 +40,7 @@ from pathlib import Path
 from benchmarks.sidebyside import javatools, parse
 from benchmarks.sidebyside.brokers import FerrySide, ferrymq_executable
 from benchmarks.sidebyside.procstat import tree_cpu_s
-from benchmarks.rounds import children_cpu_s, debian_program, spread, write_results
+from benchmarks.rounds import children_cpu_s, debian_program, run_rounds, spread
 from compat_tests.processes import LOOPBACK, Child, free_port
 
 TARGET_RATIO = 0.5
@@ -389,29 +387,15 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv if argv is not None else [])
     overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds, "gateway": args.gateway}.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)
-    started = time.time()
-    home = Path(tempfile.mkdtemp(prefix="ferrymq-http-bench-"))
-    bench = Bench(plan, home)
-    rounds: list[Round] = []
-    try:
-        bench.start()
-        for r in range(plan.rounds):
-            done = bench.round(r)
-            rounds.append(done)
-            print(f"round {r + 1}/{plan.rounds} ({', '.join(done.order)}): "
-                  f"remoting {done.remoting.get('tps', 0):,.0f} msg/s p99 {done.remoting.get('p99_ms', 0):.1f} ms; "
-                  f"HTTP publish {done.publish.get('tps', 0):,.0f} msg/s p99 {done.publish.get('p99_ms', 0):.1f} ms "
-                  f"(wrk {done.publish.get('tool_cores', 0):.2f} cores); HTTP consume {done.consume.get('tps', 0):,.0f} msg/s"
-                  f"; load {done.loadavg_1min}" + (f"; failed: {done.errors}" if done.errors else ""), flush=True)
-    finally:
-        bench.stop()
-        if not args.keep:
-            shutil.rmtree(home, ignore_errors=True)
-    summary = summarize(rounds)
-    print()
-    print(table(summary))
-    return write_results(args.out, "http_bench", argv, started, plan, home if args.keep else None, summary,
-                         verdict(summary), rounds)
+    return run_rounds("http_bench", Bench, plan, _describe, args, argv, summarize, table, verdict)
+
+
+def _describe(done: Round) -> str:
+    return (f"({', '.join(done.order)}) remoting {done.remoting.get('tps', 0):,.0f} msg/s p99 "
+            f"{done.remoting.get('p99_ms', 0):.1f} ms; HTTP publish {done.publish.get('tps', 0):,.0f} msg/s p99 "
+            f"{done.publish.get('p99_ms', 0):.1f} ms (wrk {done.publish.get('tool_cores', 0):.2f} cores); "
+            f"HTTP consume {done.consume.get('tps', 0):,.0f} msg/s; load {done.loadavg_1min}"
+            + (f"; failed: {done.errors}" if done.errors else ""))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -43,7 +42,7 @@ from pathlib import Path
 from benchmarks.sidebyside import parse
 from benchmarks.sidebyside.brokers import FerrySide
 from benchmarks.sidebyside.procstat import rss_mib, tree_cpu_s, tree_rss_mib
-from benchmarks.rounds import children_cpu_s, debian_program, spread, write_results
+from benchmarks.rounds import children_cpu_s, debian_program, run_rounds, spread
 from compat_tests.processes import LOOPBACK, Child, free_port, port_open
 
 TARGET_QOS1_RATIO = 0.5
@@ -385,28 +384,13 @@ def main(argv: list[str] | None = None) -> dict:
                                    "idle_clients": args.idle_clients,
                                    "idle_subscribe": False if args.idle_no_subscribe else None}.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)
-    started = time.time()
-    home = Path(tempfile.mkdtemp(prefix="ferrymq-mqtt-bench-"))
-    bench = Bench(plan, home)
-    rounds: list[Round] = []
-    try:
-        bench.start()
-        for r in range(plan.rounds):
-            done = bench.round(r)
-            rounds.append(done)
-            print(f"round {r + 1}/{plan.rounds}: {_describe(done)}", flush=True)
-    finally:
-        bench.stop()
-        if not args.keep:
-            shutil.rmtree(home, ignore_errors=True)
-    summary = summarize(rounds)
-    print()
-    print(table(summary))
-    mosquitto_version = subprocess.run([bench.brokers["mosquitto"].binary, "-h"], capture_output=True,
-                                       text=True, check=False).stdout.splitlines()[:1]
-    return write_results(args.out, "mqtt_bench", argv, started, plan, home if args.keep else None, summary,
-                         verdict(summary), rounds,
-                         mosquitto=mosquitto_version[0] if mosquitto_version else "unknown")
+    return run_rounds("mqtt_bench", Bench, plan, _describe, args, argv, summarize, table, verdict, meta=_mosquitto)
+
+
+def _mosquitto(bench: Bench) -> dict:
+    version = subprocess.run([bench.brokers["mosquitto"].binary, "-h"], capture_output=True, text=True,
+                             check=False).stdout.splitlines()[:1]
+    return {"mosquitto": version[0] if version else "unknown"}
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ import resource
 import shutil
 import statistics
 import subprocess
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -75,3 +76,31 @@ def write_results(out: Path | None, module: str, argv: list[str] | None, started
         out.write_text(json.dumps(results, indent=2) + "\n")
         print(f"\nresults: {out}")
     return results
+
+
+def run_rounds(module: str, make_bench: Callable[[Any, Path], Any], plan: Any, describe: Callable[[Any], str],
+               args: Any, argv: list[str] | None, summarize: Callable[[list], dict], table: Callable[[dict], str],
+               verdict: Callable[[dict], dict], meta: Callable[[Any], dict] | None = None) -> dict:
+    """A benchmark's run: ``make_bench(plan, home)`` started in a fresh work dir, ``plan.rounds`` rounds
+    each printed by ``describe``, stopped even when a round fails, then the table printed and the results
+    written (``args.out``; the work dir kept with ``args.keep``). ``meta(bench)`` adds facts read once the
+    bench has stopped."""
+    started = time.time()
+    home = Path(tempfile.mkdtemp(prefix=f"ferrymq-{module.replace('_', '-')}-"))
+    bench = make_bench(plan, home)
+    rounds: list = []
+    try:
+        bench.start()
+        for r in range(plan.rounds):
+            done = bench.round(r)
+            rounds.append(done)
+            print(f"round {r + 1}/{plan.rounds}: {describe(done)}", flush=True)
+    finally:
+        bench.stop()
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+    summary = summarize(rounds)
+    print()
+    print(table(summary))
+    return write_results(args.out, module, argv, started, plan, home if args.keep else None, summary,
+                         verdict(summary), rounds, **(meta(bench) if meta else {}))

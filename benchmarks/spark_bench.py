@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -37,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.rounds import spread, write_results
+from benchmarks.rounds import run_rounds, spread
 from ferrymq.sdk import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, Message, PullStatus
 from ferrymq.testing import FerryMQServer
 
@@ -272,29 +270,14 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv if argv is not None else [])
     overrides = {k: v for k, v in {"rounds": args.rounds, "messages": args.messages}.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)
-    started = time.time()
-    home = Path(tempfile.mkdtemp(prefix="ferrymq-spark-bench-"))
-    bench = Bench(plan, home)
-    rounds: list[Round] = []
-    try:
-        bench.start()
-        for r in range(plan.rounds):
-            done = bench.round(r)
-            rounds.append(done)
-            f = done.figures
-            print(f"round {r + 1}/{plan.rounds}: raw pull {f['raw_pull']:,.0f}, source read {f['source_read']:,.0f}, "
-                  f"raw batch send {f['raw_send']:,.0f}, source write {f['source_write']:,.0f} msg/s; stream p50 "
-                  f"{f['stream_p50_ms']:.0f} ms p99 {f['stream_p99_ms']:.0f} ms; load {done.loadavg_1min:.1f}",
-                  flush=True)
-    finally:
-        bench.stop()
-        if not args.keep:
-            shutil.rmtree(home, ignore_errors=True)
-    summary = summarize(rounds)
-    print()
-    print(table(summary))
-    return write_results(args.out, "spark_bench", argv, started, plan, home if args.keep else None, summary,
-                         verdict(summary), rounds)
+    return run_rounds("spark_bench", Bench, plan, _describe, args, argv, summarize, table, verdict)
+
+
+def _describe(done: Round) -> str:
+    f = done.figures
+    return (f"raw pull {f['raw_pull']:,.0f}, source read {f['source_read']:,.0f}, raw batch send "
+            f"{f['raw_send']:,.0f}, source write {f['source_write']:,.0f} msg/s; stream p50 {f['stream_p50_ms']:.0f} ms "
+            f"p99 {f['stream_p99_ms']:.0f} ms; load {done.loadavg_1min:.1f}")
 
 
 if __name__ == "__main__":
