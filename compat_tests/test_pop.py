@@ -51,7 +51,9 @@ def test_push_consumer_in_pop_mode(server, java5, mqadmin5):
 
     deadline = time.monotonic() + 15
     while True:  # acks reach the offsets asynchronously
-        progress = mqadmin5(ns, "consumerProgress", "-g", group)
+        # -t: the group's POP retry topic may not be routed by the name server yet (Apache registers it
+        # later), and consumerProgress of the whole group then fails on its route
+        progress = mqadmin5(ns, "consumerProgress", "-g", group, "-t", topic)
         rows = progress_rows(progress, topic)
         if (rows and sum(int(r[4]) for r in rows) == 3) or time.monotonic() > deadline:
             break

@@ -116,7 +116,8 @@ class Arguments:
             "namespace": "blocking_facades", "key": "k", "value": "v", "settings": {},
             "queue_datas": [QueueData("broker-sdk", 1, 1, 6)], "sub": SubscriptionData(topic, "*"),
             "commitlog_offset": self.received.commitlog_offset, "origin_msg_id": self.received.msg_id,
-            "offset_msg_id": self.received.msg_id, "origin_topic": topic, "max_reconsume_times": 16, "timeout": 3.0, "body": b"raw",
+            "offset_msg_id": self.received.msg_id, "msg_id": self.received.msg_id, "msg": self.received,
+            "origin_topic": topic, "max_reconsume_times": 16, "timeout": 3.0, "body": b"raw",
             "execute": lambda msg, arg: LocalTransactionState.COMMIT_MESSAGE, "listener": lambda msgs, context: None,
         }
         self.by_method: dict[tuple[str, str], tuple] = {
