@@ -150,3 +150,14 @@ def names(*prefixes: str) -> tuple[str, ...]:
     """Fresh names (topic, group...) for one test: ``prefix_<8 hex>`` each, one suffix for all."""
     tag = uuid.uuid4().hex[:8]
     return tuple(f"{prefix}_{tag}" for prefix in prefixes)
+
+
+def wait_for(what, timeout: float = 20.0):
+    """``what()``'s first truthy value, asked every 0.1 s; an AssertionError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = what()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("not reached in time")

@@ -15,7 +15,7 @@ import pytest
 from ferrymq.gateways.http.transactions import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 
 from .check_back_receiver import Receiver
-from .http_client import Gateway, names
+from .http_client import Gateway, names, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -69,15 +69,6 @@ def _get(gw: Gateway, tx_id: str) -> dict[str, Any]:
     assert r.status_code == 200, r.text
     return r.json()
 
-
-def _wait_for(what, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("not reached in time")
 
 
 def test_committed_by_the_client_is_delivered_once_with_what_was_sent(server, gw, receiver):
@@ -143,7 +134,7 @@ def test_check_back_rollback_is_never_delivered(server, gw, receiver):
     server.create_topic(topic, 1)
     tx = _begin(gw, topic, producers, receiver.url)
     receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
-    _wait_for(lambda: _get(gw, tx["transactionId"])["state"] == "ROLLBACK")
+    wait_for(lambda: _get(gw, tx["transactionId"])["state"] == "ROLLBACK")
     assert gw.receive(topic, group, wait=3) == []
     assert len(receiver.calls_of(tx["transactionId"])) == 1  # decided: not asked again
 
@@ -165,7 +156,7 @@ def test_committed_by_the_client_after_an_unknown_check_is_delivered_once(server
     server.create_topic(topic, 1)
     tx = _begin(gw, topic, producers, receiver.url)
     receiver.plans[tx["transactionId"]] = ["UNKNOWN"]
-    _wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
+    wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
     assert _end(gw, tx["transactionId"], "commit").json()["state"] == "COMMIT"  # the check's copy is the open one
     asked_before_commit = len(receiver.calls_of(tx["transactionId"]))  # 1, or 2 if a second pass came first
     [msg] = gw.receive_all(topic, group, 1)
@@ -180,7 +171,7 @@ def test_a_failing_receiver_is_asked_transaction_check_max_times_then_the_messag
     server.create_topic(topic, 1)
     tx = _begin(gw, topic, producers, receiver.url)
     receiver.plans[tx["transactionId"]] = [500, "garbled", "slow", "COMMIT"]
-    checks = _wait_for(lambda: len(_get(gw, tx["transactionId"])["checkBacks"]) == CHECK_MAX and
+    checks = wait_for(lambda: len(_get(gw, tx["transactionId"])["checkBacks"]) == CHECK_MAX and
                        _get(gw, tx["transactionId"])["checkBacks"])
     assert [(c["checkTimes"], c["answer"], c["status"]) for c in checks] == \
         [(1, "UNKNOWN", 500), (2, "UNKNOWN", 200), (3, "UNKNOWN", None)]
@@ -199,7 +190,7 @@ def test_the_signature_verifies_with_the_secret_only(server, gw, receiver):
     server.create_topic(topic, 1)
     tx = _begin(gw, topic, producers, receiver.url, body="signed")
     receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
-    call = _wait_for(lambda: receiver.calls_of(tx["transactionId"]))[0]
+    call = wait_for(lambda: receiver.calls_of(tx["transactionId"]))[0]
     raw, timestamp, signature = call["raw"], call["timestamp"], call["signature"]
     assert signature.startswith("sha256=") and abs(time.time() - int(timestamp)) < 30
     assert verify(SECRET.encode(), timestamp, raw, signature)
@@ -226,7 +217,7 @@ def test_the_documented_receiver_check_accepts_the_gateway_calls_only(server, gw
     server.create_topic(topic, 1)
     tx = _begin(gw, topic, producers, receiver.url)
     receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
-    call = _wait_for(lambda: receiver.calls_of(tx["transactionId"]))[0]
+    call = wait_for(lambda: receiver.calls_of(tx["transactionId"]))[0]
     headers = {TIMESTAMP_HEADER: call["timestamp"], SIGNATURE_HEADER: call["signature"]}
     assert verify_check_back(SECRET.encode(), headers, call["raw"])
     assert not verify_check_back(b"another-secret", headers, call["raw"])
@@ -241,7 +232,7 @@ def test_a_receiver_with_another_secret_refuses_and_the_check_counts_unknown(ser
         server.create_topic(topic, 1)
         tx = _begin(gw, topic, producers, other.url)
         other.plans[tx["transactionId"]] = ["COMMIT"]
-        [check] = _wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
+        [check] = wait_for(lambda: _get(gw, tx["transactionId"])["checkBacks"])
         assert (check["status"], check["answer"]) == (401, "UNKNOWN")
         assert other.plans[tx["transactionId"]] == ["COMMIT"]  # never reached: the signature failed
         _end(gw, tx["transactionId"], "rollback")

@@ -21,6 +21,7 @@ from ferrymq.sdk import BlockingMQAdmin, BlockingProducer, BlockingPushConsumer,
 from ferrymq.testing.server import FerryMQServer
 
 from ..check_back_receiver import Receiver
+from ..http_client import wait_for
 from .chromium import Chromium
 from .dom import Page
 from .screen import assert_drawn, assert_fits, count_near, pixels
@@ -38,15 +39,6 @@ BROKER_KEYS = {"consoleSampleInterval": 500, "transactionTimeOut": 500, "transac
 #: the stylesheet's page background
 BACKGROUND = "#f6f8fa"
 
-
-def _wait_for(what, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = what()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("not reached in time")
 
 
 @pytest.fixture(scope="module")
@@ -88,16 +80,16 @@ def scenario(server, admin):
         with BlockingProducer("ConsoleShop", server.namesrv_addr) as producer:
             sent = [producer.send(Message(TOPIC, f"order {i}".encode(), tags="paid",
                                           keys=[f"order-{i}", f"customer-{i % 3}"])) for i in range(SENT)]
-            _wait_for(lambda: _lag(admin, LAGGING) == 0)
+            wait_for(lambda: _lag(admin, LAGGING) == 0)
             lagging.shutdown()
             late = [producer.send(Message(TOPIC, f"late {i}".encode(), tags="late", keys=f"late-{i}"))
                     for i in range(LAG)]
         tx = http.post(f"/v1/topics/{TOPIC}/transactions", json={
             "producerGroup": "ConsoleTx", "checkBackUrl": receiver.url, "message": {"body": "pending order"}}).json()
         receiver.plans[tx["transactionId"]] = ["UNKNOWN", "COMMIT"]
-        tx = _wait_for(lambda: (t := http.get(f"/v1/transactions/{tx['transactionId']}").json())["state"] == "COMMIT"
+        tx = wait_for(lambda: (t := http.get(f"/v1/transactions/{tx['transactionId']}").json())["state"] == "COMMIT"
                        and t)
-        _wait_for(lambda: _lag(admin, CONSUMING) == 0)
+        wait_for(lambda: _lag(admin, CONSUMING) == 0)
         yield SimpleNamespace(sent=sent, late=late, tx=tx)
     finally:
         http.close()
@@ -142,7 +134,7 @@ def test_the_cluster_page_shows_the_broker_and_plots_tps(server, scenario, admin
 
 def test_the_topics_pages_show_queues_offsets_and_put_tps(server, scenario, admin, browser):
     # the topics' offsets are sampled from the first page view on: their TPS shows from the second sample
-    _wait_for(lambda: all(r[4] for r in Page(httpx.get(f"{server.http_url}/console/topics").text).tables["topics"]))
+    wait_for(lambda: all(r[4] for r in Page(httpx.get(f"{server.http_url}/console/topics").text).tables["topics"]))
     _, page = _see(browser, server, "/console/topics")
     rows = {r[0]: r for r in page.tables["topics"]}
     assert set(rows) == {TOPIC, QUIET_TOPIC}, "system, retry and cluster topics are not listed"
