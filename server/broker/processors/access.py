@@ -53,18 +53,21 @@ class AccessAdminProcessor:
 
     # ------------------------------------------------------------------ users
 
-    @staticmethod
-    def _user_of(cmd: RemotingCommand, username: str) -> tuple[str | None, UserType | None, UserStatus | None]:
+    def _user_of(self, cmd: RemotingCommand, header: AuthUserRequestHeader,
+                 verb: str) -> tuple[str | None, UserType | None, UserStatus | None]:
+        """The body's password, type and status, refused as Apache refuses a blank name or a super user
+        made by someone who is not one (``verb``: create or update, as Apache's message words it)."""
+        if not header.username:
+            raise refuse(ResponseCode.INVALID_PARAMETER, "The username is blank")
         info = _body(cmd) or {}
-        return info.get("password"), UserType.parse(info.get("userType")), UserStatus.parse(info.get("userStatus"))
+        user_type = UserType.parse(info.get("userType"))
+        if user_type is UserType.SUPER and not self._by_super_user(cmd):
+            raise refuse(ResponseCode.SYSTEM_ERROR, f"The super user can only be {verb} by super user")
+        return info.get("password"), user_type, UserStatus.parse(info.get("userStatus"))
 
     @handles(C.AUTH_CREATE_USER)
     def create_user(self, cmd: RemotingCommand, channel: Any, header: AuthUserRequestHeader) -> RemotingCommand:
-        if not header.username:
-            raise refuse(ResponseCode.INVALID_PARAMETER, "The username is blank")
-        password, user_type, status = self._user_of(cmd, header.username)
-        if user_type is UserType.SUPER and not self._by_super_user(cmd):
-            raise refuse(ResponseCode.SYSTEM_ERROR, "The super user can only be create by super user")
+        password, user_type, status = self._user_of(cmd, header, "create")
         try:
             self.users.create(User(header.username, password, user_type or UserType.NORMAL,
                                    status or UserStatus.ENABLE))
@@ -74,11 +77,7 @@ class AccessAdminProcessor:
 
     @handles(C.AUTH_UPDATE_USER)
     def update_user(self, cmd: RemotingCommand, channel: Any, header: AuthUserRequestHeader) -> RemotingCommand:
-        if not header.username:
-            raise refuse(ResponseCode.INVALID_PARAMETER, "The username is blank")
-        password, user_type, status = self._user_of(cmd, header.username)
-        if user_type is UserType.SUPER and not self._by_super_user(cmd):
-            raise refuse(ResponseCode.SYSTEM_ERROR, "The super user can only be update by super user")
+        password, user_type, status = self._user_of(cmd, header, "update")
         old = self.users.get(header.username)
         if old is None:
             raise refuse(ResponseCode.NO_PERMISSION, "The user is not exist")
