@@ -229,6 +229,7 @@ class MQTTListener:
 
     def _expire_sessions(self) -> None:
         """Sessions that expired, and delayed wills that are due (no connection is left to run them)."""
+        owing = [s for s in self.gateway.sessions.values() if s.pending_will is not None and s.owner is None]
         actions = expire(self.gateway.sessions, time.time())
         for action in actions:
             if isinstance(action, Forward):
@@ -237,7 +238,8 @@ class MQTTListener:
                                                                       f.getErrorMessage()))
         settle(actions)
         ended = [action.session for action in actions if isinstance(action, SessionEnded)]
-        for session in ended:
+        # a published will leaves its session's file, or a restart would publish it again
+        for session in {*ended, *(s for s in owing if s.pending_will is None)}:
             self.gateway.session_changed(session)
         if ended:
             self.gateway.subscriptions_changed(*ended)

@@ -13,7 +13,8 @@ gateway's consumer offsets (``offsets/``) are the position of what was not yet h
 
 A file's name is the SHA-256 of its key (client identifiers and topics may hold any character); the
 key is inside. The codec is JSON (one object, ``"v": 1``), its messages the MQTT 5 encoding of their
-PUBLISH, base64: the layout the gateway already specifies and tests, with every property kept.
+PUBLISH, base64, and a pending delayed will the MQTT 5 CONNECT that carries it, base64, beside its due
+time: the layouts the gateway already specifies and tests, with every property kept.
 
 What a file holds is written shortly after it changes (changes are gathered and written together, off
 the reactor thread, one batch at a time): an orderly stop writes everything, and a crash loses at most
@@ -36,7 +37,7 @@ from ferrymq.sdk.message import Message
 from twisted.internet import defer, threads
 
 from .packet import MQTT_5
-from .packets import Publish, Subscription, decode_packet, encode
+from .packets import Connect, Publish, Subscription, Will, decode_packet, encode
 from .session import NEVER_EXPIRES, InFlight, Outgoing, Session
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
@@ -65,6 +66,7 @@ def encode_session(session: Session) -> bytes:
         "inFlight": [{"released": flight.state is Outgoing.RELEASED, "publish": _encode_publish(flight.publish)}
                      for flight in session.in_flight.values() if flight.token is None],
         "queued": [_encode_publish(publish) for publish, token in session.queued if token is None],
+        "will": None if session.pending_will is None else _encode_will(*session.pending_will),
     }, separators=(",", ":")).encode()
 
 
@@ -86,6 +88,8 @@ def decode_session(data: bytes) -> Session:
             state = Outgoing.RELEASED if entry["released"] else Outgoing.PUBLISHED
             session.in_flight[publish.packet_identifier] = InFlight(publish, None, state)
         session.queued.extend((_decode_publish(text), None) for text in doc["queued"])
+        if doc.get("will") is not None:
+            session.pending_will = _decode_will(doc["will"])
     except (KeyError, TypeError, ValueError) as exc:
         raise StateError(f"not a session: {exc!r}") from None
     if session.in_flight:
@@ -122,6 +126,18 @@ def _decode_publish(text: str) -> Publish:
     if not isinstance(packet, Publish):
         raise StateError(f"{type(packet).__name__} where a PUBLISH was expected")
     return packet
+
+
+def _encode_will(will: Will, due: float) -> dict:
+    connect = Connect("", MQTT_5, will=will)
+    return {"due": due, "connect": base64.b64encode(encode(connect, MQTT_5)).decode()}
+
+
+def _decode_will(entry: dict) -> tuple[Will, float]:
+    packet = decode_packet(base64.b64decode(entry["connect"], validate=True), MQTT_5)
+    if not isinstance(packet, Connect) or packet.will is None:
+        raise StateError("no will where a CONNECT with a will was expected")
+    return packet.will, float(entry["due"])
 
 
 def _document(data: bytes) -> dict:
@@ -170,7 +186,9 @@ class StateFiles:
 
     def load(self, now: float) -> tuple[dict[str, Session], list[Message]]:
         """The sessions still alive at ``now`` and the retained messages; files of expired sessions are
-        removed. A session that was attached when the process ended starts its expiry now."""
+        removed. A session that was attached when the process ended starts its expiry now. A session
+        that ended while the process was down but still owes its delayed will is kept: the first expiry
+        sweep (or its client's CONNECT) ends it and publishes the will, as when it ends while running."""
         for d in (self.sessions_dir, self.retained_dir):
             d.mkdir(parents=True, exist_ok=True)
         sessions: dict[str, Session] = {}
@@ -180,7 +198,7 @@ class StateFiles:
                 continue
             if session.expires_at is None and session.expiry_interval != NEVER_EXPIRES:
                 session.expires_at = now + session.expiry_interval
-            if session.expires_at is not None and session.expires_at <= now:
+            if session.expires_at is not None and session.expires_at <= now and session.pending_will is None:
                 path.unlink(missing_ok=True)
                 continue
             sessions[session.client_id] = session

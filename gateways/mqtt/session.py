@@ -677,7 +677,7 @@ def _publish_pending_will(session: Session, now: float) -> list[Action]:
 def _will_message(will: Will, now: float, client_id: str) -> Message:
     """The will as RocketMQ stores it: as if the client had published it (``MappingError`` if it cannot
     be, which :meth:`ServerConnection._connect` finds out before accepting the will)."""
-    publish = Publish(will.topic, will.payload, will.qos, packet_identifier=1 if will.qos else None,
+    publish = Publish(will.topic, will.payload, will.qos, will.retain, packet_identifier=1 if will.qos else None,
                       properties=will.properties)
     return mapping.to_rocketmq(publish, int(now * 1000), client_id)
 

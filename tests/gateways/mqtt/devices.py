@@ -36,10 +36,11 @@ class Device:
     """One connected client; ``messages`` holds what it received, in order."""
 
     def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
-                 will: tuple[str, bytes, int] | None = None, clean: bool = True, session_expiry: int = 3600,
+                 will: tuple[str, bytes, int] | tuple[str, bytes, int, bool] | None = None, clean: bool = True, session_expiry: int = 3600,
                  will_delay: int = 0, manual_ack: bool = False, tls_ca: str | None = None):
         """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
-        Start 0 with a Session Expiry Interval of ``session_expiry`` seconds. With ``manual_ack`` the
+        Start 0 with a Session Expiry Interval of ``session_expiry`` seconds. ``will``: topic, payload, QoS
+        and, if given, RETAIN; MQTT 5 delays it ``will_delay`` seconds. With ``manual_ack`` the
         device never completes what it receives (no PUBACK, no PUBCOMP): the server keeps it in flight.
         ``tls_ca``: connect over TLS, checking the server's certificate against this CA file."""
         self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
@@ -125,3 +126,12 @@ class Device:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
+
+
+def drop_all(*devices: Device) -> None:
+    """:meth:`Device.drop` each at once: stopping a network thread waits up to a second for its loop."""
+    threads = [threading.Thread(target=device.drop) for device in devices]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()

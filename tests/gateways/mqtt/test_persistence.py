@@ -6,7 +6,7 @@ import json
 
 import pytest
 from ferrymq.gateways.mqtt import mapping
-from ferrymq.gateways.mqtt.packets import Publish, Subscription
+from ferrymq.gateways.mqtt.packets import Publish, Subscription, Will
 from ferrymq.gateways.mqtt.persistence import (
     StateError,
     StateFiles,
@@ -54,6 +54,16 @@ def test_a_session_round_trips_without_what_rocketmq_hands_out_again():
         5: (session.in_flight[5].publish, Outgoing.RELEASED, None)}
     assert list(back.queued) == [(Publish("t/d", b"waiting", 1, packet_identifier=1), None)]
     assert back.owner is None and back.next_packet_identifier() == 6  # after those in flight
+    assert back.pending_will is None
+
+
+def test_a_pending_delayed_will_round_trips_with_its_due_time_and_properties():
+    session = Session("d", expiry_interval=600)
+    will = Will("t/status", b"\x00offline", 2, True,
+                Properties(will_delay_interval=30, message_expiry_interval=60, content_type="text/plain",
+                           user_property=(("k", "v"), ("k", "w")), correlation_data=b"\x01"))
+    session.pending_will = (will, 1_700_000_030.5)
+    assert decode_session(encode_session(session)).pending_will == (will, 1_700_000_030.5)
 
 
 def test_an_empty_session_round_trips():
@@ -72,6 +82,9 @@ def test_a_retained_message_round_trips():
 @pytest.mark.parametrize("data", [b"", b"not json", b"[]", b'{"v": 2, "clientId": "d"}', b'{"v": 1}',
                                   (b'{"v":1,"clientId":"d","expiryInterval":1,"expiresAt":null,"subscriptions":[],'
                                    b'"receivedQos2":[],"inFlight":[],"queued":["AAAA"]}'),
+                                  *(b'{"v":1,"clientId":"d","expiryInterval":1,"expiresAt":null,"subscriptions":[],'
+                                    b'"receivedQos2":[],"inFlight":[],"queued":[],"will":{"due":1,"connect":"%s"}}'
+                                    % connect for connect in (b"MAQAAXQA", b"EA0ABE1RVFQFAgA8AAAA")),
                                   (b'{"v":1,"clientId":"d","expiryInterval":"x","expiresAt":null,"subscriptions":[],'
                                    b'"receivedQos2":[],"inFlight":[],"queued":[]}')])
 def test_what_the_codec_did_not_write_is_a_state_error(data):
@@ -96,7 +109,11 @@ def test_the_files_are_replaced_atomically_and_read_back_without_expired_session
     assert sessions["attached"].expires_at == 130.0
     assert not (files.sessions_dir / file_name("gone")).exists()  # expired: removed
     assert [(m.topic, m.body) for m in messages] == [("t", b"on")]
-    write_files([(files.sessions_dir / file_name("attached"), None)], sync=False)
+    # ended while the process was down, but its delayed will is owed: kept for the sweep that publishes it
+    owing = Session("owing", expiry_interval=10, expires_at=99.0, pending_will=(Will("t/w", b"off"), 150.0))
+    write_files([(files.sessions_dir / file_name("owing"), encode_session(owing))], sync=False)
+    assert files.load(100.0)[0]["owing"].pending_will == owing.pending_will
+    write_files([(files.sessions_dir / file_name(cid), None) for cid in ("attached", "owing")], sync=False)
     assert sorted(files.load(100.0)[0]) == ["dev-é/1"]
 
 

@@ -13,7 +13,7 @@ import pytest
 from ferrymq.testing.ports import LOOPBACK
 from ferrymq.testing.server import FerryMQServer
 
-from .devices import V5, V311, Device
+from .devices import V5, V311, Device, drop_all
 from .mosquitto import Mosquitto
 
 pytestmark = pytest.mark.timeout(120)
@@ -127,6 +127,74 @@ def test_after_a_crash_a_persistent_session_loses_no_acknowledged_message(broker
         assert set(got) == {b"a", b"b"}
     finally:
         device.close()
+
+
+def test_a_delayed_will_is_published_once_across_a_restart(broker):
+    """An MQTT 5 will delayed past the restart is not lost, and one published before it is not published
+    again; the will's RETAIN holds. mosquitto 2.0.11 publishes every pending will as it stops (its source
+    says they ought to be persisted), FerryMQ when each is due (the next test)."""
+    topic = _topic()
+    watcher_id = f"watch-{uuid.uuid4().hex[:8]}"
+    watcher, live = Device(broker.port, V5, watcher_id, clean=False), Device(broker.port, V5)
+    for device in (watcher, live):
+        device.subscribe(f"{topic}/#", qos=1)
+    early = Device(broker.port, V5, clean=False, will=(f"{topic}/early", b"gone before", 1), will_delay=1)
+    pending = Device(broker.port, V5, clean=False, will=(f"{topic}/pending", b"gone across", 1, True), will_delay=3)
+    drop_all(early, pending, watcher)
+    assert [m.payload for m in live.receive(1)] == [b"gone before"]
+    live.close()
+
+    broker.restart()
+
+    watcher = Device(broker.port, V5, watcher_id, clean=False)
+    try:
+        # FerryMQ's restart outlasts the pending will's delay: a will published again would come at the first sweep, with it or before
+        assert sorted(m.payload for m in watcher.receive(2)) == [b"gone across", b"gone before"]
+        watcher.nothing_more(0.5)
+        late = Device(broker.port, V5)
+        late.subscribe(f"{topic}/#")
+        assert [(m.topic, bool(m.retain)) for m in late.receive(1)] == [(f"{topic}/pending", True)]
+        late.close()
+    finally:
+        watcher.close()
+
+
+@pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
+def test_after_a_crash_each_delayed_will_is_published_when_due_or_at_its_sessions_end_unless_its_device_returned(
+        broker):
+    """FerryMQ's alone (mosquitto publishes pending wills as it stops, and loses them to SIGKILL). Four MQTT 5
+    devices with delayed wills drop off just before the server is killed: a will whose delay passes while
+    the server is down is published once it is back, as is one whose session expires meanwhile (a will
+    goes when its delay passes or its session ends, whichever is first: MQTT 5 3.1.3.2.2); one due after
+    the restart is published when due, not sooner; the device that returns in time has none published."""
+    topic, watcher_id = _topic(), f"watch-{uuid.uuid4().hex[:8]}"
+    watcher = Device(broker.port, V5, watcher_id, clean=False)
+    watcher.subscribe(f"{topic}/#", qos=1)
+    delay = 6  # longer than the restart takes on a busy machine
+    overdue = Device(broker.port, V5, clean=False, will=(f"{topic}/overdue", b"overdue", 1), will_delay=1)
+    ended = Device(broker.port, V5, clean=False, session_expiry=1, will=(f"{topic}/ended", b"ended", 1),
+                   will_delay=600)
+    due = Device(broker.port, V5, clean=False, will=(f"{topic}/due", b"due", 1), will_delay=delay)
+    back_id = f"back-{uuid.uuid4().hex[:8]}"
+    back = Device(broker.port, V5, back_id, clean=False, will=(f"{topic}/back", b"never", 1), will_delay=delay)
+    dropped_at = time.monotonic()  # at most a second before each device's drop
+    drop_all(overdue, ended, due, back, watcher)
+    time.sleep(0.3)  # the session files are written (a drop has no acknowledgement to wait for)
+    broker.server.kill()
+    time.sleep(max(0.0, 1.1 - (time.monotonic() - dropped_at)))
+    broker.server.start()
+
+    back = Device(broker.port, V5, back_id, clean=False)
+    watcher = Device(broker.port, V5, watcher_id, clean=False)
+    try:
+        assert back.session_present is True
+        got = {m.payload: m.timestamp - dropped_at for m in watcher.receive(3, timeout=delay + 5)}
+        assert sorted(got) == [b"due", b"ended", b"overdue"]
+        assert got[b"due"] >= delay - 0.1, got
+        watcher.nothing_more(0.5)  # the returned device's will would have been due at the same sweep
+    finally:
+        back.close()
+        watcher.close()
 
 
 class _RawDevice:
