@@ -611,7 +611,9 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
 
     One PUBLISH at the highest QoS its matching subscriptions grant, capped by the message's own, with
     their subscription identifiers (spec 3.3.4). QoS 0 goes now or never; QoS 1 and 2 go when the
-    client's Receive Maximum has room, and wait in the session (detached or not) until then. RETAIN is
+    client's Receive Maximum has room, and wait in the session (detached or not) until then; a shared
+    subscription's QoS 1 delivery stays the group's until acknowledged (``token``, handed back if the
+    session ends first), a QoS 2 one is the session's at once (``Ack``). RETAIN is
     set on a retained message sent for a new subscription, and otherwise only for a subscription with
     Retain As Published (3.1.1 spec 3.3.1.3, MQTT 5 3.3.1.3).
     """
@@ -639,8 +641,13 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
         return [Send(publish), Ack(token)]
     if len(session.queued) >= QUEUE_LIMIT:
         return [Release((token,))]
+    handed: list[Action] = []
+    if qos == 2 and share is not None:
+        # a QoS 2 message of a shared subscription is completed with the member chosen, never another
+        # (MQTT 5 4.8.2): its session owns it from now on, as a fan-out delivery, and persists it
+        handed, token = [Ack(token)], None
     session.queued.append((publish, token))
-    return connection._drain() if connection is not None else []
+    return handed + (connection._drain() if connection is not None else [])
 
 
 def expire(sessions: Sessions, now: float) -> list[Action]:

@@ -197,6 +197,33 @@ def test_after_a_crash_each_delayed_will_is_published_when_due_or_at_its_session
         watcher.close()
 
 
+def test_a_shared_subscriptions_qos_2_messages_come_exactly_once_across_a_restart(broker):
+    """A `$share` member with a persistent session at QoS 2 has one message received and not completed
+    (PUBREC sent, PUBCOMP not) and one published while it is away: after the restart it completes the first
+    (PUBREL again, not the message) and gets the second, each once. A QoS 2 message handed to a member is
+    that member's to complete (MQTT 5 4.8.2)."""
+    topic, member_id = _topic(), f"member-{uuid.uuid4().hex[:8]}"
+    member = Device(broker.port, V5, member_id, clean=False, manual_ack=True)
+    member.subscribe(f"$share/g{uuid.uuid4().hex[:8]}/{topic}/#", qos=2)
+    publisher = Device(broker.port, V5)
+    publisher.publish(f"{topic}/a", b"in flight", 2)
+    assert [m.payload for m in member.receive(1)] == [b"in flight"]
+    member.drop()
+    publisher.publish(f"{topic}/a", b"away", 2)
+    publisher.close()
+    time.sleep(0.2)
+
+    broker.restart()
+
+    member = Device(broker.port, V5, member_id, clean=False)
+    try:
+        assert member.session_present is True
+        assert [(m.payload, m.qos) for m in member.receive(1)] == [(b"away", 2)]
+        member.nothing_more(1.0)
+    finally:
+        member.close()
+
+
 class _RawDevice:
     """An MQTT 5 client of FerryMQ's own codec over a socket, to stop a QoS 2 flow half way."""
 

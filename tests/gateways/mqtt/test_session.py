@@ -38,6 +38,7 @@ from ferrymq.gateways.mqtt.session import (
     SessionEnded,
     State,
     deliver,
+    expire,
 )
 
 VERSIONS = (MQTT_3_1_1, MQTT_5)
@@ -426,6 +427,19 @@ def test_a_session_that_ends_with_its_connection_releases_its_deliveries():
     device.conn.deliver(delivery(), "unacked")
     actions = device.conn.connection_lost(1.0)
     assert of(actions, Release) == [Release(("unacked",))] and sessions == {}
+
+
+def test_a_shared_qos2_delivery_is_the_members_at_once_and_a_qos1_one_is_handed_back_if_unacknowledged():
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(clean_start=False, properties=Properties(session_expiry_interval=60))
+    device.subscribe("$share/g/t/#", qos=2)
+    assert of(device.conn.deliver(delivery(qos=2), "qos2", share="$share/g/t/#"), Ack) == [Ack("qos2")]
+    assert of(device.conn.deliver(delivery(qos=1), "qos1", share="$share/g/t/#"), Ack) == []
+    assert [f.token for f in sessions["dev1"].in_flight.values()] == [None, "qos1"]
+    device.conn.connection_lost(1.0)
+    (release,) = of(expire(sessions, 100.0), Release)  # the session ended without its client
+    assert "qos1" in release.tokens and "qos2" not in release.tokens
 
 
 def test_garbage_closes_with_the_decoders_reason_code():
