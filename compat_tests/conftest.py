@@ -15,6 +15,7 @@ Fixtures:
   server                         name server + broker of Apache and of FerryMQ (parametrized, session)
   http_gateway                   the URL of an HTTP gateway in front of ``server``
   mqtt_gateway                   the port of an MQTT gateway in front of ``server``
+  mqtt_gateway_process           that gateway as a port and a restart
 """
 
 from __future__ import annotations
@@ -215,7 +216,7 @@ def server(request, compat_home):
                                                          "brokerName": "feature-broker-a", **FEATURE_CONFIG,
                                                          **GATEWAY_CONFIG}, http=True, mqtt=True) as ferry:
         yield Server("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.broker_name, ferry.cluster,
-                     http_url=ferry.http_url, mqtt_port=ferry.mqtt_port)
+                     http_url=ferry.http_url, mqtt_port=ferry.mqtt_port, process=ferry)
 
 
 @pytest.fixture(scope="session")
@@ -234,18 +235,25 @@ def http_gateway(server, compat_home) -> str:
 
 
 @pytest.fixture(scope="session")
-def mqtt_gateway(server, compat_home) -> int:
-    """The loopback port of an MQTT gateway in front of ``server``: FerryMQ's own (its ``mqttListenPort``),
-    or ``ferrymq gateway mqtt`` in front of Apache (one per Apache server), ready to publish."""
-    from .mqtt_gateway import GatewayProcess, wait_until_publishing
+def mqtt_gateway_process(server, compat_home):
+    """The MQTT gateway in front of ``server`` as a ``port`` and a ``restart(kill=False)``: FerryMQ's own
+    (its ``mqttListenPort``; a restart restarts the server), or ``ferrymq gateway mqtt`` in front of Apache
+    (one per Apache server; a restart restarts the gateway alone), ready to publish."""
+    from .mqtt_gateway import GatewayProcess, InBroker, wait_until_publishing
 
     if server.mqtt_port is not None:
         wait_until_publishing(server.mqtt_port)
-        yield server.mqtt_port
+        yield InBroker(server.process, server.mqtt_port)
         return
     gateway = GatewayProcess.start(_ferrymq_cli(), compat_home / "apache-mqtt-gateway", server.namesrv_addr)
-    yield gateway.port
+    yield gateway
     gateway.stop()
+
+
+@pytest.fixture(scope="session")
+def mqtt_gateway(mqtt_gateway_process) -> int:
+    """The loopback port of :func:`mqtt_gateway_process`."""
+    return mqtt_gateway_process.port
 
 
 @pytest.fixture(scope="session", params=[toolchain.ROCKETMQ_5], ids=lambda v: f"java-{v}")

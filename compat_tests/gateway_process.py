@@ -30,10 +30,16 @@ class GatewayProcess(ABC):
         """Block until a message published through the gateway is stored (RuntimeError after ``timeout``)."""
 
     @classmethod
+    def home_config(cls, home: Path) -> dict[str, object]:
+        """Keys of its config file that name places in ``home``."""
+        return {}
+
+    @classmethod
     def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60):
         home.mkdir(parents=True, exist_ok=True)
         port = free_port()
-        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, cls.port_key: port, **cls.config})
+        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, cls.port_key: port, **cls.config,
+                                                  **cls.home_config(home)})
         child = Child(f"ferrymq gateway {cls.protocol}",
                       [str(cli), "gateway", cls.protocol, "-n", namesrv_addr, "-c", str(conf)],
                       home / "gateway.out").start()
@@ -44,6 +50,18 @@ class GatewayProcess(ABC):
             child.kill()
             raise RuntimeError(f"{exc}; log {child.log}:\n{child.log_tail()}") from None
         return gateway
+
+    def restart(self, *, kill: bool = False, timeout: float = 60) -> None:
+        """Stop (SIGTERM; SIGKILL with ``kill``, as a crash) and start again on the same port and config."""
+        if kill:
+            self.child.kill()
+        else:
+            self.child.stop()
+        self.child.start()
+        try:
+            self.wait_until_publishing(timeout, alive=self.child.alive)
+        except RuntimeError as exc:
+            raise RuntimeError(f"{exc}; log {self.child.log}:\n{self.child.log_tail()}") from None
 
     def stop(self) -> None:
         self.child.kill()

@@ -10,6 +10,7 @@ RocketMQ producer is up and has a route.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from tests.gateways.mqtt.devices import V5, Device
 
@@ -41,10 +42,32 @@ def wait_until_publishing(port: int, timeout: float = 60, alive=lambda: True) ->
 
 
 class GatewayProcess(gateway_process.GatewayProcess):
-    """``ferrymq gateway mqtt -n NAMESRV`` on a free loopback port, its log in ``home``."""
+    """``ferrymq gateway mqtt -n NAMESRV`` on a free loopback port, its log and its sessions in ``home``."""
 
     protocol = "mqtt"
     port_key = "mqttListenPort"
 
+    @classmethod
+    def home_config(cls, home: Path) -> dict[str, object]:
+        return {"storePathRootDir": home / "store"}
+
     def wait_until_publishing(self, timeout: float, alive) -> None:
         wait_until_publishing(self.port, timeout, alive)
+
+
+class InBroker:
+    """The MQTT gateway a ``ferrymq standalone`` serves (``server``, a ``FerryMQServer``): restarting it
+    restarts the server."""
+
+    def __init__(self, server, port: int):
+        self.server = server
+        self.port = port
+
+    def restart(self, *, kill: bool = False, timeout: float = 60) -> None:
+        """Stop (SIGTERM; SIGKILL with ``kill``, as a crash) and start again on the same ports and store."""
+        if kill:
+            self.server.kill()
+            self.server.start()
+        else:
+            self.server.restart()
+        wait_until_publishing(self.port, timeout)

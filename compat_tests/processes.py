@@ -60,7 +60,7 @@ class Child:
 
     def start(self) -> "Child":
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log, "wb") as out:
+        with open(self.log, "ab") as out:  # a restart appends
             self.proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,
@@ -93,6 +93,19 @@ class Child:
                                    f"{self.log_tail()}")
             time.sleep(0.1)
         raise RuntimeError(f"{self.name} not {what} after {timeout:.0f}s; log {self.log}:\n{self.log_tail()}")
+
+    def stop(self, grace: float = 10) -> None:
+        """SIGTERM, as an orderly stop; SIGKILL if it has not ended after ``grace`` seconds."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=grace)
+            except ProcessLookupError:
+                pass
+            except subprocess.TimeoutExpired:
+                self.kill()
 
     def kill(self) -> None:
         if self.proc is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .apache import ApacheBroker, ApacheNamesrv
 
@@ -48,6 +49,8 @@ class Server:
     http_url: str | None = None
     #: the loopback port of the MQTT gateway the server serves itself (FerryMQ's); None for Apache's
     mqtt_port: int | None = None
+    #: FerryMQ's ``ferrymq.testing.FerryMQServer``, for the scenarios that restart it; None for Apache
+    process: Any = None
 
 
 def start_apache(home: Path) -> tuple[ApacheNamesrv, ApacheBroker]:

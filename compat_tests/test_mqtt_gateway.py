@@ -159,6 +159,67 @@ def test_java_and_go_producers_reach_the_mqtt_filters_that_match_their_tags(serv
             device.close()
 
 
+# ---------------------------------------------------------------------------------------------- restart
+
+#: messages each producer sends to each MQTT topic below the first level: ``q1/{producer}`` as RocketMQ
+#: messages are (QoS 1 at most), ``q2/{producer}`` with ``mqttQos=2``
+PER_TOPIC = 3
+
+
+def test_a_persistent_session_gets_its_qos_1_and_2_messages_as_promised_after_the_gateway_restarts(
+        server, mqtt_gateway_process, java, go, tmp_path):
+    """An MQTT 5 device with a persistent session subscribes to `q1/#` at QoS 1 and `q2/#` at QoS 2 below
+    one first level and disconnects; the Java and the Go producer each send 3 messages tagged `q1/{client}`
+    and 3 tagged `q2/{client}` with `mqttQos=2`, each tag to one queue (a hash selector on it); the
+    gateway is restarted (FerryMQ: the server, SIGTERM; Apache: `ferrymq gateway mqtt` alone, Apache stays
+    up). The device reconnects with Clean Start 0 and finds its session: each QoS 1 message at least once,
+    each QoS 2 message exactly once (nothing more within 1 s), each MQTT topic's messages in the order
+    sent."""
+    topic, client_id = fresh("MqttRestart")
+    admin.create_topic(server.broker_addr, topic, 4)
+    port = mqtt_gateway_process.port
+    device = Device(port, V5, client_id, clean=False, session_expiry=600)
+    device.subscribe(f"{topic}/q1/#", qos=1)
+    device.subscribe(f"{topic}/q2/#", qos=2)
+    device.close()
+    sent = {}
+    producers = {}
+    for name, client in (("java", java), ("go", go)):
+        spec = [{"body": f"{name}-{level}-{i}", "tag": f"{level}/{name}", "shard": f"{level}/{name}",
+                 "props": {"mqttQos": "2"} if level == "q2" else {}}
+                for level in ("q1", "q2") for i in range(PER_TOPIC)]
+        sent.update({e["body"]: e for e in spec})
+        producers[name] = client.spawn("send", n=server.namesrv_addr, t=topic, mode="selector",
+                                       spec=write_spec(tmp_path, spec))
+    for name, res in finish_all(producers, WAIT).items():
+        res.check()
+        assert len(res.of("sent")) == 2 * PER_TOPIC, f"{name}:\n{res.explain()}"
+
+    mqtt_gateway_process.restart()
+
+    device = Device(port, V5, client_id, clean=False, session_expiry=600)
+    try:
+        assert device.session_present is True
+        got = []
+        while {m.payload.decode() for m in got} != set(sent):
+            got += device.receive(1, timeout=WAIT)
+        time.sleep(1)  # for a message that should not come again
+        got += _drain(device)
+    finally:
+        device.close()
+    by_topic: dict[str, list] = {}
+    for m in got:
+        by_topic.setdefault(m.topic, []).append(m)
+    for rest in (f"{level}/{name}" for level in ("q1", "q2") for name in ("java", "go")):
+        messages = by_topic.get(f"{topic}/{rest}", [])
+        expected = [body for body, e in sent.items() if e["tag"] == rest]
+        first_seen = list(dict.fromkeys(m.payload.decode() for m in messages))
+        assert first_seen == expected, f"{rest}: {[m.payload for m in messages]}"
+        assert {m.qos for m in messages} == {2 if rest.startswith("q2") else 1}, rest
+        if rest.startswith("q2"):
+            assert len(messages) == len(expected), f"{rest}: a QoS 2 message came twice: {[m.payload for m in messages]}"
+
+
 # ---------------------------------------------------------------------------------------------- $share
 
 
