@@ -17,6 +17,7 @@ or damaged.
 
 from __future__ import annotations
 
+import itertools
 import os
 import zlib
 from pathlib import Path
@@ -76,7 +77,7 @@ class EpochFile:
 
     def _set(self, entries: list[EpochEntry]) -> None:
         entries = sorted(entries, key=lambda e: e.epoch)
-        for prev, nxt in zip(entries, entries[1:]):
+        for prev, nxt in itertools.pairwise(entries):
             prev.end_offset = nxt.start_offset
         if entries:
             entries[-1].end_offset = OPEN_END
