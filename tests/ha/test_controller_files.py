@@ -50,16 +50,6 @@ def test_truncating_drops_the_epochs_that_start_past_the_cut(tmp_path):
     assert EpochFile(tmp_path / "e").load().entries == epochs.entries
 
 
-def test_the_consistent_point_is_the_end_of_the_last_shared_epoch(tmp_path):
-    epochs = EpochFile(tmp_path / "e")
-    for epoch, start in ((1, 0), (2, 100), (4, 300)):
-        epochs.append(epoch, start)
-    # the peer shares epochs 1 and 2 but went on with epoch 3 from 250
-    peer = [EpochEntry(1, 0, 100), EpochEntry(2, 100, 250), EpochEntry(3, 250, OPEN_END)]
-    assert epochs.consistent_point(peer) == 250
-    assert epochs.consistent_point([EpochEntry(1, 5, OPEN_END)]) == -1
-
-
 def test_the_identity_is_claimed_in_a_temp_file_then_kept(tmp_path):
     files = IdentityFiles(tmp_path / "brokerIdentity")
     assert files.read() is None and files.read_temp() is None

@@ -2,7 +2,7 @@
 
 Each time a broker becomes master it appends ``(epoch, start offset)``: the commit log from that offset
 on was written under that epoch, until the next entry's start. Brokers compare these lists to find the
-last offset they agree on, and a slave truncates what lies past it.
+last offset they agree on (:func:`~.protocol.truncate_point`), and a slave truncates what lies past it.
 
 The file is Apache's checkpoint format, so a store moves between FerryMQ and Apache brokers::
 
@@ -101,16 +101,6 @@ class EpochFile:
         """Forget the epochs that start at or after ``offset`` (the log is cut there)."""
         self._set([e for e in self.entries if e.start_offset < offset])
         self._write()
-
-    def consistent_point(self, other: list[EpochEntry]) -> int:
-        """The end of the last epoch both lists started at the same offset (-1: none): the commit log up to
-        it is the same on both brokers."""
-        theirs = {e.epoch: e for e in other}
-        for mine in reversed(self.entries):
-            peer = theirs.get(mine.epoch)
-            if peer is not None and peer.start_offset == mine.start_offset:
-                return min(mine.end_offset, peer.end_offset)
-        return -1
 
     def _write(self) -> None:
         lines = "".join(f"{e.epoch}-{e.start_offset}\n" for e in self.entries)
