@@ -1,10 +1,11 @@
 """Brokers under Apache RocketMQ 5.5.0's controller (controller mode, issue 24, docs/ha.md).
 
 One Apache name server with its embedded controller (``enableControllerInNamesrv``, a one-node DLedger
-group) serves the module. Each scenario runs on a group of Apache brokers first, then on a group of
-FerryMQ brokers under the same controller: the brokers get their ids from the controller, one is
-elected master, and mqadmin (getSyncStateSet asks the controller, getBrokerEpoch the brokers) prints
-the same for both groups.
+group) serves the module. Each scenario runs on a group of two Apache brokers first, then on a group of
+two FerryMQ brokers under the same controller: the brokers get their ids from the controller, one is
+elected master, the slave replicates with the AutoSwitch protocol and joins the sync state set, mqadmin
+(getSyncStateSet asks the controller, getBrokerEpoch the brokers) reads the same for both groups, and a
+killed master is replaced by its slave and comes back as a slave.
 """
 
 from __future__ import annotations
@@ -14,9 +15,17 @@ from dataclasses import dataclass
 
 import pytest
 from ferrymq.testing import admin
-from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.bodies import SyncStateSet
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
 
-from tests.ha.helpers import BrokerProcess, send, wait_for
+from tests.ha.helpers import (
+    BrokerProcess,
+    commitlog_bytes,
+    commitlog_range,
+    send,
+    wait_for,
+)
 
 from .apache import ApacheBroker, ApacheNamesrv
 from .processes import LOOPBACK, free_port
@@ -28,6 +37,7 @@ SEGMENT = 64 * 1024 * 1024
 CLUSTER = "CtlCluster"
 GROUPS = {"apache": "ctl-apache", "ferrymq": "ctl-ferry"}
 TOPIC = "CtlFailover"
+MESSAGES = 20
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +50,7 @@ def controller(java5, tmp_path_factory):
         "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer_port}", "controllerDLegerSelfId": "n0",
         "controllerStorePath": home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
         "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "true",
-        # a FerryMQ slave does not replicate in controller mode yet, so it never joins the sync state set and
-        # only an unclean election can make it master; Apache's slaves are elected either way
-        "enableElectUncleanMaster": "true"})
+})
     ns.wait_ready()
     ns.controller_addr = f"{LOOPBACK}:{peer_port}"
     yield ns
@@ -148,6 +156,37 @@ def test_the_controller_assigns_ids_and_elects_one_master(impl, groups, controll
     # the master reports brokerId 0 and one epoch from offset 0 to its (empty) log's end
     assert epochs[master_addr] == (0, [(1, 0, 0)])
     assert epochs[slave_addr][0] == slave_id
+
+
+def controller_sync_state_set(controller, name: str) -> set[int]:
+    """The group's sync state set as the controller holds it (GET_REPLICA_INFO, what a broker polls)."""
+    reply = admin.call(controller.controller_addr, request(RequestCode.CONTROLLER_GET_REPLICA_INFO,
+                                                           {"brokerName": name}))
+    return set(SyncStateSet.decode(reply.body).sync_state_set) if reply.code == ResponseCode.SUCCESS else set()
+
+
+def test_the_slave_replicates_with_epochs_and_joins_the_sync_state_set(groups, controller, mqadmin5):
+    """Sends to the master reach the slave byte for byte; the slave joins the sync state set and holds the
+    master's epoch entries."""
+    routes = {impl: wait_for(lambda impl=impl: elected(controller.addr, GROUPS[impl]), f"{impl}: elected",
+                             timeout=30) for impl in GROUPS}
+    for impl, ids in routes.items():
+        for i in range(MESSAGES):
+            assert send(ids[0], TOPIC, f"replicated #{i}".encode()).code == ResponseCode.SUCCESS, impl
+    for impl, ids in routes.items():
+        by_addr = {b.addr: b for b in groups[impl]}
+        master_addr = ids[0]
+        (slave_id, slave_addr), = ((i, a) for i, a in ids.items() if i)
+        end = commitlog_range(master_addr)[1]
+        wait_for(lambda slave_addr=slave_addr, end=end: commitlog_range(slave_addr)[1] == end or None,
+                 f"{impl}: the slave {slave_addr} reaches the master's end {end}", timeout=30)
+        assert commitlog_bytes(by_addr[slave_addr].store / "commitlog", 0, end) == \
+            commitlog_bytes(by_addr[master_addr].store / "commitlog", 0, end), impl
+        wait_for(lambda impl=impl: len(controller_sync_state_set(controller, GROUPS[impl])) == 2 or None,
+                 f"{impl}: both brokers in the sync state set", timeout=30)
+        epochs = broker_epochs(mqadmin5(controller.addr, "getBrokerEpoch", "-b", GROUPS[impl]))
+        assert epochs[slave_addr] == (slave_id, [(1, 0, end)]), impl
+        assert epochs[master_addr] == (0, [(1, 0, end)]), impl
 
 
 def route(namesrv_addr: str, name: str) -> dict[int, str]:

@@ -22,6 +22,8 @@ from ferrymq.wire.codes import RequestCode, ResponseCode
 from twisted.internet import defer
 
 from ..autoswitch.epoch import EpochFile
+from ..autoswitch.master import AutoSwitchMaster
+from ..autoswitch.slave import AutoSwitchSlave
 from ..roles import with_rejections
 from ..slave_sync import SlaveSynchronize
 from .identity import IdentityFiles
@@ -73,16 +75,29 @@ class ControllerMode:
         self.identity = IdentityFiles(c.storePathBrokerIdentity or os.path.join(root, "brokerIdentity"))
         self.processor = ControllerModeProcessor(self)
         self.replicas: ReplicasManager | None = None
+        self.ha_master: AutoSwitchMaster | None = None
+        self.ha_slave: AutoSwitchSlave | None = None
         self.role = ""
 
     def start(self, broker_addr: str) -> None:
         b = self.broker
         self.replicas = ReplicasManager(b.config, b.reactor, broker_addr, self, self.identity, self.epochs,
-                                        b.store.get_max_phy_offset, tls=b._client_tls)
+                                        b.store.get_max_phy_offset, tls=b._client_tls,
+                                        in_sync_slaves=self._in_sync_slaves)
+        b.registration.on_reply = self._registered
         self.replicas.start()
+
+    def _in_sync_slaves(self) -> set[int]:
+        return self.ha_master.in_sync_slaves() if self.ha_master is not None else set()
+
+    def _registered(self, reply: Any) -> None:
+        """A slave replicates from the HA address the name server gives for its group's master."""
+        if self.ha_slave is not None and reply.ha_server_addr:
+            self.ha_slave.set_master_address(reply.ha_server_addr)
 
     def stop(self) -> defer.Deferred:
         waits = [self.replicas.stop()] if self.replicas is not None else []
+        self._stop_replication()
         if self.broker.slave_sync is not None:
             waits.append(self.broker.slave_sync.stop())
             self.broker.slave_sync = None
@@ -90,8 +105,27 @@ class ControllerMode:
 
     # ------------------------------------------------------------------ RoleChanges
 
+    def _stop_replication(self) -> None:
+        if self.ha_slave is not None:
+            self.ha_slave.stop()
+            self.ha_slave = None
+        if self.ha_master is not None:
+            self.ha_master.stop()
+            self.ha_master = None
+
     def become_master(self) -> None:
         b = self.broker
+        c = b.config
+        self._stop_replication()
+        master = AutoSwitchMaster(b.store, self.epochs, b.reactor, batch_size=c.haTransferBatchSize,
+                                  heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval,
+                                  on_caught_up=self.replicas.check_sync_state_set,
+                                  members=lambda: self.replicas.sync_state_set)
+        try:
+            master.listen(b.ha_port, b.netty.bindAddress)
+            self.ha_master = master
+        except Exception as exc:  # noqa: BLE001 - a master without its HA port still serves clients
+            log.error("HA port %d unavailable (%s): no slave can replicate from this master", b.ha_port, exc)
         self._take(MASTER_ROLE, 0)
         if b.slave_sync is not None:
             b.slave_sync.stop()
@@ -105,6 +139,12 @@ class ControllerMode:
         self._take("SLAVE", broker_id)
         if was_master:
             b.stop_master_services()
+        c = b.config
+        self._stop_replication()
+        self.ha_slave = AutoSwitchSlave(b.store, self.epochs, b.reactor, broker_id,
+                                        heartbeat_ms=c.haSendHeartbeatInterval,
+                                        housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
+        self.ha_slave.start()
         if b.slave_sync is None:
             b.slave_sync = SlaveSynchronize(b.ctx, b.reactor, lambda: b.persist_offsets(force=True), b._client_tls)
         b.slave_sync.set_master_addr(master_addr)
