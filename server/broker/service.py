@@ -87,6 +87,8 @@ class Broker:
         self.ha_slave: HASlave | None = None
         self.slave_sync: SlaveSynchronize | None = None
         self.controller_mode: ControllerMode | None = None
+        self._registering: task.LoopingCall | None = None
+        self._checks: task.LoopingCall | None = None
         self.ha_port = 0
         self.started = False
 
@@ -174,11 +176,11 @@ class Broker:
 
     def start_registration(self) -> None:
         """Register with the name servers now and every registerNameServerPeriod (once only)."""
-        if any(loop.f == self.registration.register_all for loop in self._loops):
+        if self._registering is not None:
             self.registration.register_soon()
             return
         period = min(max(self.config.registerNameServerPeriod, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000.0
-        self._every(period, self.registration.register_all, "name server registration")
+        self._registering = self._every(period, self.registration.register_all, "name server registration")
 
     def start_master_services(self) -> None:
         """What only a master runs: transaction check-back, scheduled and timer delivery, POP revival."""
@@ -189,7 +191,7 @@ class Broker:
         self.ctx.pop.start()
 
     def stop_master_services(self) -> None:
-        checks = getattr(self, "_checks", None)
+        checks, self._checks = self._checks, None
         if checks is not None and checks.running:
             checks.stop()
             self._loops.remove(checks)
@@ -260,6 +262,7 @@ class Broker:
             if loop.running:
                 loop.stop()
         self._loops.clear()
+        self._registering = self._checks = None
         if self.ctx.scheduler.running:
             self.ctx.scheduler.stop()
         if self.ctx.timer.running:
