@@ -5,6 +5,10 @@ A frame never spans two epochs, so a slave records each epoch where it starts. A
 master's end counts as caught up; the slaves caught up within haMaxTimeSlaveNotCatchup are the ones the
 master reports in its sync state set (:meth:`AutoSwitchMaster.in_sync_slaves`), and a slave catching up
 asks for that report at once.
+
+Waking the connections on new data, the SYNC_MASTER wait and stopping are the classic master's
+(:class:`~ferrymq.server.ha.master.HAMaster`); the wait also takes :data:`ALL_IN_SYNC_STATE_SET`
+(allAckInSyncStateSet): every slave of the sync state set must hold the message.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ferrymq.server.store.message_store import MessageStore
-from twisted.internet import defer, protocol, task
+from twisted.internet import protocol, task
 from twisted.internet.interfaces import IPushProducer
 from zope.interface import implementer
 
+from ..master import POLL_INTERVAL, HAMaster
 from ..protocol import ProtocolError
 from .epoch import EpochFile
 from .protocol import (
@@ -30,10 +35,10 @@ from .protocol import (
 
 log = logging.getLogger("ferrymq.ha.autoswitch")
 
-#: how often connections look for new data and check heartbeats and expiry (s)
-POLL_INTERVAL = 0.1
 #: Apache's haMaxTimeSlaveNotCatchup: a slave not caught up for this long leaves the sync state set (s)
 NOT_CATCHUP_S = 15.0
+#: the slave-ack count of a wait for every slave of the sync state set (Apache's ALL_ACK_IN_SYNC_STATE_SET)
+ALL_IN_SYNC_STATE_SET = -1
 
 
 @implementer(IPushProducer)
@@ -91,6 +96,7 @@ class SlaveConnection(protocol.Protocol):
             if newly:
                 master.caught_up(self)
         self.pump()
+        master.acked()
 
     # --- IPushProducer
     def pauseProducing(self) -> None:
@@ -148,46 +154,32 @@ class _Factory(protocol.Factory):
         return SlaveConnection(self.master)
 
 
-class AutoSwitchMaster:
+class AutoSwitchMaster(HAMaster):
     def __init__(self, store: MessageStore, epochs: EpochFile, reactor: Any, *, batch_size: int = 32 * 1024,
                  heartbeat_ms: int = 5000, housekeeping_ms: int = 20000,
                  on_caught_up: Callable[[], Any] = lambda: None,
                  members: Callable[[], frozenset[int]] = frozenset):
-        """``members``: the sync state set as the controller last said (the confirm offset counts those
-        slaves); ``on_caught_up``: called when a slave catches up."""
-        self.store = store
+        """``members``: the slaves of the sync state set as the controller last said (the confirm offset
+        and an all-ack wait count those); ``on_caught_up``: called when a slave catches up."""
+        super().__init__(store, reactor, batch_size=batch_size, heartbeat_ms=heartbeat_ms,
+                         housekeeping_ms=housekeeping_ms)
         self.epochs = epochs
-        self.reactor = reactor
-        self.batch_size = batch_size
-        self.heartbeat_s = heartbeat_ms / 1000
-        self.housekeeping_s = housekeeping_ms / 1000
         self.on_caught_up = on_caught_up
         self.members = members
-        self.connections: set[SlaveConnection] = set()
-        self._port: Any = None
-        self._loop: task.LoopingCall | None = None
 
     def listen(self, port: int, interface: str = "") -> int:
         self._port = self.reactor.listenTCP(port, _Factory(self), interface=interface)
+        self.store.add_arriving_listener(self._arrived)
         loop = self._loop = task.LoopingCall(self._poll)
         loop.clock = self.reactor
         loop.start(POLL_INTERVAL, now=False)
         return self._port.getHost().port
 
-    @defer.inlineCallbacks
-    def stop(self):
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        for conn in list(self.connections):
-            conn.transport.abortConnection()
-        if self._port is not None:
-            yield self._port.stopListening()
-            self._port = None
-
-    def _poll(self) -> None:
-        now = time.monotonic()
-        for conn in list(self.connections):
-            conn.housekeep(now)
+    def _enough(self, end: int, slaves: int) -> bool:
+        if slaves != ALL_IN_SYNC_STATE_SET:
+            return super()._enough(end, slaves)
+        members = self.members()
+        return sum(1 for c in self.connections if c.slave_id in members and c.ack_offset >= end) >= len(members)
 
     def epoch_at(self, offset: int):
         for entry in reversed(self.epochs.entries):

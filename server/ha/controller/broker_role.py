@@ -22,7 +22,7 @@ from ferrymq.wire.codes import RequestCode, ResponseCode
 from twisted.internet import defer
 
 from ..autoswitch.epoch import EpochFile
-from ..autoswitch.master import AutoSwitchMaster
+from ..autoswitch.master import ALL_IN_SYNC_STATE_SET, AutoSwitchMaster
 from ..autoswitch.slave import AutoSwitchSlave
 from ..roles import with_rejections
 from ..slave_sync import SlaveSynchronize
@@ -106,6 +106,7 @@ class ControllerMode:
     # ------------------------------------------------------------------ RoleChanges
 
     def _stop_replication(self) -> None:
+        self.broker.ctx.store.replicas = None
         if self.ha_slave is not None:
             self.ha_slave.stop()
             self.ha_slave = None
@@ -120,12 +121,17 @@ class ControllerMode:
         master = AutoSwitchMaster(b.store, self.epochs, b.reactor, batch_size=c.haTransferBatchSize,
                                   heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval,
                                   on_caught_up=self.replicas.check_sync_state_set,
-                                  members=lambda: self.replicas.sync_state_set)
+                                  members=lambda: self.replicas.sync_state_set - {self.replicas.broker_id})
         try:
             master.listen(b.ha_port, b.netty.bindAddress)
             self.ha_master = master
         except Exception as exc:  # noqa: BLE001 - a master without its HA port still serves clients
             log.error("HA port %d unavailable (%s): no slave can replicate from this master", b.ha_port, exc)
+        else:
+            # a SYNC_MASTER's send waits for every slave of the sync state set, or for inSyncReplicas copies
+            acks = ALL_IN_SYNC_STATE_SET if c.allAckInSyncStateSet else c.inSyncReplicas - 1
+            if acks:
+                b.ctx.store.replicas = (master, acks, c.slaveTimeout)
         self._take(MASTER_ROLE, 0)
         if b.slave_sync is not None:
             b.slave_sync.stop()
