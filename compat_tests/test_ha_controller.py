@@ -49,8 +49,7 @@ def controller(java5, tmp_path_factory):
         "enableControllerInNamesrv": "true", "controllerDLegerGroup": "ferrymq-ctl",
         "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer_port}", "controllerDLegerSelfId": "n0",
         "controllerStorePath": home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
-        "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "true",
-})
+        "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "true"})
     ns.wait_ready()
     ns.controller_addr = f"{LOOPBACK}:{peer_port}"
     yield ns
