@@ -105,11 +105,13 @@ class ApacheNamesrv:
 
     @classmethod
     def launch(cls, home: Path, version: str = toolchain.ROCKETMQ_5,
-               system_properties: dict[str, str] | None = None) -> ApacheNamesrv:
-        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to listen."""
+               system_properties: dict[str, str] | None = None,
+               extra: dict[str, object] | None = None) -> ApacheNamesrv:
+        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to listen. ``extra``: more
+        keys of its config file (the embedded controller's, for one)."""
         home.mkdir(parents=True, exist_ok=True)
         port = free_port()
-        conf = write_conf(home / "namesrv.conf", {"listenPort": port})
+        conf = write_conf(home / "namesrv.conf", {"listenPort": port, **(extra or {})})
         child = Child("Apache name server", _java_command(home, NAMESRV_MAIN, conf, version, system_properties),
                       home / "namesrv.out")
         child.start()

@@ -397,6 +397,34 @@ class BrokerConfig:
                               check=positive)
     slaveTimeout: int = key(3000, "SYNC_MASTER: ms a send waits for its slave copies before FLUSH_SLAVE_TIMEOUT.",
                             check=positive)
+    enableControllerMode: bool = key(
+        False, "Take the role and brokerId Apache's controller assigns (controller mode, docs/ha.md); brokerRole "
+               "and brokerId are then ignored.")
+    controllerAddr: str = key("", "Controller addresses, 'host:port;host:port' (controller mode).", check=host_ports)
+    fetchControllerAddrByDnsLookup: bool = key(
+        False, "Apache resolves controllerAddr as a domain name; accepted, FerryMQ reads it as addresses.")
+    syncBrokerMetadataPeriod: int = key(5000, "Controller mode: ms between two GET_REPLICA_INFO polls of the "
+                                              "controller (the push NOTIFY_BROKER_ROLE_CHANGED is quicker).",
+                                        check=positive)
+    syncControllerMetadataPeriod: int = key(10000, "Controller mode: ms between two asks for the controller leader.",
+                                            check=positive)
+    checkSyncStateSetPeriod: int = key(5000, "Controller mode, master: ms between two checks of the sync state set.",
+                                       check=positive)
+    brokerHeartbeatInterval: int = key(1000, "Controller mode: ms between two heartbeats to the controllers.",
+                                       check=positive)
+    sendHeartbeatTimeoutMillis: int = key(1000, "Controller mode: ms a heartbeat to a controller may take.",
+                                          check=positive)
+    controllerHeartBeatTimeoutMills: int = key(
+        10000, "Controller mode: ms without a heartbeat after which the controller counts this broker dead.",
+        check=positive)
+    brokerElectionPriority: int = key(2**31 - 1, "Controller mode: the lower, the likelier this broker is elected "
+                                                 "master.")
+    storePathEpochFile: str = key("", "Controller mode: the epoch file (default <storePathRootDir>/epochFileCheckpoint).")
+    storePathBrokerIdentity: str = key(
+        "", "Controller mode: the file holding the brokerId the controller assigned (default "
+            "<storePathRootDir>/brokerIdentity).")
+    allAckInSyncStateSet: bool = key(False, "Controller mode, SYNC_MASTER: a send waits for every broker of the sync "
+                                            "state set.")
     fileReservedTime: int = key(72, "Hours to keep commit log files.")
     deleteWhen: str = key(
         "04", "Hour(s) of day expired files are deleted, e.g. '04' or '01;04'.", check=check_hours
@@ -452,6 +480,10 @@ class BrokerConfig:
     msgTraceTopicName: str = key("RMQ_SYS_TRACE_TOPIC", "Name of the message trace topic.")
 
     def __post_init__(self) -> None:
+        if self.enableControllerMode:
+            if not self.controllerAddr:
+                raise ConfigError("enableControllerMode=true needs controllerAddr")
+            return  # the controller assigns brokerId and the role
         # Apache's BrokerStartup: a master's id is forced to 0, a slave's must be > 0.
         if self.brokerRole == "SLAVE":
             if self.brokerId <= 0:
@@ -480,9 +512,6 @@ class PlannedFeatures:
     aclEnable: bool = key(False, "Apache 4.x/5.x ACL 1.0.", check=equal_to(False, _ACL_V1_REMOVED))
     enableDLegerCommitLog: bool = key(
         False, "Apache's DLedger (Raft) commit log.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
-    )
-    enableControllerMode: bool = key(
-        False, "Apache 5.x controller-mode replication.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
     )
     enableSlaveActingMaster: bool = key(
         False, "Apache 5.x slave acting as master.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")

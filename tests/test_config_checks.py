@@ -83,7 +83,7 @@ BAD_VALUES = [
     ("authenticationWhitelist=34,HEART_BEAT", "expected request codes separated by ','"),
     ('initAuthenticationUser={"username":"rocketmq"}', 'expected a JSON object with "username", "password"'),
     ("enableDLegerCommitLog=true", "this replication mode is not implemented yet in FerryMQ"),
-    ("enableControllerMode=true", "this replication mode is not implemented yet in FerryMQ"),
+    ("controllerAddr=controller-1", "expected 'host:port' addresses separated by ';'"),
 ]
 
 

@@ -533,6 +533,102 @@ class BrokerHeartbeatRequestHeader:
     election_priority: int | None = None
 
 
+# ---------------------------------------------------------------- Apache 5.x controller (broker <-> controller)
+
+
+@header
+@dataclass(slots=True)
+class GetMetaDataResponseHeader:
+    """CONTROLLER_GET_METADATA_INFO answer: which controller leads (brokers send everything else there)."""
+
+    group: str | None = None
+    controller_leader_id: str | None = None
+    controller_leader_address: str | None = None
+    is_leader: bool | None = None
+    peers: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class GetNextBrokerIdRequestHeader:
+    cluster_name: str
+    broker_name: str
+
+
+@header
+@dataclass(slots=True)
+class GetNextBrokerIdResponseHeader:
+    cluster_name: str | None = None
+    broker_name: str | None = None
+    next_broker_id: int | None = None
+
+
+@header
+@dataclass(slots=True)
+class ApplyBrokerIdRequestHeader:
+    """CONTROLLER_APPLY_BROKER_ID: claims ``applied_broker_id``; the check code (``addr;millis``) lets the same
+    broker claim it again after a crash."""
+
+    cluster_name: str
+    broker_name: str
+    applied_broker_id: int
+    register_check_code: str
+
+
+@header
+@dataclass(slots=True)
+class RegisterBrokerToControllerRequestHeader:
+    cluster_name: str
+    broker_name: str
+    broker_id: int
+    broker_address: str
+    invoke_time: int = 0
+
+
+@header
+@dataclass(slots=True)
+class ReplicaRoleHeader:
+    """Who is master of a broker group at which epoch: the answer header of REGISTER_BROKER_TO_CONTROLLER,
+    ELECT_MASTER and GET_REPLICA_INFO, and the header of NOTIFY_BROKER_ROLE_CHANGED (each carries the fields
+    it has; the master's fields are absent while the group has none)."""
+
+    master_broker_id: int | None = None
+    master_address: str | None = None
+    master_epoch: int | None = None
+    sync_state_set_epoch: int | None = None
+    cluster_name: str | None = None
+    broker_name: str | None = None
+
+
+@header
+@dataclass(slots=True)
+class ElectMasterRequestHeader:
+    """CONTROLLER_ELECT_MASTER as a broker sends it (``designate_elect`` false: elect whoever is best)."""
+
+    cluster_name: str = ""
+    broker_name: str = ""
+    broker_id: int = -1
+    designate_elect: bool = False
+    invoke_time: int | None = None
+
+
+@header
+@dataclass(slots=True)
+class GetReplicaInfoRequestHeader:
+    broker_name: str
+
+
+@header
+@dataclass(slots=True)
+class AlterSyncStateSetRequestHeader:
+    """CONTROLLER_ALTER_SYNC_STATE_SET, sent by the master of ``master_epoch``; the body is the new set."""
+
+    broker_name: str
+    master_broker_id: int
+    master_epoch: int
+    invoke_time: int = 0
+
+
 @header
 @dataclass(slots=True)
 class GetBrokerMemberGroupRequestHeader:

@@ -17,6 +17,7 @@ from twisted.internet.error import CannotListenError
 from ferrymq.server.auth.control import AccessControl
 from ferrymq.server.config import AuthConfig, BrokerConfig, ConfigError, NettyServerConfig, TlsConfig
 from ferrymq.server.ha import HAMaster, HASlave
+from ferrymq.server.ha.controller.broker_role import ControllerMode
 from ferrymq.server.ha.roles import with_rejections
 from ferrymq.server.ha.slave_sync import SlaveSynchronize
 from ferrymq.remoting.local_address import local_ip
@@ -85,6 +86,9 @@ class Broker:
         self.ha_master: HAMaster | None = None
         self.ha_slave: HASlave | None = None
         self.slave_sync: SlaveSynchronize | None = None
+        self.controller_mode: ControllerMode | None = None
+        self._registering: task.LoopingCall | None = None
+        self._checks: task.LoopingCall | None = None
         self.ha_port = 0
         self.started = False
 
@@ -102,7 +106,11 @@ class Broker:
                              on_ids_changed=self._notify_ids_changed, on_config_change=self._config_changed)
         self.ctx = ctx = parts.ctx
         self.access = AccessControl(self.auth_config, store_config.config_dir, c.brokerClusterName)
-        self.table = with_rejections({**parts.table, **routes([AccessAdminProcessor(self.access)])}, c)
+        self.routes = {**parts.table, **routes([AccessAdminProcessor(self.access)])}
+        if c.enableControllerMode:
+            self.controller_mode = ControllerMode(self)
+            self.routes.update(routes([self.controller_mode.processor]))
+        self.table = with_rejections(self.routes, c)
         for name, target in ((TOPICS, ctx.topics), (SUBSCRIPTION_GROUPS, ctx.groups), (CONSUMER_OFFSETS, ctx.offsets),
                              (POP_STATE, ctx.pop), (MESSAGE_REQUEST_MODE, ctx.request_modes)):
             obj = self._files[name].load()
@@ -116,6 +124,8 @@ class Broker:
 
     def start(self) -> None:
         c = self.config
+        if c.enableControllerMode:
+            c.brokerRole = "SLAVE"  # fenced (no writes, no deliveries) until the controller gives a role
         options = self.netty.transport_options()
         server_tls = self.tls.server_tls() if self.tls is not None else None
         self.server = RemotingServer(None, options, self.reactor, name="broker", tls=server_tls)
@@ -150,26 +160,51 @@ class Broker:
         )
         if self.registration.peers:
             self.ctx.registration_pending = self.registration.pending
-        period = min(max(c.registerNameServerPeriod, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000.0
-        self._every(period, self.registration.register_all, "name server registration")
+        if self.controller_mode is None:
+            self.start_registration()
         self._every(c.flushConsumerOffsetInterval / 1000.0, self.persist_offsets, "consumer offset persistence", now=False)
         self._every(CLIENT_SCAN_INTERVAL_MS / 1000.0, self.scan_clients, "client channel expiry", now=False)
         self._every(1.0, self.sample_stats, "stats sampling")
         if c.brokerRole != "SLAVE":  # a slave holds copies: only the master delivers and checks (as Apache)
-            self._every(c.transactionCheckInterval / 1000.0, self.check_transactions, "transaction check-back",
-                        now=False)
-            self.ctx.scheduler.start()
-            self.ctx.timer.start()
-            self.ctx.pop.start()
+            self.start_master_services()
+        if self.controller_mode is not None:
+            self.controller_mode.start(broker_addr)
         self.started = True
         log.info("broker %s (cluster %s) listening on %s:%d%s, name servers: %s", c.brokerName, c.brokerClusterName,
                  self.netty.bindAddress, port, f" and VIP {vip_port}" if self.vip else "",
                  c.namesrvAddr or "(none)")
 
+    def start_registration(self) -> None:
+        """Register with the name servers now and every registerNameServerPeriod (once only)."""
+        if self._registering is not None:
+            self.registration.register_soon()
+            return
+        period = min(max(self.config.registerNameServerPeriod, MIN_PERIOD_MS), MAX_PERIOD_MS) / 1000.0
+        self._registering = self._every(period, self.registration.register_all, "name server registration")
+
+    def start_master_services(self) -> None:
+        """What only a master runs: transaction check-back, scheduled and timer delivery, POP revival."""
+        self._checks = self._every(self.config.transactionCheckInterval / 1000.0, self.check_transactions,
+                                   "transaction check-back", now=False)
+        self.ctx.scheduler.start()
+        self.ctx.timer.start()
+        self.ctx.pop.start()
+
+    def stop_master_services(self) -> None:
+        checks, self._checks = self._checks, None
+        if checks is not None and checks.running:
+            checks.stop()
+            self._loops.remove(checks)
+        for service in (self.ctx.scheduler, self.ctx.timer, self.ctx.pop):
+            if service.running:
+                service.stop()
+
     def _start_replication(self, port: int) -> None:
         """A master serves slaves on its HA port; a slave replicates from its master's."""
         c = self.config
         self.ha_port = c.ha_port(port)
+        if c.enableControllerMode:
+            return  # controller mode replicates with Apache's AutoSwitch protocol, not the classic one
         if c.is_slave:
             self.ha_slave = HASlave(self.store, self.reactor, heartbeat_ms=c.haSendHeartbeatInterval,
                                     housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
@@ -202,11 +237,12 @@ class Broker:
         if reply.master_addr and self.slave_sync is not None:
             self.slave_sync.set_master_addr(reply.master_addr)
 
-    def _every(self, seconds: float, fn, what: str, now: bool = True) -> None:
+    def _every(self, seconds: float, fn, what: str, now: bool = True) -> task.LoopingCall:
         loop = task.LoopingCall(fn)
         loop.clock = self.reactor
         loop.start(seconds, now=now).addErrback(lambda f: log.error("%s stopped: %s", what, f.getTraceback()))
         self._loops.append(loop)
+        return loop
 
     @property
     def port(self) -> int:
@@ -226,6 +262,7 @@ class Broker:
             if loop.running:
                 loop.stop()
         self._loops.clear()
+        self._registering = self._checks = None
         if self.ctx.scheduler.running:
             self.ctx.scheduler.stop()
         if self.ctx.timer.running:
@@ -234,6 +271,8 @@ class Broker:
             self.ctx.pop.stop()
         if self.ctx.holder is not None:
             self.ctx.holder.wake_all()
+        if self.controller_mode is not None:
+            yield self.controller_mode.stop()
         if self.registration is not None:
             yield self.registration.unregister_all()
             yield self.registration.close()

@@ -49,6 +49,7 @@ from .client import (
     SubscriptionData,
     UnlockBatchRequestBody,
 )
+from .controller import ElectMasterResponseBody, EpochEntry, EpochEntryCache, SyncStateSet
 from .model import body, wire
 from .route import (
     BrokerData,
@@ -64,6 +65,11 @@ from .route import (
 )
 
 __all__ = [
+    # controller
+    "ElectMasterResponseBody",
+    "EpochEntry",
+    "EpochEntryCache",
+    "SyncStateSet",
     "BatchAck",
     "BatchAckMessageRequestBody",
     "MessageQueueAssignment",

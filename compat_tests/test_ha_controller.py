@@ -1,0 +1,231 @@
+"""Brokers under Apache RocketMQ 5.5.0's controller (controller mode, issue 24, docs/ha.md).
+
+One Apache name server with its embedded controller (``enableControllerInNamesrv``, a one-node DLedger
+group) serves the module. Each scenario runs on a group of two Apache brokers first, then on a group of
+two FerryMQ brokers under the same controller: the brokers get their ids from the controller, one is
+elected master, the slave replicates with the AutoSwitch protocol and joins the sync state set, mqadmin
+(getSyncStateSet asks the controller, getBrokerEpoch the brokers) reads the same for both groups, and a
+killed master is replaced by its slave and comes back as a slave.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+from ferrymq.testing import admin
+from ferrymq.wire.bodies import SyncStateSet
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
+
+from tests.ha.helpers import (
+    BrokerProcess,
+    commitlog_bytes,
+    commitlog_range,
+    send,
+    wait_for,
+)
+
+from .apache import ApacheBroker, ApacheNamesrv
+from .processes import LOOPBACK, free_port
+
+#: quick heartbeats and metadata polls instead of Apache's seconds
+CONTROLLER_TIMING = {"brokerHeartbeatInterval": 500, "syncBrokerMetadataPeriod": 1000,
+                     "controllerHeartBeatTimeoutMills": 3000, "checkSyncStateSetPeriod": 1000}
+SEGMENT = 64 * 1024 * 1024
+CLUSTER = "CtlCluster"
+GROUPS = {"apache": "ctl-apache", "ferrymq": "ctl-ferry"}
+TOPIC = "CtlFailover"
+MESSAGES = 20
+
+
+@pytest.fixture(scope="module")
+def controller(java5, tmp_path_factory):
+    """Apache's name server with its controller; ``.controller_addr`` is the controller's (DLedger) port."""
+    home = tmp_path_factory.mktemp("controller")
+    peer_port = free_port()
+    ns = ApacheNamesrv.launch(home, extra={
+        "enableControllerInNamesrv": "true", "controllerDLegerGroup": "ferrymq-ctl",
+        "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer_port}", "controllerDLegerSelfId": "n0",
+        "controllerStorePath": home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
+        "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "true"})
+    ns.wait_ready()
+    ns.controller_addr = f"{LOOPBACK}:{peer_port}"
+    yield ns
+    ns.stop()
+
+
+def controller_mode(controller, name: str) -> dict[str, object]:
+    return {"brokerClusterName": CLUSTER, "brokerName": name, "enableControllerMode": "true",
+            "controllerAddr": controller.controller_addr, "mappedFileSizeCommitLog": SEGMENT, **CONTROLLER_TIMING}
+
+
+class ControllerBroker(BrokerProcess):
+    """A FerryMQ broker whose id the controller assigns: ready once the name server lists its address."""
+
+    def _registered(self, _broker_id: int) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log[-3000:]}")
+        try:
+            info = admin.cluster_info(self.namesrv_addr)
+        except OSError:
+            return False
+        data = info.broker_addr_table.get(str(self.conf["brokerName"]))
+        return data is not None and self.addr in data.broker_addrs.values()
+
+
+@pytest.fixture(scope="module")
+def groups(controller, tmp_path_factory):
+    """A group of two Apache brokers and a group of two FerryMQ brokers under the one controller, booted side
+    by side: {"apache": [...], "ferrymq": [...]}."""
+    home = tmp_path_factory.mktemp("ctl-groups")
+    apache = [ApacheBroker.launch(home / f"apache-{i}", controller.addr, cluster=CLUSTER, name=GROUPS["apache"],
+                                  extra=controller_mode(controller, GROUPS["apache"])) for i in range(2)]
+    ferry: list[ControllerBroker] = []
+    try:
+        for i in range(2):
+            ferry.append(ControllerBroker(home / f"ferrymq-{i}", controller.addr,
+                                          controller_mode(controller, GROUPS["ferrymq"])).start())
+        for broker in apache:
+            broker.wait_ready()
+        yield {"apache": apache, "ferrymq": ferry}
+    finally:
+        for broker in ferry:
+            broker.kill()
+        for broker in apache:
+            broker.stop()
+
+
+def elected(namesrv_addr: str, name: str) -> dict[int, str] | None:
+    """The group's route once it lists a master (id 0) and one slave."""
+    data = admin.cluster_info(namesrv_addr).broker_addr_table.get(name)
+    ids = dict(data.broker_addrs) if data is not None else {}
+    return ids if 0 in ids and len(ids) == 2 else None
+
+
+@dataclass(frozen=True)
+class SyncStateSetView:
+    """mqadmin getSyncStateSet, addresses as the brokers' roles."""
+
+    master_id: int
+    master_addr: str
+    master_epoch: int
+    in_sync: dict[int, str]
+    not_in_sync: dict[int, str]
+
+    @classmethod
+    def parse(cls, out: str) -> SyncStateSetView:
+        fields = dict(re.findall(r"^#(\w+)\s+(\S+)", out, re.MULTILINE))
+        replicas = re.findall(r"^(InSyncReplica|NotInSyncReplica):.*?brokerId=(\d+), brokerAddress='([^']*)'", out, re.MULTILINE)
+        return cls(int(fields["MasterBrokerId"]), fields["MasterAddr"], int(fields["MasterEpoch"]),
+                   {int(i): a for kind, i, a in replicas if kind == "InSyncReplica"},
+                   {int(i): a for kind, i, a in replicas if kind == "NotInSyncReplica"})
+
+
+def broker_epochs(out: str) -> dict[str, tuple[int, list[tuple[int, int, int]]]]:
+    """mqadmin getBrokerEpoch: broker address -> (the brokerId it reports, its epoch entries)."""
+    found = {}
+    for block in out.split("#clusterName")[1:]:
+        addr = re.search(r"#brokerAddr\s+(\S+)", block).group(1)
+        broker_id = int(re.search(r"#brokerId\s+(-?\d+)", block).group(1))
+        entries = [tuple(map(int, e)) for e in
+                   re.findall(r"epoch=(\d+), startOffset=(\d+), endOffset=(\d+)", block)]
+        found[addr] = (broker_id, entries)
+    return found
+
+
+@pytest.mark.parametrize("impl", ["apache", "ferrymq"])
+def test_the_controller_assigns_ids_and_elects_one_master(impl, groups, controller, mqadmin5):
+    brokers, name = groups[impl], GROUPS[impl]
+    route = wait_for(lambda: elected(controller.addr, name), f"{name}: a master (id 0) and a slave", timeout=30)
+    assert set(route.values()) == {b.addr for b in brokers}
+    master_addr = route[0]
+    (slave_id, slave_addr), = ((i, a) for i, a in route.items() if i)
+
+    view = SyncStateSetView.parse(mqadmin5(controller.addr, "getSyncStateSet", "-a", controller.controller_addr,
+                                           "-b", name))
+    # the controller numbers a group's brokers from 1; the route names the slave by that id, the master by 0
+    assert {view.master_id, slave_id} == {1, 2}
+    assert view.master_addr == master_addr and view.master_epoch == 1
+    assert view.in_sync.get(view.master_id) == master_addr
+    assert {**view.in_sync, **view.not_in_sync} == {view.master_id: master_addr, slave_id: slave_addr}
+
+    epochs = broker_epochs(mqadmin5(controller.addr, "getBrokerEpoch", "-b", name))
+    # the master reports brokerId 0 and one epoch from offset 0 to its (empty) log's end
+    assert epochs[master_addr] == (0, [(1, 0, 0)])
+    assert epochs[slave_addr][0] == slave_id
+
+
+def controller_sync_state_set(controller, name: str) -> set[int]:
+    """The group's sync state set as the controller holds it (GET_REPLICA_INFO, what a broker polls)."""
+    reply = admin.call(controller.controller_addr, request(RequestCode.CONTROLLER_GET_REPLICA_INFO,
+                                                           {"brokerName": name}))
+    return set(SyncStateSet.decode(reply.body).sync_state_set) if reply.code == ResponseCode.SUCCESS else set()
+
+
+def test_the_slave_replicates_with_epochs_and_joins_the_sync_state_set(groups, controller, mqadmin5):
+    """Sends to the master reach the slave byte for byte; the slave joins the sync state set and holds the
+    master's epoch entries."""
+    routes = {impl: wait_for(lambda impl=impl: elected(controller.addr, GROUPS[impl]), f"{impl}: elected",
+                             timeout=30) for impl in GROUPS}
+    for impl, ids in routes.items():
+        for i in range(MESSAGES):
+            assert send(ids[0], TOPIC, f"replicated #{i}".encode()).code == ResponseCode.SUCCESS, impl
+    for impl, ids in routes.items():
+        by_addr = {b.addr: b for b in groups[impl]}
+        master_addr = ids[0]
+        (slave_id, slave_addr), = ((i, a) for i, a in ids.items() if i)
+        end = commitlog_range(master_addr)[1]
+        wait_for(lambda slave_addr=slave_addr, end=end: commitlog_range(slave_addr)[1] == end or None,
+                 f"{impl}: the slave {slave_addr} reaches the master's end {end}", timeout=30)
+        assert commitlog_bytes(by_addr[slave_addr].store / "commitlog", 0, end) == \
+            commitlog_bytes(by_addr[master_addr].store / "commitlog", 0, end), impl
+        wait_for(lambda impl=impl: len(controller_sync_state_set(controller, GROUPS[impl])) == 2 or None,
+                 f"{impl}: both brokers in the sync state set", timeout=30)
+        epochs = broker_epochs(mqadmin5(controller.addr, "getBrokerEpoch", "-b", GROUPS[impl]))
+        assert epochs[slave_addr] == (slave_id, [(1, 0, end)]), impl
+        assert epochs[master_addr] == (0, [(1, 0, end)]), impl
+
+
+def route(namesrv_addr: str, name: str) -> dict[int, str]:
+    data = admin.cluster_info(namesrv_addr).broker_addr_table.get(name)
+    return dict(data.broker_addrs) if data is not None else {}
+
+
+def sigkill(broker: ApacheBroker | ControllerBroker) -> None:
+    broker.child.kill() if isinstance(broker, ApacheBroker) else broker.kill()
+
+
+def test_a_killed_master_is_replaced_and_rejoins_as_slave(groups, controller):
+    """SIGKILL each group's master: the controller elects the slave, which turns master without a restart
+    and takes sends; the old master, started again, comes back as a slave under its old id and refuses them."""
+    before = {impl: wait_for(lambda impl=impl: elected(controller.addr, GROUPS[impl]), f"{impl}: elected",
+                             timeout=30) for impl in GROUPS}
+    masters = {impl: next(b for b in groups[impl] if b.addr == before[impl][0]) for impl in GROUPS}
+    slaves = {impl: next((i, a) for i, a in before[impl].items() if i) for impl in GROUPS}
+    # a slave's answer to a send, before and after the failover: Apache's and FerryMQ's must agree
+    answers = {impl: [send(slaves[impl][1], TOPIC, b"to a slave").code] for impl in GROUPS}
+    for master in masters.values():
+        sigkill(master)
+    for impl, (_id, promoted) in slaves.items():
+        wait_for(lambda impl=impl, promoted=promoted: route(controller.addr, GROUPS[impl]).get(0) == promoted or None,
+                 f"{impl}: the slave {promoted} is master in the route", timeout=30)
+        wait_for(lambda promoted=promoted: send(promoted, TOPIC, b"to the new master").code == ResponseCode.SUCCESS
+                 or None, f"{impl}: the new master {promoted} takes sends", timeout=15)
+
+    old = masters["apache"]
+    relaunched = ApacheBroker.launch(old.home, controller.addr, cluster=CLUSTER, name=GROUPS["apache"],
+                                     extra=controller_mode(controller, GROUPS["apache"]))
+    groups["apache"][groups["apache"].index(old)] = relaunched
+    masters["ferrymq"].start()
+    relaunched.wait_ready()
+    for impl, back in (("apache", relaunched), ("ferrymq", masters["ferrymq"])):
+        (slave_id, promoted) = slaves[impl]
+        old_id = 3 - slave_id  # the group's ids are 1 and 2
+        wanted = {0: promoted, old_id: back.addr}
+        wait_for(lambda impl=impl, wanted=wanted: route(controller.addr, GROUPS[impl]) == wanted or None,
+                 f"{impl}: the route {wanted}", timeout=60)
+        answers[impl].append(send(back.addr, TOPIC, b"to the old master, now a slave").code)
+    assert answers["apache"] == [ResponseCode.SYSTEM_BUSY, ResponseCode.SYSTEM_BUSY]
+    assert answers["ferrymq"] == answers["apache"]

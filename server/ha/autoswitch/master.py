@@ -1,0 +1,203 @@
+"""The master side of AutoSwitch replication: a listener on haListenPort answering each slave's handshake
+with the epoch file, then streaming the commit log in frames that say which epoch wrote them.
+
+A frame never spans two epochs, so a slave records each epoch where it starts. A slave that reports the
+master's end counts as caught up; the slaves caught up within haMaxTimeSlaveNotCatchup are the ones the
+master reports in its sync state set (:meth:`AutoSwitchMaster.in_sync_slaves`), and a slave catching up
+asks for that report at once.
+
+Waking the connections on new data, the SYNC_MASTER wait and stopping are the classic master's
+(:class:`~ferrymq.server.ha.master.HAMaster`); the wait also takes :data:`ALL_IN_SYNC_STATE_SET`
+(allAckInSyncStateSet): every slave of the sync state set must hold the message.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ferrymq.server.store.message_store import MessageStore
+from twisted.internet import protocol, task
+from twisted.internet.interfaces import IPushProducer
+from zope.interface import implementer
+
+from ..master import POLL_INTERVAL, HAMaster
+from ..protocol import ProtocolError
+from .epoch import EpochFile
+from .protocol import (
+    SlaveFrameReader,
+    SlaveHandshake,
+    encode_master_handshake,
+    encode_transfer_header,
+)
+
+log = logging.getLogger("ferrymq.ha.autoswitch")
+
+#: Apache's haMaxTimeSlaveNotCatchup: a slave not caught up for this long leaves the sync state set (s)
+NOT_CATCHUP_S = 15.0
+#: the slave-ack count of a wait for every slave of the sync state set (Apache's ALL_ACK_IN_SYNC_STATE_SET)
+ALL_IN_SYNC_STATE_SET = -1
+
+
+@implementer(IPushProducer)
+class SlaveConnection(protocol.Protocol):
+    def __init__(self, master: AutoSwitchMaster):
+        self.master = master
+        self.reader = SlaveFrameReader()
+        self.slave_id: int | None = None
+        self.ack_offset = -1
+        self.next_offset = -1
+        self.caught_up_at = 0.0
+        self.paused = False
+        self.last_read = self.last_write = time.monotonic()
+        self.addr = "?"
+
+    def connectionMade(self) -> None:
+        peer = self.transport.getPeer()
+        self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        self.transport.registerProducer(self, True)
+        self.master.connections.add(self)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self.master.connections.discard(self)
+        log.info("slave %s (brokerId %s) disconnected, acked %d", self.addr, self.slave_id, self.ack_offset)
+
+    def dataReceived(self, data: bytes) -> None:
+        self.last_read = time.monotonic()
+        try:
+            frames = self.reader.feed(data)
+        except ProtocolError as exc:
+            log.warning("slave %s: %s; closing", self.addr, exc)
+            self.transport.loseConnection()
+            return
+        for frame in frames:
+            if isinstance(frame, SlaveHandshake):
+                self.slave_id = frame.broker_id
+                store = self.master.store
+                log.info("slave %s (brokerId %d) handshakes; master ends at %d, epochs %s", self.addr,
+                         frame.broker_id, store.get_max_phy_offset(),
+                         [(e.epoch, e.start_offset) for e in self.master.epochs.entries])
+                self.transport.write(encode_master_handshake(store.get_max_phy_offset(), self.master.epochs.entries))
+                self.last_write = time.monotonic()
+            else:
+                self._acked(frame.max_offset)
+
+    def _acked(self, offset: int) -> None:
+        self.ack_offset = offset
+        master = self.master
+        if self.next_offset < 0:
+            self.next_offset = offset or master.store.get_min_phy_offset()
+            log.info("slave %s (brokerId %s) replicates from %d", self.addr, self.slave_id, self.next_offset)
+        if offset >= master.store.get_max_phy_offset():
+            newly = time.monotonic() - self.caught_up_at > NOT_CATCHUP_S
+            self.caught_up_at = time.monotonic()
+            if newly:
+                master.caught_up(self)
+        self.pump()
+        master.acked()
+
+    # --- IPushProducer
+    def pauseProducing(self) -> None:
+        self.paused = True
+
+    def resumeProducing(self) -> None:
+        self.paused = False
+        self.pump()
+
+    def stopProducing(self) -> None:
+        self.paused = True
+
+    def pump(self) -> None:
+        """Frames from ``next_offset`` while there is data and the transport takes it, one epoch at a time."""
+        if self.next_offset < 0:
+            return
+        master = self.master
+        while not self.paused:
+            entry = master.epoch_at(self.next_offset)
+            if entry is None:
+                return
+            view = master.store.get_commitlog_data(self.next_offset,
+                                                   min(master.batch_size, entry.end_offset - self.next_offset))
+            if view is None:
+                return
+            size = len(view)
+            self.transport.writeSequence((encode_transfer_header(self.next_offset, size, entry.epoch,
+                                                                 entry.start_offset, master.confirm_offset()),
+                                          bytes(view)))
+            self.next_offset += size
+            self.last_write = time.monotonic()
+
+    def housekeep(self, now: float) -> None:
+        master = self.master
+        if now - self.last_read > master.housekeeping_s:
+            log.warning("slave %s sent nothing for %.0f s; closing", self.addr, now - self.last_read)
+            self.transport.loseConnection()
+            return
+        if self.next_offset < 0 or self.paused:
+            return
+        self.pump()
+        if now - self.last_write > master.heartbeat_s:
+            entry = master.epoch_at(self.next_offset) or (master.epochs.entries or [None])[-1]
+            if entry is not None:
+                self.transport.write(encode_transfer_header(self.next_offset, 0, entry.epoch, entry.start_offset,
+                                                            master.confirm_offset()))
+                self.last_write = now
+
+
+class _Factory(protocol.Factory):
+    def __init__(self, master: AutoSwitchMaster):
+        self.master = master
+
+    def buildProtocol(self, addr: Any) -> SlaveConnection:
+        return SlaveConnection(self.master)
+
+
+class AutoSwitchMaster(HAMaster):
+    def __init__(self, store: MessageStore, epochs: EpochFile, reactor: Any, *, batch_size: int = 32 * 1024,
+                 heartbeat_ms: int = 5000, housekeeping_ms: int = 20000,
+                 on_caught_up: Callable[[], Any] = lambda: None,
+                 members: Callable[[], frozenset[int]] = frozenset):
+        """``members``: the slaves of the sync state set as the controller last said (the confirm offset
+        and an all-ack wait count those); ``on_caught_up``: called when a slave catches up."""
+        super().__init__(store, reactor, batch_size=batch_size, heartbeat_ms=heartbeat_ms,
+                         housekeeping_ms=housekeeping_ms)
+        self.epochs = epochs
+        self.on_caught_up = on_caught_up
+        self.members = members
+
+    def listen(self, port: int, interface: str = "") -> int:
+        self._port = self.reactor.listenTCP(port, _Factory(self), interface=interface)
+        self.store.add_arriving_listener(self._arrived)
+        loop = self._loop = task.LoopingCall(self._poll)
+        loop.clock = self.reactor
+        loop.start(POLL_INTERVAL, now=False)
+        return self._port.getHost().port
+
+    def _enough(self, end: int, slaves: int) -> bool:
+        if slaves != ALL_IN_SYNC_STATE_SET:
+            return super()._enough(end, slaves)
+        members = self.members()
+        return sum(1 for c in self.connections if c.slave_id in members and c.ack_offset >= end) >= len(members)
+
+    def epoch_at(self, offset: int):
+        for entry in reversed(self.epochs.entries):
+            if entry.start_offset <= offset:
+                return entry if offset < entry.end_offset or entry is self.epochs.entries[-1] else None
+        return None
+
+    def confirm_offset(self) -> int:
+        """What every slave of the sync state set holds (the master's end when it has none connected)."""
+        members = self.members()
+        acks = [c.ack_offset for c in self.connections if c.slave_id in members and c.ack_offset > 0]
+        return min([self.store.get_max_phy_offset(), *acks])
+
+    def caught_up(self, conn: SlaveConnection) -> None:
+        log.info("slave %s (brokerId %s) caught up at %d", conn.addr, conn.slave_id, conn.ack_offset)
+        self.on_caught_up()
+
+    def in_sync_slaves(self) -> set[int]:
+        now = time.monotonic()
+        return {c.slave_id for c in self.connections
+                if c.slave_id is not None and now - c.caught_up_at <= NOT_CATCHUP_S}

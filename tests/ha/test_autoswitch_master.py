@@ -1,0 +1,65 @@
+"""An AutoSwitch master as a slave sees it: the epoch handshake, epoch-stamped transfer frames, and the
+SYNC_MASTER wait for every slave of the sync state set (allAckInSyncStateSet)."""
+
+from __future__ import annotations
+
+from ferrymq.server.ha.autoswitch.epoch import EpochFile
+from ferrymq.server.ha.autoswitch.master import (
+    ALL_IN_SYNC_STATE_SET,
+    AutoSwitchMaster,
+    SlaveConnection,
+)
+from ferrymq.server.ha.autoswitch.protocol import (
+    MasterFrameReader,
+    encode_slave_handshake,
+    encode_slave_report,
+)
+from ferrymq.server.store import MessageStore
+from twisted.internet.task import Clock
+from twisted.internet.testing import StringTransport
+
+from tests.store.conftest import small_config
+
+
+def test_a_slave_gets_the_epochs_then_frames_stamped_with_them_and_every_member_must_ack(tmp_path):
+    store = MessageStore(small_config(tmp_path / "m"))
+    store.start()
+    try:
+        store.put_message("T", 0, b"epoch 1", {})
+        epochs = EpochFile(tmp_path / "epochs")
+        epochs.append(1, 0)
+        epochs.append(2, store.get_max_phy_offset())
+        store.put_message("T", 0, b"epoch 2", {})
+        end = store.get_max_phy_offset()
+        members = {2, 3}
+        master = AutoSwitchMaster(store, epochs, Clock(), members=lambda: frozenset(members))
+        conn = SlaveConnection(master)
+        transport = StringTransport()
+        conn.makeConnection(transport)
+        reader = MasterFrameReader()
+
+        conn.dataReceived(encode_slave_handshake(2))
+        handshake, = reader.feed(transport.value())
+        assert (handshake.max_offset, handshake.last_epoch) == (end, 2)
+        assert [(e.epoch, e.start_offset) for e in handshake.entries] == [(1, 0), (2, epochs.entries[1].start_offset)]
+        transport.clear()
+
+        waits = [master.wait_for_replicas(end, ALL_IN_SYNC_STATE_SET, 3000)]
+        conn.dataReceived(encode_slave_report(0))
+        frames = reader.feed(transport.value())
+        # one frame per epoch, each naming the epoch and where it started
+        assert [(f.offset, f.epoch, f.epoch_start) for f in frames] == [(0, 1, 0), (epochs.entries[1].start_offset,
+                                                                                  2, epochs.entries[1].start_offset)]
+        assert b"".join(bytes(f.data) for f in frames) == bytes(store.get_commitlog_data(0, end))
+        assert not waits[0].called  # the slave has not acknowledged yet
+
+        conn.dataReceived(encode_slave_report(end))
+        assert not waits[0].called  # brokerId 3 is in the sync state set too and has not acknowledged
+        members.discard(3)
+        waits.append(master.wait_for_replicas(end, ALL_IN_SYNC_STATE_SET, 3000))
+        assert waits[1].result is True
+        conn.dataReceived(encode_slave_report(end))
+        assert waits[0].result is True
+        assert master.in_sync_slaves() == {2}
+    finally:
+        store.shutdown()
