@@ -61,8 +61,13 @@ def _listening(port_key: str, bind: str) -> Iterator[None]:
 
 
 def _gateway_client(props: dict[str, str]) -> dict[str, object]:
-    """The gateways' RocketMQ client settings: TLS to the cluster when the server's own connections use it."""
-    return {"use_tls": True} if cfg.tls_config(props).use_tls else {}
+    """The gateways' RocketMQ client settings: TLS to the cluster when the server's own connections use it,
+    and the broker's own credentials (``innerClientAuthenticationCredentials``) to sign with."""
+    settings: dict[str, object] = {"use_tls": True} if cfg.tls_config(props).use_tls else {}
+    credentials = cfg.from_properties(cfg.AuthConfig, props).inner_credentials
+    if credentials is not None:
+        settings["credentials"] = credentials
+    return settings
 
 
 def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):

@@ -17,7 +17,7 @@ from ferrymq.server.auth.acls import (
 from ferrymq.server.auth.authorization import Need, needs_of
 from ferrymq.server.auth.control import AccessControl
 from ferrymq.server.auth.errors import AuthenticationError
-from ferrymq.server.auth.signature import sign, signed_content, signed_fields
+from ferrymq.wire.signature import sign, signed_content, signed_fields
 from ferrymq.server.auth.users import User, UserStatus, UserType
 from ferrymq.server.config import AuthConfig
 from ferrymq.wire.bodies import ConsumerData, HeartbeatData, SubscriptionData
