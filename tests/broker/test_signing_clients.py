@@ -5,12 +5,14 @@ the SDK's reactor thread."""
 
 from __future__ import annotations
 
+import io
 import json
 import time
 
 import pytest
 
 from ferrymq.sdk import BlockingProducer, ClientConfig, Credentials, Message, reactor_thread
+from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.sdk.errors import MQResponseError
 from ferrymq.sdk.mq_admin import MQAdmin
 from ferrymq.server.broker.service import Broker
@@ -97,3 +99,24 @@ def test_a_slave_syncs_from_an_authenticating_master_with_its_inner_credentials(
     create_topic(namesrv_addr, master.addr, "SyncedToSlave", ROOT)
     wait_for(lambda: slave.ctx.topics.get("SyncedToSlave") is not None, "the slave has the master's new topic")
     assert slave.slave_sync.client.credentials == INNER
+
+
+def admin(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return admin_main(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+def test_ferrymq_admin_signs_with_its_options_or_mqadmins_tools_yml(cluster, tmp_path, monkeypatch):
+    namesrv_addr, master, _slave = cluster
+    monkeypatch.delenv("ROCKETMQ_HOME", raising=False)
+    code, _, err = admin("updateTopic", "-n", namesrv_addr, "-b", master.addr, "-t", "AdminUnsigned")
+    assert code == 1 and "username cannot be null." in err
+    code, out, err = admin("updateTopic", "-n", namesrv_addr, "-b", master.addr, "-t", "AdminSigned",
+                           "--access-key", ROOT.access_key, "--secret-key", ROOT.secret_key)
+    assert code == 0 and "create topic to" in out, err
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "tools.yml").write_text(f"accessKey: {ROOT.access_key}\nsecretKey: {ROOT.secret_key}\n")
+    monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path))
+    code, out, err = admin("updateTopic", "-n", namesrv_addr, "-b", master.addr, "-t", "AdminToolsYml")
+    assert code == 0 and "create topic to" in out, err
+    assert master.ctx.topics.get("AdminSigned") and master.ctx.topics.get("AdminToolsYml")
