@@ -9,6 +9,7 @@ with its ``innerClientAuthenticationCredentials``."""
 
 from __future__ import annotations
 
+import io
 import json
 from concurrent.futures import ThreadPoolExecutor
 
@@ -16,6 +17,7 @@ import pytest
 
 from . import toolchain
 from ferrymq.sdk import BlockingMQAdmin, Credentials
+from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.sdk.errors import MQResponseError
 from ferrymq.testing import admin
 from ferrymq.wire.codes import RequestCode, ResponseCode
@@ -127,7 +129,9 @@ def admin_outputs(acl_servers, java5, tmp_path_factory):
                 run("createAcl", "-s", "User:alice", "-r", "Topic:AclMine,Topic:AclApp*", "-a", "Pub,Sub",
                     "-d", "Allow"),
                 run("listUser"),
-                run("listAcl", "-s", "User:alice")]
+                run("listAcl", "-s", "User:alice"),
+                run("getUser", "-u", ALICE[0]),
+                run("getAcl", "-s", "User:alice")]
 
     with ThreadPoolExecutor(len(acl_servers)) as pool:
         return dict(zip(acl_servers, pool.map(commands, acl_servers.values()), strict=True))
@@ -138,6 +142,27 @@ def test_mqadmin_user_and_acl_commands_print_the_same(admin_outputs):
     assert "alice" in apache[2] and "Topic:AclApp*" in apache[3], apache
     for mine, theirs in zip(ferry, apache, strict=True):
         assert mine == theirs
+
+
+def ferrymq_admin(server: Server, *args: str) -> str:
+    """What ``ferrymq admin`` prints for one command, signing as the initial super user."""
+    out, err = io.StringIO(), io.StringIO()
+    code = admin_main([args[0], "-n", server.namesrv_addr, "--access-key", ROOT[0], "--secret-key", ROOT[1],
+                       *args[1:], "-b", server.broker_addr], out, err)
+    assert code == 0, err.getvalue()
+    return out.getvalue().replace(server.broker_addr, "<broker>")
+
+
+def test_ferrymq_admin_prints_what_mqadmin_prints_on_either_server(acl_servers, admin_outputs):
+    for kind, server in acl_servers.items():
+        mqadmin = admin_outputs[kind]
+        assert [ferrymq_admin(server, "listUser"), ferrymq_admin(server, "listAcl", "-s", "User:alice"),
+                ferrymq_admin(server, "getUser", "-u", ALICE[0]),
+                ferrymq_admin(server, "getAcl", "-s", "User:alice")] == mqadmin[2:], kind
+        assert ferrymq_admin(server, "createUser", "-u", "erin", "-p", "erin-secret") == mqadmin[0], kind
+        assert ferrymq_admin(server, "createAcl", "-s", "User:erin", "-r", "Topic:AclErin", "-a", "Pub",
+                             "-d", "Allow") == mqadmin[1], kind
+        assert ferrymq_admin(server, "deleteUser", "-u", "erin") == "delete user to <broker> success.\n", kind
 
 
 def test_a_wrong_secret_and_no_credentials_are_refused_with_apaches_code_and_reason(acl_servers, java5):

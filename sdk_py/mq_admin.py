@@ -16,6 +16,7 @@ from ferrymq.wire.bodies import MessageQueue, TopicRouteData, TopicStatsTable
 from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.signature import Credentials
 
+from .access_admin import AccessAdmin
 from .admin import DEFAULT_TIMEOUT, NamesrvAdmin
 from .broker_api import BrokerAPI
 from .client_instance import MQClientError
@@ -32,6 +33,8 @@ class MQAdmin:
         self._owns_client = client is None
         self.namesrv = NamesrvAdmin(namesrv_addr.split(";")[0].strip(), self.client, timeout)
         self.api = BrokerAPI(self.client, timeout)
+        #: users and ACLs of a broker (mqadmin's createUser ... listAcl)
+        self.access = AccessAdmin(self.api)
 
     def close(self) -> defer.Deferred:
         return self.client.close() if self._owns_client else defer.succeed(None)

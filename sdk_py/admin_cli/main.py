@@ -16,7 +16,7 @@ from ferrymq.wire.signature import Credentials
 
 from .. import reactor_thread
 from ..blocking_clients import BlockingMQAdmin
-from . import broker, cluster, consumer, message, offset, topic  # noqa: F401 - each module declares its commands
+from . import access, broker, cluster, consumer, message, offset, topic  # noqa: F401 - each module declares its commands
 from .command import COMMANDS, Command, CommandError, Context
 
 #: where mqadmin (and every RocketMQ client) reads the name server list when -n is not given

@@ -120,3 +120,30 @@ def test_ferrymq_admin_signs_with_its_options_or_mqadmins_tools_yml(cluster, tmp
     code, out, err = admin("updateTopic", "-n", namesrv_addr, "-b", master.addr, "-t", "AdminToolsYml")
     assert code == 0 and "create topic to" in out, err
     assert master.ctx.topics.get("AdminSigned") and master.ctx.topics.get("AdminToolsYml")
+
+
+def test_ferrymq_admin_manages_users_and_acls_as_mqadmin_does(cluster):
+    namesrv_addr, master, _slave = cluster
+    signed = ("-n", namesrv_addr, "--access-key", ROOT.access_key, "--secret-key", ROOT.secret_key)
+    to_master = (*signed, "-b", master.addr)
+    assert admin("createUser", *to_master, "-u", "carol", "-p", "carol-pw")[1] == \
+        f"create user to {master.addr} success.\n"
+    assert admin("updateUser", *to_master, "-u", "carol", "-s", "disable")[1] == \
+        f"update user to {master.addr} success.\n"
+    code, out, err = admin("getUser", *signed, "-c", master.config.brokerClusterName, "-u", "carol")
+    row = "%-16s  %-22s  %-22s  %-22s\n"
+    assert out == row % ("#UserName", "#Password", "#UserType", "#UserStatus") + \
+        row % ("carol", "carol-pw", "Normal", "disable"), err
+    assert admin("createAcl", *to_master, "-s", "User:carol", "-r", "Topic:a,Group:g", "-a", "Pub,Sub",
+                 "-i", "10.0.0.0/8", "-d", "Allow")[0] == 0
+    code, out, err = admin("listAcl", *to_master, "-s", "User:carol")
+    header = "%-16s  %-10s  %-22s  %-20s  %-24s  %-10s\n"
+    assert out == (header % ("#Subject", "#PolicyType", "#Resource", "#Actions", "#SourceIp", "#Decision")
+                   + header % ("User:carol", "Custom", "Topic:a", "[Pub, Sub]", "[10.0.0.0/8]", "Allow")
+                   + header % ("User:carol", "Custom", "Group:g", "[Pub, Sub]", "[10.0.0.0/8]", "Allow")), err
+    assert admin("deleteAcl", *to_master, "-s", "User:carol", "-r", "Group:g")[0] == 0
+    assert [e.resource.key for e in master.access.acls.get("User:carol").entries()] == ["Topic:a"]
+    code, _, err = admin("createAcl", *to_master, "-s", "User:nobody", "-r", "Topic:a", "-a", "Pub", "-d", "Allow")
+    assert code == 1 and "The subject of User:nobody is not exist." in err
+    assert admin("deleteUser", *to_master, "-u", "carol")[1] == f"delete user to {master.addr} success.\n"
+    assert master.access.users.get("carol") is None
