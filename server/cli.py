@@ -172,15 +172,22 @@ def _with_grpc(grpc, broker):
 
 
 def _with_gateways(gateways, broker, watch):
-    """``broker``, whose own gateways (those it serves) now send to it in process; its HTTP gateway also
-    serves the broker's metrics (with the reactor's stall ``watch``) on /metrics."""
+    """``broker``, whose own gateways (those it serves) now send to it in process and check their clients
+    against its users and ACLs when it does; its HTTP gateway also serves the broker's metrics (with the
+    reactor's stall ``watch``) on /metrics."""
     from ferrymq.gateways.http.gateway import Gateway as HttpGateway
     from ferrymq.server.broker.metrics import BrokerMetrics
 
+    access = None
+    if broker.access.config.enabled:
+        from ferrymq.server.auth.gateway_access import GatewayAccess
+
+        access = GatewayAccess(broker.access)
     for gateway in filter(None, gateways):
         if isinstance(gateway.gateway, HttpGateway):
             gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, broker.server, watch)
         gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
+        gateway.gateway.access = access
     return broker
 
 
