@@ -92,7 +92,7 @@ def test_the_broker_refuses_an_unsigned_remoting_client(server):
 
 def test_the_http_gateway_publishes_and_receives_as_the_brokers_inner_user(server):
     topic, group = names("HttpAuth", "HttpAuthGroup")
-    gw = Gateway(server.http_url)
+    gw = Gateway(server.http_url, auth=BOB)
     try:
         assert gw.publish(topic, "creates the topic")["status"] == "SEND_OK"
         gw.receive(topic, group, wait=0)  # a new group starts at the end of the topic
@@ -150,3 +150,24 @@ def test_a_user_publishes_and_receives_only_where_its_acl_allows(mqtt_brokers, v
         finally:
             alice.close()
             bob.close()
+
+
+def test_http_clients_authenticate_with_basic_credentials_and_are_refused_what_their_acl_does_not_allow(server):
+    # FerryMQ only: Apache has no HTTP gateway, and mosquitto speaks no HTTP
+    anonymous, wrong = Gateway(server.http_url), Gateway(server.http_url, auth=(ALICE[0], "guess"))
+    alice = Gateway(server.http_url, auth=ALICE)
+    try:
+        for client, detail in ((anonymous, "no Authorization header"), (wrong, "the password is wrong")):
+            refused = client.request("POST", "/v1/topics/AuthOk/messages", content=b"x")
+            assert refused.status_code == 401 and detail in refused.json()["detail"], refused.text
+            assert refused.headers["www-authenticate"].startswith("Basic "), refused.headers
+            assert client.request("GET", "/v1/topics").status_code == 401
+        assert alice.publish("AuthOk", "allowed")["status"] == "SEND_OK"
+        denied = alice.request("POST", "/v1/topics/AuthDenied/messages", content=b"x")
+        assert denied.status_code == 403, denied.text
+        assert denied.json()["detail"] == "User:alice may not Pub on Topic:AuthDenied"
+        not_hers = alice.request("GET", "/v1/topics/AuthDenied/messages", params={"group": "g", "wait": 0})
+        assert not_hers.status_code == 403 and "may not Sub" in not_hers.json()["detail"], not_hers.text
+    finally:
+        for client in (anonymous, wrong, alice):
+            client.close()
