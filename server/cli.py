@@ -153,8 +153,13 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
         log.info("gRPC not served (grpcListenPort=0 silences this): %s", exc)
         return None
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
+    interceptors = []
+    if cfg.from_properties(cfg.AuthConfig, props).enabled:  # an open broker's calls pass no interceptor
+        from ferrymq.server.grpc.access import AccessInterceptor
+
+        interceptors.append(AccessInterceptor())
     server = GrpcThread(MessagingService(limits=Limits(maxMessageSize=broker_cfg.maxMessageSize)), bind,
-                        gateway_cfg.grpcListenPort)
+                        gateway_cfg.grpcListenPort, interceptors)
     try:
         server.start()
     except OSError as exc:
@@ -163,10 +168,13 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
 
 
 def _with_grpc(grpc, broker):
-    """``broker``, whose gRPC service (if any) now answers from it."""
+    """``broker``, whose gRPC service (if any) now answers from it, checking its calls against the broker's
+    users and ACLs when the broker checks them."""
     if grpc is not None:
         from ferrymq.server.grpc.service import BrokerSide
 
+        for interceptor in grpc.interceptors:  # first: no call reaches the broker unchecked
+            interceptor.control = broker.access
         grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.ctx.producers, broker.table)
     return broker
 

@@ -414,7 +414,7 @@ class ServerConnection:
             message = mapping.to_rocketmq(publish, int(now * 1000), self.session.client_id)
         except mapping.MappingError as error:
             return self._publish_refused(publish.qos, pid, error.reason_code, str(error))
-        if not self._allowed(PUB, message.topic):
+        if self.access is not None and not self._allowed(PUB, message.topic):
             return self._publish_denied(publish.qos, pid)
         if publish.qos:
             self._storing[pid] = publish.qos

@@ -1,0 +1,93 @@
+"""ACL 2.0 on the gRPC port (docs/grpc.md): calls signed as the 5.x clients sign them (``authorization``
+over ``x-mq-date-time``) are served, and unsigned, wrongly signed or not allowed ones are answered with
+status UNAUTHORIZED and the proxy's reason. FerryMQ only: Apache's proxy with ACL is another JVM to boot
+(compat_tests' ApacheProxy), beyond this module's share of the test-time budget."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import json
+import time
+import uuid
+
+import pytest
+
+grpc = pytest.importorskip("grpc")
+pytest.importorskip("rocketmq.grpc_protocol")
+
+from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
+
+from ferrymq.sdk.admin_cli import main as admin_main  # noqa: E402
+from ferrymq.testing.server import FerryMQServer  # noqa: E402
+
+ROOT = ("rocketmq", "12345678")
+ALICE = ("alice", "alice-secret")
+AUTH = {"authenticationEnabled": True, "authorizationEnabled": True, "autoCreateTopicEnable": True,
+        "initAuthenticationUser": json.dumps({"username": ROOT[0], "password": ROOT[1]}),
+        "innerClientAuthenticationCredentials": json.dumps({"accessKey": ROOT[0], "secretKey": ROOT[1]})}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with FerryMQServer(tmp_path_factory.mktemp("grpc-acl"), AUTH, grpc=True) as running:
+        for command in (("createUser", "-u", ALICE[0], "-p", ALICE[1]),
+                        ("createAcl", "-s", "User:alice", "-r", "Topic:GrpcMine", "-a", "Pub,Sub", "-d", "Allow"),
+                        ("updateTopic", "-t", "GrpcMine"), ("updateTopic", "-t", "GrpcOther")):
+            out, err = io.StringIO(), io.StringIO()
+            assert admin_main([command[0], "-n", running.namesrv_addr, "-b", running.broker_addr, "--access-key",
+                               ROOT[0], "--secret-key", ROOT[1], *command[1:]], out, err) == 0, err.getvalue()
+        yield running
+
+
+@pytest.fixture(scope="module")
+def stub(server):
+    with grpc.insecure_channel(server.grpc_endpoint) as channel:
+        yield service_grpc.MessagingServiceStub(channel)
+
+
+def signed(user: str, secret: str) -> tuple[tuple[str, str], ...]:
+    """The headers the 5.x clients send: the date and time, signed with HMAC-SHA1 in hex."""
+    date_time = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    signature = hmac.new(secret.encode(), date_time.encode(), hashlib.sha1).hexdigest()
+    return (("x-mq-client-id", "grpc-acl@1"), ("x-mq-date-time", date_time),
+            ("authorization", f"MQv2-HMAC-SHA1 Credential={user}/default/rocketmq, "
+                              f"SignedHeaders=x-mq-date-time, Signature={signature}"))
+
+
+def send(stub, topic: str, metadata) -> pb.Status:
+    msg = pb.Message(topic=pb.Resource(name=topic), body=b"hello", system_properties=pb.SystemProperties(
+        message_id=uuid.uuid4().hex.upper(), message_type=pb.NORMAL))
+    return stub.SendMessage(service.SendMessageRequest(messages=[msg]), metadata=metadata).status
+
+
+def test_a_signed_call_is_served_and_others_are_refused_with_the_proxys_reason(stub):
+    assert send(stub, "GrpcMine", signed(*ALICE)).code == pb.OK
+    unsigned = send(stub, "GrpcMine", (("x-mq-client-id", "grpc-acl@1"),))
+    assert (unsigned.code, unsigned.message) == (pb.UNAUTHORIZED, "username cannot be null.")
+    wrong = send(stub, "GrpcMine", signed(ALICE[0], "guess"))
+    assert (wrong.code, wrong.message) == (pb.UNAUTHORIZED, "check signature failed.")
+    other = send(stub, "GrpcOther", signed(*ALICE))
+    assert other.code == pb.UNAUTHORIZED
+    assert other.message.startswith("User:alice has no permission to access Topic:GrpcOther from 127.0.0.1"), other
+    route = stub.QueryRoute(service.QueryRouteRequest(topic=pb.Resource(name="GrpcOther")), metadata=signed(*ALICE))
+    assert route.status.code == pb.UNAUTHORIZED
+    assert send(stub, "GrpcOther", signed(*ROOT)).code == pb.OK  # a super user
+
+
+def test_telemetry_settings_naming_a_topic_the_user_may_not_publish_to_are_refused(stub):
+    def first_answer(topic: str):
+        settings = pb.Settings(client_type=pb.PRODUCER, publishing=pb.Publishing(topics=[pb.Resource(name=topic)]))
+        stream = stub.Telemetry(iter([service.TelemetryCommand(settings=settings)]), metadata=signed(*ALICE),
+                                timeout=10)
+        try:
+            return next(stream)
+        finally:
+            stream.cancel()
+
+    assert first_answer("GrpcMine").status.code == pb.OK
+    refused = first_answer("GrpcOther")
+    assert refused.status.code == pb.UNAUTHORIZED and "Topic:GrpcOther" in refused.status.message, refused
