@@ -14,8 +14,6 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
-from . import toolchain
 from ferrymq.sdk import BlockingMQAdmin, Credentials
 from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.sdk.errors import MQResponseError
@@ -26,6 +24,7 @@ from ferrymq.wire.signature import sign_command
 
 from tests.ha.helpers import BrokerProcess, wait_for
 
+from . import toolchain
 from .apache import ApacheBroker, ApacheNamesrv
 from .harness import JavaScenarios, MqAdmin, finish_all
 from .servers import Server

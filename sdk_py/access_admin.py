@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from twisted.internet import defer
-
 from ferrymq.wire.codes import RequestCode
 from ferrymq.wire.command import request
+from twisted.internet import defer
 
 from .broker_api import BrokerAPI
 

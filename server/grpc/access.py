@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-
 from ferrymq.server.auth.acls import Action, Resource, ResourceType
 from ferrymq.server.auth.authorization import Need
 from ferrymq.server.auth.errors import AuthenticationError, AuthorizationError
@@ -84,7 +83,7 @@ def credentials_of(metadata: dict[str, str]) -> tuple[str | None, str | None, by
     date_time = metadata.get(DATE_TIME)
     if not date_time:
         raise AuthenticationError("datetime is null.")
-    scheme, _, items = authorization.partition(" ")
+    items = authorization.partition(" ")[2]
     if not items:
         raise AuthenticationError("authentication header is incorrect.")
     user = signature = None

@@ -17,12 +17,12 @@ from ferrymq.server.auth.acls import (
 from ferrymq.server.auth.authorization import Need, needs_of
 from ferrymq.server.auth.control import AccessControl
 from ferrymq.server.auth.errors import AuthenticationError
-from ferrymq.wire.signature import sign, signed_content, signed_fields
 from ferrymq.server.auth.users import User, UserStatus, UserType
 from ferrymq.server.config import AuthConfig
 from ferrymq.wire.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from ferrymq.wire.codes import CURRENT_VERSION, RequestCode, ResponseCode
 from ferrymq.wire.command import request
+from ferrymq.wire.signature import sign, signed_content, signed_fields
 from ferrymq.wire.versions import VERSION_NAMES
 
 A, C = Action, RequestCode

@@ -10,22 +10,32 @@ import json
 import time
 
 import pytest
-
-from ferrymq.sdk import BlockingProducer, ClientConfig, Credentials, Message, reactor_thread
+from ferrymq.sdk import (
+    BlockingProducer,
+    ClientConfig,
+    Credentials,
+    Message,
+    reactor_thread,
+)
 from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.sdk.errors import MQResponseError
 from ferrymq.sdk.mq_admin import MQAdmin
 from ferrymq.server.broker.service import Broker
-from ferrymq.server.config import AuthConfig, BrokerConfig, NamesrvConfig, NettyServerConfig
+from ferrymq.server.config import (
+    AuthConfig,
+    BrokerConfig,
+    NamesrvConfig,
+    NettyServerConfig,
+)
 from ferrymq.server.namesrv.service import NameServer
 from ferrymq.wire.codes import ResponseCode
 
 ROOT = Credentials("rocketmq", "12345678")
 INNER = Credentials("broker-inner", "inner-secret")
-AUTH = dict(authenticationEnabled=True, authorizationEnabled=True,
-            initAuthenticationUser=json.dumps({"username": ROOT.access_key, "password": ROOT.secret_key}),
-            innerClientAuthenticationCredentials=json.dumps({"accessKey": INNER.access_key,
-                                                             "secretKey": INNER.secret_key}))
+AUTH = {"authenticationEnabled": True, "authorizationEnabled": True,
+        "initAuthenticationUser": json.dumps({"username": ROOT.access_key, "password": ROOT.secret_key}),
+        "innerClientAuthenticationCredentials": json.dumps({"accessKey": INNER.access_key,
+                                                            "secretKey": INNER.secret_key})}
 STORE = {"mappedFileSizeConsumeQueue": "6000", "maxIndexNum": "1000", "maxHashSlotNum": "100"}
 
 

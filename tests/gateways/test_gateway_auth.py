@@ -12,13 +12,12 @@ import socket
 import time
 
 import pytest
-
 from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.testing import admin
 from ferrymq.testing.ports import LOOPBACK
-from ferrymq.wire.signature import sign
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
+from ferrymq.wire.signature import sign
 
 from .http_client import Gateway, names
 from .mqtt.devices import V5, V311, Device, fresh_topic

@@ -17,12 +17,11 @@ import pytest
 grpc = pytest.importorskip("grpc")
 pytest.importorskip("rocketmq.grpc_protocol")
 
-from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
-from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
-from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
-
-from ferrymq.sdk.admin_cli import main as admin_main  # noqa: E402
-from ferrymq.testing.server import FerryMQServer  # noqa: E402
+from ferrymq.sdk.admin_cli import main as admin_main
+from ferrymq.testing.server import FerryMQServer
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as service
+from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc
 
 ROOT = ("rocketmq", "12345678")
 ALICE = ("alice", "alice-secret")
@@ -54,8 +53,8 @@ def signed(user: str, secret: str) -> tuple[tuple[str, str], ...]:
     date_time = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     signature = hmac.new(secret.encode(), date_time.encode(), hashlib.sha1).hexdigest()
     return (("x-mq-client-id", "grpc-acl@1"), ("x-mq-date-time", date_time),
-            ("authorization", f"MQv2-HMAC-SHA1 Credential={user}/default/rocketmq, "
-                              f"SignedHeaders=x-mq-date-time, Signature={signature}"))
+            ("authorization", (f"MQv2-HMAC-SHA1 Credential={user}/default/rocketmq, "
+                               f"SignedHeaders=x-mq-date-time, Signature={signature}")))
 
 
 def send(stub, topic: str, metadata) -> pb.Status:
