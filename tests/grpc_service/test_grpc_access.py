@@ -1,13 +1,14 @@
-"""ACL 2.0 on the gRPC port (docs/grpc.md): calls signed as the 5.x clients sign them (``authorization``
-over ``x-mq-date-time``) are served, and unsigned, wrongly signed or not allowed ones are answered with
-status UNAUTHORIZED and the proxy's reason. FerryMQ only: Apache's proxy with ACL is another JVM to boot
-(compat_tests' ApacheProxy), beyond this module's share of the test-time budget."""
+"""TLS and ACL 2.0 on the gRPC port (docs/grpc.md), on a server in ``tls.server.mode=enforcing`` with
+authentication and authorization on: gRPC is served over TLS only, and calls signed as the 5.x clients sign
+them (``authorization`` over ``x-mq-date-time``) are served while unsigned, wrongly signed or not allowed
+ones are answered with status UNAUTHORIZED and the proxy's reason. FerryMQ only: Apache's proxy with TLS
+and ACL is another JVM to boot (compat_tests' ApacheProxy), beyond this module's share of the test-time
+budget."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 import json
 import time
 import uuid
@@ -17,7 +18,11 @@ import pytest
 grpc = pytest.importorskip("grpc")
 pytest.importorskip("rocketmq.grpc_protocol")
 
-from ferrymq.sdk.admin_cli import main as admin_main
+from ferrymq.remoting import RemotingClient
+from ferrymq.remoting.tls import ClientTls
+from ferrymq.sdk import Credentials, MQAdmin, reactor_thread
+from ferrymq.sdk.access_admin import acl_info
+from ferrymq.testing.certs import make_certs
 from ferrymq.testing.server import FerryMQServer
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as service
@@ -31,21 +36,42 @@ AUTH = {"authenticationEnabled": True, "authorizationEnabled": True, "autoCreate
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with FerryMQServer(tmp_path_factory.mktemp("grpc-acl"), AUTH, grpc=True) as running:
-        for command in (("createUser", "-u", ALICE[0], "-p", ALICE[1]),
-                        ("createAcl", "-s", "User:alice", "-r", "Topic:GrpcMine", "-a", "Pub,Sub", "-d", "Allow"),
-                        ("updateTopic", "-t", "GrpcMine"), ("updateTopic", "-t", "GrpcOther")):
-            out, err = io.StringIO(), io.StringIO()
-            assert admin_main([command[0], "-n", running.namesrv_addr, "-b", running.broker_addr, "--access-key",
-                               ROOT[0], "--secret-key", ROOT[1], *command[1:]], out, err) == 0, err.getvalue()
+def certs(tmp_path_factory):
+    return make_certs(tmp_path_factory.mktemp("grpc-certs"))
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, certs):
+    conf = {**AUTH, "tls.server.mode": "enforcing", "tls.test.mode.enable": False,
+            "tls.server.certPath": certs.server.cert, "tls.server.keyPath": certs.server.key}
+    with FerryMQServer(tmp_path_factory.mktemp("grpc-acl"), conf, grpc=True) as running:
+        client = RemotingClient(tls=ClientTls(), credentials=Credentials(*ROOT))
+        admin = reactor_thread.call(MQAdmin, running.namesrv_addr, client)
+        try:
+            for call in (lambda: admin.access.create_user(running.broker_addr, *ALICE),
+                         lambda: admin.access.create_acl(running.broker_addr, acl_info(
+                             "User:alice", ["Topic:GrpcMine"], ["Pub", "Sub"], None, "Allow")),
+                         lambda: admin.create_topic("GrpcMine", 4, broker_addr=running.broker_addr),
+                         lambda: admin.create_topic("GrpcOther", 4, broker_addr=running.broker_addr)):
+                reactor_thread.call(call)
+        finally:
+            reactor_thread.call(client.close)
         yield running
 
 
 @pytest.fixture(scope="module")
-def stub(server):
-    with grpc.insecure_channel(server.grpc_endpoint) as channel:
+def stub(server, certs):
+    credentials = grpc.ssl_channel_credentials(root_certificates=certs.ca.read_bytes())
+    with grpc.secure_channel(server.grpc_endpoint, credentials,
+                             options=[("grpc.ssl_target_name_override", "localhost")]) as channel:
         yield service_grpc.MessagingServiceStub(channel)
+
+
+def test_the_port_serves_tls_only(server):
+    with grpc.insecure_channel(server.grpc_endpoint) as channel, pytest.raises(grpc.RpcError) as refused:
+        service_grpc.MessagingServiceStub(channel).QueryRoute(
+            service.QueryRouteRequest(topic=pb.Resource(name="GrpcMine")), metadata=signed(*ALICE), timeout=5)
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
 def signed(user: str, secret: str) -> tuple[tuple[str, str], ...]:
