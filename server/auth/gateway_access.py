@@ -31,15 +31,13 @@ class GatewayAccess:
 
     def login(self, username: str | None, password: bytes | None, client_id: str = "") -> str | None:
         user = self.control.users.get(username) if username else None
-        if user is None or user.user_status is UserStatus.DISABLE or password is None:
-            log.info("gateway login as %r refused: %s", username,
-                     "no such user" if user is None else "disabled" if password is not None else "no password")
+        if user is None or user.user_status is UserStatus.DISABLE or not password or not user.password:
+            log.info("gateway login as %r refused: %s", username, "no such user" if user is None else
+                     "disabled" if user.user_status is UserStatus.DISABLE else "no password")
             return None
-        secret = (user.password or "").encode("utf-8")
-        if hmac.compare_digest(password, secret):
+        if hmac.compare_digest(password, user.password.encode("utf-8")):
             return user.username
-        if client_id and hmac.compare_digest(password, sign(client_id.encode("utf-8"), user.password or "")
-                                             .encode("ascii")):
+        if client_id and hmac.compare_digest(password, sign(client_id.encode("utf-8"), user.password).encode()):
             return user.username
         log.info("gateway login as %r refused: wrong password", username)
         return None
