@@ -25,3 +25,7 @@ class Access(Protocol):
     def allows(self, username: str | None, action: str, topic: str, ip: str) -> bool:
         """Whether ``username`` may do ``action`` (:data:`PUB` or :data:`SUB`) on ``topic`` from ``ip``."""
         ...
+
+    def is_super(self, username: str | None) -> bool:
+        """Whether ``username`` is a super user (who may see everything, as the web console shows it)."""
+        ...

@@ -15,7 +15,7 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
@@ -342,6 +342,29 @@ def _guarded(handler: Callable[[Request], Awaitable[Response]],
     return run
 
 
+def _super_users_only(gateway: Gateway, app: Callable) -> Callable:
+    """``app`` (the web console, which shows every topic's messages) for super users only when the gateway
+    checks logins: others are answered 401 (with the Basic challenge a browser asks for credentials on) or
+    403."""
+
+    async def guarded(scope: dict, receive: Callable, send: Callable) -> None:
+        access = gateway.access
+        if access is not None and access.authenticating and scope["type"] == "http":
+            authorization = next((value.decode("latin-1") for name, value in scope["headers"]
+                                  if name == b"authorization"), None)
+            client = scope.get("client")
+            try:
+                user = auth.check(access, authorization, None, None, client[0] if client else "")
+                if not access.is_super(user):
+                    raise Problem(403, f"User:{user} is not a super user: the console is for super users")
+            except Problem as problem:
+                await problem.response(scope["path"])(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 class _PublishFirst:
     """The application: ``POST /v1/topics/{topic}/messages``, the one route taken at message rates, is
     answered on the bare ASGI interface, its parts read straight from the scope; every other request goes
@@ -419,7 +442,7 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
         from ferrymq.gateways.console.app import mount
 
         console, sampler = mount(gateway, gateway.console_sample_interval)
-        routes.append(console)
+        routes.append(Mount(console.path, app=_super_users_only(gateway, console.app)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):

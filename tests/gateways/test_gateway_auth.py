@@ -11,6 +11,7 @@ import json
 import socket
 import time
 
+import httpx
 import pytest
 from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.testing import admin
@@ -170,3 +171,10 @@ def test_http_clients_authenticate_with_basic_credentials_and_are_refused_what_t
     finally:
         for client in (anonymous, wrong, alice):
             client.close()
+
+
+def test_the_web_console_is_for_super_users(server):
+    anonymous = httpx.get(f"{server.http_url}/console/", timeout=20)
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Basic ")
+    assert httpx.get(f"{server.http_url}/console/", auth=ALICE, timeout=20).status_code == 403
+    assert httpx.get(f"{server.http_url}/console/topics", auth=BOB, timeout=20).status_code == 200
