@@ -3,14 +3,26 @@ settings, and the official Java client signing with ``AclClientRPCHook``: served
 refused with the same code and reason with a wrong secret or none; mqadmin's user and ACL commands (signing
 with the ``conf/tools.yml`` credentials) print the same, and a normal user is refused what its ACL does not
 allow (the Go client, signing with ``primitive.Credentials``, shows that). Each step runs its clients
-against both servers at once (they are booted side by side too)."""
+against both servers at once (they are booted side by side too). FerryMQ's own clients sign the same way:
+its admin client is served by both, and a FerryMQ slave of the Apache master syncs the master's tables
+with its ``innerClientAuthenticationCredentials``."""
 
 from __future__ import annotations
 
+import io
 import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from ferrymq.sdk import BlockingMQAdmin, Credentials
+from ferrymq.sdk.admin_cli import main as admin_main
+from ferrymq.sdk.errors import MQResponseError
+from ferrymq.testing import admin
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
+from ferrymq.wire.signature import sign_command
+
+from tests.ha.helpers import BrokerProcess, wait_for
 
 from . import toolchain
 from .apache import ApacheBroker, ApacheNamesrv
@@ -116,7 +128,9 @@ def admin_outputs(acl_servers, java5, tmp_path_factory):
                 run("createAcl", "-s", "User:alice", "-r", "Topic:AclMine,Topic:AclApp*", "-a", "Pub,Sub",
                     "-d", "Allow"),
                 run("listUser"),
-                run("listAcl", "-s", "User:alice")]
+                run("listAcl", "-s", "User:alice"),
+                run("getUser", "-u", ALICE[0]),
+                run("getAcl", "-s", "User:alice")]
 
     with ThreadPoolExecutor(len(acl_servers)) as pool:
         return dict(zip(acl_servers, pool.map(commands, acl_servers.values()), strict=True))
@@ -127,6 +141,27 @@ def test_mqadmin_user_and_acl_commands_print_the_same(admin_outputs):
     assert "alice" in apache[2] and "Topic:AclApp*" in apache[3], apache
     for mine, theirs in zip(ferry, apache, strict=True):
         assert mine == theirs
+
+
+def ferrymq_admin(server: Server, *args: str) -> str:
+    """What ``ferrymq admin`` prints for one command, signing as the initial super user."""
+    out, err = io.StringIO(), io.StringIO()
+    code = admin_main([args[0], "-n", server.namesrv_addr, "--access-key", ROOT[0], "--secret-key", ROOT[1],
+                       *args[1:], "-b", server.broker_addr], out, err)
+    assert code == 0, err.getvalue()
+    return out.getvalue().replace(server.broker_addr, "<broker>")
+
+
+def test_ferrymq_admin_prints_what_mqadmin_prints_on_either_server(acl_servers, admin_outputs):
+    for kind, server in acl_servers.items():
+        mqadmin = admin_outputs[kind]
+        assert [ferrymq_admin(server, "listUser"), ferrymq_admin(server, "listAcl", "-s", "User:alice"),
+                ferrymq_admin(server, "getUser", "-u", ALICE[0]),
+                ferrymq_admin(server, "getAcl", "-s", "User:alice")] == mqadmin[2:], kind
+        assert ferrymq_admin(server, "createUser", "-u", "erin", "-p", "erin-secret") == mqadmin[0], kind
+        assert ferrymq_admin(server, "createAcl", "-s", "User:erin", "-r", "Topic:AclErin", "-a", "Pub",
+                             "-d", "Allow") == mqadmin[1], kind
+        assert ferrymq_admin(server, "deleteUser", "-u", "erin") == "delete user to <broker> success.\n", kind
 
 
 def test_a_wrong_secret_and_no_credentials_are_refused_with_apaches_code_and_reason(acl_servers, java5):
@@ -159,3 +194,38 @@ def test_the_go_client_signs_with_its_credentials(acl_servers, go_harness):
         good, wrong = results[kind, "good"], results[kind, "wrong"]
         assert [e["status"] for e in good.of("sent")] == [0], good.explain()  # primitive.SendOK
         assert not wrong.of("sent") and "check signature failed." in wrong.explain(), wrong.explain()
+
+
+@pytest.fixture(scope="module")
+def ferry_slave_of_apache(acl_servers, tmp_path_factory):
+    """A FerryMQ slave (brokerId 1) of the authenticating Apache master, signing as the master's inner user;
+    Apache's 64 MiB commit-log segments, as a slave appends its master's bytes verbatim."""
+    apache = acl_servers["apache"]
+    slave = BrokerProcess(tmp_path_factory.mktemp("acl-ferry-slave"), apache.namesrv_addr, {
+        "brokerClusterName": apache.cluster, "brokerName": apache.broker_name, "brokerRole": "SLAVE",
+        "brokerId": 1, "mappedFileSizeCommitLog": 64 * 1024 * 1024, **AUTH_CONFIG}).start()
+    yield slave
+    slave.kill()
+
+
+def create_topic(server: Server, topic: str, credentials: Credentials | None) -> None:
+    with BlockingMQAdmin(server.namesrv_addr, credentials=credentials) as mq_admin:
+        mq_admin.create_topic(topic, 1, broker_addr=server.broker_addr)
+
+
+def test_ferrymqs_admin_client_signs_as_apaches_and_its_slave_syncs_from_an_apache_master(
+        acl_servers, ferry_slave_of_apache):
+    root = Credentials(*ROOT)
+    for kind, server in acl_servers.items():
+        with pytest.raises(MQResponseError) as refused:
+            create_topic(server, f"AclSdk_{kind}", None)
+        assert (refused.value.code, refused.value.remark) == (ResponseCode.NO_PERMISSION,
+                                                              "username cannot be null."), kind
+        create_topic(server, f"AclSdk_{kind}", root)
+
+    def slave_has_topic() -> bool:
+        cmd = request(RequestCode.GET_TOPIC_CONFIG, {"topic": "AclSdk_apache"})
+        sign_command(cmd, root)
+        return admin.call(ferry_slave_of_apache.addr, cmd).code == ResponseCode.SUCCESS
+
+    wait_for(slave_has_topic, "the FerryMQ slave has the topic made on its Apache master", timeout=20)

@@ -16,6 +16,7 @@ from twisted.python.failure import Failure
 
 from ferrymq.wire.codes import Flag, RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.signature import Credentials, sign_command
 
 from .channel import Channel
 from .dispatch import Processor
@@ -67,8 +68,11 @@ class RemotingClient:
         reactor: Any = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         tls: ClientTls | None = None,
+        credentials: Credentials | None = None,
     ):
-        """``tls``: connect with TLS (Apache's ``tls.enable`` / a client's ``setUseTLS(true)``), else plain."""
+        """``tls``: connect with TLS (Apache's ``tls.enable`` / a client's ``setUseTLS(true)``), else plain.
+        ``credentials``: sign every request sent, as Apache's ``AclClientRPCHook`` does; None sends them as
+        built."""
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
@@ -78,6 +82,7 @@ class RemotingClient:
         self.reactor = reactor
         self.connect_timeout = connect_timeout
         self.tls = tls
+        self.credentials = credentials
         self._connections: dict[str, RemotingProtocol] = {}
         self._connecting: dict[str, list[defer.Deferred]] = {}
         self._closed = False
@@ -143,6 +148,8 @@ class RemotingClient:
         Fails with RemotingConnectError, RemotingTimeoutError or RemotingClosedError.
         """
         started = time.monotonic()
+        if self.credentials is not None:
+            sign_command(cmd, self.credentials)
 
         def send(channel: Channel) -> defer.Deferred:
             remaining = timeout - (time.monotonic() - started)
@@ -177,6 +184,8 @@ class RemotingClient:
     def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> defer.Deferred:
         """Send ``cmd`` with the ONEWAY flag; fires (with None) once written."""
         cmd.flag |= Flag.ONEWAY
+        if self.credentials is not None:
+            sign_command(cmd, self.credentials)
         return self.channel(addr).addCallback(lambda channel: channel.write(cmd))
 
     def close(self) -> defer.Deferred:

@@ -7,6 +7,8 @@ Messaging clients (Twisted-native; every call returns a Deferred): :class:`Produ
 :mod:`ferrymq.sdk.aio`. Settings shared by all clients: :class:`ClientConfig`. docs/sdk.md shows each style.
 """
 
+from ferrymq.wire.signature import Credentials
+
 from .blocking_clients import BlockingMQAdmin, BlockingProducer, BlockingPullConsumer, BlockingPushConsumer
 from .client_config import ClientConfig
 from .consumer import (
@@ -34,6 +36,7 @@ __all__ = [
     "ConsumeFromWhere",
     "ConsumeOrderlyContext",
     "ConsumeOrderlyStatus",
+    "Credentials",
     "LocalTransactionState",
     "MQAdmin",
     "Message",

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from ferrymq.remoting.local_address import local_ip
+from ferrymq.wire.signature import Credentials
 from ferrymq.wire.topics import validate_group
 
 _instance_counter = itertools.count()
@@ -41,6 +42,9 @@ class ClientConfig:
     #: connect with TLS (Apache's ``setUseTLS`` / ``-Dtls.enable=true``), not checking the server's
     #: certificate, as Apache's client in its default test mode
     use_tls: bool = False
+    #: sign every request with this user's access key and secret (Apache's ``AclClientRPCHook``), for a
+    #: cluster with ``authenticationEnabled``; None sends requests unsigned
+    credentials: Credentials | None = None
 
     def __post_init__(self) -> None:
         if self.instance_name is None:

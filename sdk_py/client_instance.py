@@ -84,7 +84,8 @@ class ClientInstance:
             RequestCode.CHECK_TRANSACTION_STATE: self._on_check_transaction,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_directly,
         }
-        self.remoting = RemotingClient(handlers, reactor=reactor, tls=ClientTls() if config.use_tls else None)
+        self.remoting = RemotingClient(handlers, reactor=reactor, tls=ClientTls() if config.use_tls else None,
+                                       credentials=config.credentials)
         self.api = BrokerAPI(self.remoting, config.api_timeout)
         self.namesrvs = [NamesrvAdmin(a, self.remoting, config.api_timeout) for a in config.namesrv_addrs]
         if not self.namesrvs:

@@ -14,7 +14,9 @@ from twisted.internet import defer, task
 
 from ferrymq.wire.bodies import MessageQueue, TopicRouteData, TopicStatsTable
 from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.signature import Credentials
 
+from .access_admin import AccessAdmin
 from .admin import DEFAULT_TIMEOUT, NamesrvAdmin
 from .broker_api import BrokerAPI
 from .client_instance import MQClientError
@@ -24,11 +26,15 @@ from .route import master_addr, publish_info, subscribe_queues
 
 
 class MQAdmin:
-    def __init__(self, namesrv_addr: str, client: RemotingClient | None = None, timeout: float = DEFAULT_TIMEOUT):
-        self.client = client or RemotingClient()
+    def __init__(self, namesrv_addr: str, client: RemotingClient | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 credentials: Credentials | None = None):
+        """``credentials``: sign the requests of the client made here (not of a ``client`` given)."""
+        self.client = client or RemotingClient(credentials=credentials)
         self._owns_client = client is None
         self.namesrv = NamesrvAdmin(namesrv_addr.split(";")[0].strip(), self.client, timeout)
         self.api = BrokerAPI(self.client, timeout)
+        #: users and ACLs of a broker (mqadmin's createUser ... listAcl)
+        self.access = AccessAdmin(self.api)
 
     def close(self) -> defer.Deferred:
         return self.client.close() if self._owns_client else defer.succeed(None)

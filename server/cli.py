@@ -61,8 +61,13 @@ def _listening(port_key: str, bind: str) -> Iterator[None]:
 
 
 def _gateway_client(props: dict[str, str]) -> dict[str, object]:
-    """The gateways' RocketMQ client settings: TLS to the cluster when the server's own connections use it."""
-    return {"use_tls": True} if cfg.tls_config(props).use_tls else {}
+    """The gateways' RocketMQ client settings: TLS to the cluster when the server's own connections use it,
+    and the broker's own credentials (``innerClientAuthenticationCredentials``) to sign with."""
+    settings: dict[str, object] = {"use_tls": True} if cfg.tls_config(props).use_tls else {}
+    credentials = cfg.from_properties(cfg.AuthConfig, props).inner_credentials
+    if credentials is not None:
+        settings["credentials"] = credentials
+    return settings
 
 
 def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
@@ -139,6 +144,7 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     if gateway_cfg.grpcListenPort == 0:
         return None
     try:
+        from ferrymq.remoting.tls import TlsMode
         from ferrymq.server.grpc.messages import Limits
         from ferrymq.server.grpc.server import GrpcThread
         from ferrymq.server.grpc.service import MessagingService
@@ -148,8 +154,22 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
         log.info("gRPC not served (grpcListenPort=0 silences this): %s", exc)
         return None
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
+    interceptors = []
+    if cfg.from_properties(cfg.AuthConfig, props).enabled:  # an open broker's calls pass no interceptor
+        from ferrymq.server.grpc.access import AccessInterceptor
+
+        interceptors.append(AccessInterceptor())
+    credentials = None
+    tls_cfg = cfg.tls_config(props)
+    if tls_cfg.mode is TlsMode.ENFORCING:  # grpcio cannot serve TLS and plain clients on one port
+        from ferrymq.server.grpc.tls import server_credentials
+
+        try:
+            credentials = server_credentials(tls_cfg.server_tls())
+        except (OSError, ValueError) as exc:
+            raise CannotStart(f"TLS on grpcListenPort: {exc}") from None
     server = GrpcThread(MessagingService(limits=Limits(maxMessageSize=broker_cfg.maxMessageSize)), bind,
-                        gateway_cfg.grpcListenPort)
+                        gateway_cfg.grpcListenPort, interceptors, credentials)
     try:
         server.start()
     except OSError as exc:
@@ -158,24 +178,34 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
 
 
 def _with_grpc(grpc, broker):
-    """``broker``, whose gRPC service (if any) now answers from it."""
+    """``broker``, whose gRPC service (if any) now answers from it, checking its calls against the broker's
+    users and ACLs when the broker checks them."""
     if grpc is not None:
         from ferrymq.server.grpc.service import BrokerSide
 
+        for interceptor in grpc.interceptors:  # first: no call reaches the broker unchecked
+            interceptor.control = broker.access
         grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.ctx.producers, broker.table)
     return broker
 
 
 def _with_gateways(gateways, broker, watch):
-    """``broker``, whose own gateways (those it serves) now send to it in process; its HTTP gateway also
-    serves the broker's metrics (with the reactor's stall ``watch``) on /metrics."""
+    """``broker``, whose own gateways (those it serves) now send to it in process and check their clients
+    against its users and ACLs when it does; its HTTP gateway also serves the broker's metrics (with the
+    reactor's stall ``watch``) on /metrics."""
     from ferrymq.gateways.http.gateway import Gateway as HttpGateway
     from ferrymq.server.broker.metrics import BrokerMetrics
 
+    access = None
+    if broker.access.config.enabled:
+        from ferrymq.server.auth.gateway_access import GatewayAccess
+
+        access = GatewayAccess(broker.access)
     for gateway in filter(None, gateways):
         if isinstance(gateway.gateway, HttpGateway):
             gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, broker.server, watch)
         gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
+        gateway.gateway.access = access
     return broker
 
 

@@ -12,6 +12,7 @@ as the defaults.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from ferrymq.server.store.config import (
 )
 from ferrymq.wire.frame import DEFAULT_MAX_FRAME_SIZE
 from ferrymq.wire.properties import PropertiesError, parse_properties
+from ferrymq.wire.signature import Credentials
 
 __all__ = [
     "ALIASES",
@@ -551,6 +553,19 @@ class AuthConfig:
     @property
     def enabled(self) -> bool:
         return self.authenticationEnabled or self.authorizationEnabled
+
+    @property
+    def inner_credentials(self) -> Credentials | None:
+        """What the broker's own clients sign with (its slave sync, name server registration, the gateways
+        and the gRPC service in its process); None when ``innerClientAuthenticationCredentials`` is blank or
+        lacks a key, as Apache's ``BrokerOuterAPI`` then signs nothing."""
+        if not self.innerClientAuthenticationCredentials.strip():
+            return None
+        obj = json.loads(self.innerClientAuthenticationCredentials)
+        access_key, secret_key = obj.get("accessKey") or "", obj.get("secretKey") or ""
+        if not access_key.strip() or not secret_key.strip():
+            return None
+        return Credentials(access_key, secret_key)
 
 
 #: the HTTP gateway's default port (``httpListenPort``)

@@ -15,12 +15,13 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
 
-from . import groups, messages, metrics, schema, sse
+from ..access import PUB, SUB
+from . import auth, groups, messages, metrics, schema, sse
 from .gateway import Gateway
 from .problems import Problem, from_client_error
 from .transactions import State
@@ -316,13 +317,20 @@ class Routes:
         return _json(groups.detail(name, stats))
 
 
-def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
-    """Problems become problem+json answers; anything else is logged and answered 500, never a hang."""
+def _guarded(handler: Callable[[Request], Awaitable[Response]],
+             action: str | None = None) -> Callable[[Request], Awaitable[Response]]:
+    """Problems become problem+json answers; anything else is logged and answered 500, never a hang.
+    When the gateway checks users, the request's credentials are checked first, and ``action`` (``Pub``
+    or ``Sub``) on the topic of the path."""
 
     async def run(request: Request) -> Response:
         try:
             if handler.__name__ != "openapi":
-                handler.__self__.gateway.require_started()
+                gateway = handler.__self__.gateway
+                gateway.require_started()
+                if gateway.access is not None:
+                    auth.check(gateway.access, request.headers.get("authorization"), action,
+                               request.path_params.get("topic"), request.client.host if request.client else "")
             return await handler(request)
         except Problem as problem:
             return problem.response(request.url.path)
@@ -332,6 +340,29 @@ def _guarded(handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Req
                 request.url.path)
 
     return run
+
+
+def _super_users_only(gateway: Gateway, app: Callable) -> Callable:
+    """``app`` (the web console, which shows every topic's messages) for super users only when the gateway
+    checks logins: others are answered 401 (with the Basic challenge a browser asks for credentials on) or
+    403."""
+
+    async def guarded(scope: dict, receive: Callable, send: Callable) -> None:
+        access = gateway.access
+        if access is not None and access.authenticating and scope["type"] == "http":
+            authorization = next((value.decode("latin-1") for name, value in scope["headers"]
+                                  if name == b"authorization"), None)
+            client = scope.get("client")
+            try:
+                user = auth.check(access, authorization, None, None, client[0] if client else "")
+                if not access.is_super(user):
+                    raise Problem(403, f"User:{user} is not a super user: the console is for super users")
+            except Problem as problem:
+                await problem.response(scope["path"])(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 class _PublishFirst:
@@ -363,7 +394,13 @@ class _PublishFirst:
             elif name == b"content-length":
                 declared = value.decode("latin-1")
         try:
-            self.routes.gateway.require_started()
+            gateway = self.routes.gateway
+            gateway.require_started()
+            if gateway.access is not None:
+                authorization = next((value.decode("latin-1") for name, value in scope["headers"]
+                                      if name == b"authorization"), None)
+                client = scope.get("client")
+                auth.check(gateway.access, authorization, PUB, topic, client[0] if client else "")
             answer = await self.routes.publish(topic, scope["query_string"], content_type,
                                                lambda limit: _receive_body(receive, declared, limit))
         except ClientDisconnect:
@@ -389,13 +426,13 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
         Route("/metrics", metrics.endpoint(gateway), methods=["GET"]),
         Route("/v1/topics", _guarded(r.list_topics), methods=["GET"]),
         Route("/v1/topics", _guarded(r.create_topic), methods=["POST"]),
-        Route("/v1/topics/{topic}/messages", _guarded(r.consume), methods=["GET"]),
-        Route("/v1/topics/{topic}/stream", _guarded(r.stream), methods=["GET"]),
+        Route("/v1/topics/{topic}/messages", _guarded(r.consume, SUB), methods=["GET"]),
+        Route("/v1/topics/{topic}/stream", _guarded(r.stream, SUB), methods=["GET"]),
         Route("/v1/groups", _guarded(r.list_groups), methods=["GET"]),
         Route("/v1/groups/{group}", _guarded(r.group_progress), methods=["GET"]),
-        Route("/v1/topics/{topic}/ack", _guarded(r.ack), methods=["POST"]),
-        Route("/v1/topics/{topic}/nack", _guarded(r.nack), methods=["POST"]),
-        Route("/v1/topics/{topic}/transactions", _guarded(r.publish_transaction), methods=["POST"]),
+        Route("/v1/topics/{topic}/ack", _guarded(r.ack, SUB), methods=["POST"]),
+        Route("/v1/topics/{topic}/nack", _guarded(r.nack, SUB), methods=["POST"]),
+        Route("/v1/topics/{topic}/transactions", _guarded(r.publish_transaction, PUB), methods=["POST"]),
         Route("/v1/transactions/{id}", _guarded(r.get_transaction), methods=["GET"]),
         Route("/v1/transactions/{id}", _guarded(r.end_transaction), methods=["POST"]),
     ]
@@ -405,7 +442,7 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
         from ferrymq.gateways.console.app import mount
 
         console, sampler = mount(gateway, gateway.console_sample_interval)
-        routes.append(console)
+        routes.append(Mount(console.path, app=_super_users_only(gateway, console.app)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):

@@ -21,6 +21,7 @@ from ferrymq.sdk.message import Message
 from ferrymq.sdk.producer import LocalTransactionState
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageConst
 
+from ..access import Access
 from .consumers import IDLE_SECONDS, GroupConsumer, unknown_handle
 from .problems import Problem
 from .transactions import TRANSACTIONS_KEPT, State, Transaction, Transactions
@@ -64,6 +65,9 @@ class Gateway:
         #: the figures of the broker of this process, if any (a :class:`~ferrymq.server.broker.metrics.BrokerMetrics`),
         #: served on /metrics beside the process's own
         self.broker_metrics: Any = None
+        #: the users and ACLs of the broker of this process when it checks them (docs/http.md); None:
+        #: requests are served unchecked
+        self.access: Access | None = None
         #: seconds between the web console's TPS samples; None: no console (docs/console.md)
         self.console_sample_interval = console_sample_interval
 

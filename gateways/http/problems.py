@@ -21,6 +21,7 @@ MEDIA_TYPE = "application/problem+json"
 #: the relative URI each problem type is documented under in docs/http.md
 _TYPES = {
     400: "invalid-request",
+    401: "unauthenticated",
     403: "no-permission",
     404: "not-found",
     405: "method-not-allowed",
@@ -53,6 +54,7 @@ class Problem(Exception):
     detail: str
     field: str | None = None
     code: int | None = None  #: the broker's RocketMQ response code, when it answered
+    headers: dict[str, str] | None = None  #: headers of the answer (a 401's WWW-Authenticate)
 
     def __str__(self) -> str:
         return self.detail
@@ -66,7 +68,7 @@ class Problem(Exception):
             body["code"] = self.code
         if instance is not None:
             body["instance"] = instance
-        return Response(orjson.dumps(body), status_code=self.status, media_type=MEDIA_TYPE)
+        return Response(orjson.dumps(body), status_code=self.status, media_type=MEDIA_TYPE, headers=self.headers)
 
 
 def _title(status: int) -> str:

@@ -315,7 +315,7 @@ TRANSACTION_PATHS: dict[str, Any] = {
             "requestBody": {"required": True, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/NewTransaction"}}}},
             "responses": {"201": _json("Transaction", "Stored as a half message; state UNKNOWN."),
-                          **_problems(400, 403, 404, 413, 415, 502, 503, 504)},
+                          **_problems(400, 401, 403, 404, 413, 415, 502, 503, 504)},
             "callbacks": {"checkBack": {"{$request.body#/checkBackUrl}": {"post": {
                 "summary": "The broker asks about a half message still UNKNOWN.",
                 "parameters": _CHECK_BACK_HEADERS,
@@ -328,11 +328,11 @@ TRANSACTION_PATHS: dict[str, Any] = {
     "/v1/transactions/{id}": {
         "parameters": [_TRANSACTION_PATH],
         "get": {"operationId": "getTransaction", "summary": "A transaction's state and check-back history.",
-                "responses": {"200": _json("Transaction", "As this gateway knows it."), **_problems(400, 404)}},
+                "responses": {"200": _json("Transaction", "As this gateway knows it."), **_problems(400, 401, 404)}},
         "post": {"operationId": "endTransaction", "summary": "Commit (deliver) or roll back (drop) the half message.",
                  "requestBody": {"required": True, "content": {"application/json": {
                      "schema": {"$ref": "#/components/schemas/TransactionAction"}}}},
-                 "responses": {"200": _json("Transaction", "Resolved."), **_problems(400, 404, 409, 415, 502,
+                 "responses": {"200": _json("Transaction", "Resolved."), **_problems(400, 401, 404, 409, 415, 502,
                                                                                      503, 504)}},
     },
 }
@@ -379,7 +379,7 @@ _STREAM_PATH = {
                                       "schema": {"type": "string",
                                                  "description": "Events as x-itemSchema describes them."},
                                       "x-itemSchema": STREAM_EVENT}}},
-                          **_problems(400, 404, 409, 503, 504)},
+                          **_problems(400, 401, 403, 404, 409, 503, 504)},
         },
     },
 }
@@ -428,14 +428,14 @@ _GROUP_PATHS = {
     "/v1/groups": {
         "get": {"operationId": "listGroups",
                 "summary": "Every subscription group the brokers know, with its lag (mqadmin consumerProgress).",
-                "responses": {"200": _json("Groups", "The groups, sorted by name."), **_problems(400, 503, 504)}},
+                "responses": {"200": _json("Groups", "The groups, sorted by name."), **_problems(400, 401, 503, 504)}},
     },
     "/v1/groups/{group}": {
         "parameters": [GROUP_PATH],
         "get": {"operationId": "groupProgress",
                 "summary": "One group's offsets and lag per queue (mqadmin consumerProgress -g).",
                 "responses": {"200": _json("GroupProgress", "The group's queues, by topic, broker and queue."),
-                              **_problems(400, 404, 503, 504)}},
+                              **_problems(400, 401, 404, 503, 504)}},
     },
 }
 
@@ -458,11 +458,11 @@ DOCUMENT: dict[str, Any] = {
         },
         "/v1/topics": {
             "get": {"operationId": "listTopics", "summary": "Topics the name servers know.",
-                    "responses": {"200": _json("Topics", "The topic names, sorted."), **_problems(503, 504)}},
+                    "responses": {"200": _json("Topics", "The topic names, sorted."), **_problems(401, 503, 504)}},
             "post": {"operationId": "createTopic", "summary": "Create (or update) a topic on every master.",
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": {"$ref": "#/components/schemas/NewTopic"}}}},
-                     "responses": {"201": {"description": "Created."}, **_problems(400, 403, 415, 503, 504)}},
+                     "responses": {"201": {"description": "Created."}, **_problems(400, 401, 403, 415, 503, 504)}},
         },
         "/v1/topics/{topic}/messages": {
             "parameters": [_TOPIC_PATH],
@@ -477,14 +477,14 @@ DOCUMENT: dict[str, Any] = {
                 "responses": {"200": {"description": "Stored.", "content": {"application/json": {"schema": {
                     "oneOf": [{"$ref": "#/components/schemas/SendResult"},
                               {"$ref": "#/components/schemas/BatchResult"}]}}}},
-                              **_problems(400, 403, 404, 413, 415, 502, 503, 504)},
+                              **_problems(400, 401, 403, 404, 413, 415, 502, 503, 504)},
             },
             "get": {
                 "operationId": "consume",
                 "summary": "Receive messages as a clustering consumer of the group (long poll).",
                 "parameters": CONSUME_QUERY,
                 "responses": {"200": _json("Messages", "Up to max messages; none if wait passed."),
-                              **_problems(400, 404, 409, 503, 504)},
+                              **_problems(400, 401, 403, 404, 409, 503, 504)},
             },
         },
         "/v1/topics/{topic}/ack": {
@@ -492,7 +492,7 @@ DOCUMENT: dict[str, Any] = {
             "post": {"operationId": "ack", "summary": "Consumed: the group's offset moves past them.",
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": {"$ref": "#/components/schemas/Receipts"}}}},
-                     "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
+                     "responses": {"200": _json("Settled", "All settled."), **_problems(400, 401, 403, 404, 415)}},
         },
         "/v1/topics/{topic}/nack": {
             "parameters": [_TOPIC_PATH],
@@ -501,7 +501,7 @@ DOCUMENT: dict[str, Any] = {
                                                        "maxReconsumeTimes).",
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": {"$ref": "#/components/schemas/Receipts"}}}},
-                     "responses": {"200": _json("Settled", "All settled."), **_problems(400, 404, 415)}},
+                     "responses": {"200": _json("Settled", "All settled."), **_problems(400, 401, 403, 404, 415)}},
         },
         **TRANSACTION_PATHS,
         **_STREAM_PATH,

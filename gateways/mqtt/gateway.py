@@ -48,6 +48,7 @@ from ferrymq.sdk.message import Message
 from ferrymq.sdk.producer import Producer, select_by_hash
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
 
+from ..access import Access
 from . import mapping, topics
 from .persistence import StateFiles
 from .retained import RetainedMessages
@@ -161,6 +162,9 @@ class Gateway:
         self._turn = count()
         #: the broker of this process, if any: (its address, its request table, the sends' BORNHOST)
         self._local_broker: tuple[str, Processor, str] | None = None
+        #: the users and ACLs of the broker of this process when it checks them (docs/acl.md); None: devices
+        #: connect and publish unchecked
+        self.access: Access | None = None
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -53,7 +53,8 @@ class MQTTProtocol(Protocol):
         self._held_for: defer.Deferred | None = None
 
     def connectionMade(self) -> None:
-        self.conn = ServerConnection(self.gateway.sessions, time.time(), maximum_packet_size=MAXIMUM_PACKET_SIZE)
+        self.conn = ServerConnection(self.gateway.sessions, time.time(), maximum_packet_size=MAXIMUM_PACKET_SIZE,
+                                     access=self.gateway.access, peer_ip=getattr(self.transport.getPeer(), "host", ""))
         self.factory.protocols[self.conn] = self
         self._arm()
 

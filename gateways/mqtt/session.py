@@ -31,6 +31,7 @@ from typing import Any
 
 from ferrymq.sdk.message import Message
 
+from ..access import PUB, SUB, Access
 from . import mapping, topics
 from .connection import Decoder, ProtocolViolation
 from .packet import MQTT_3_1_1, MQTT_5, Packet
@@ -227,8 +228,15 @@ class ServerConnection:
     """One client's network connection, from its CONNECT to its close."""
 
     def __init__(self, sessions: Sessions, now: float, *, maximum_packet_size: int = 1 << 20,
-                 receive_maximum: int = RECEIVE_MAXIMUM, topic_alias_maximum: int = TOPIC_ALIAS_MAXIMUM):
+                 receive_maximum: int = RECEIVE_MAXIMUM, topic_alias_maximum: int = TOPIC_ALIAS_MAXIMUM,
+                 access: Access | None = None, peer_ip: str = ""):
+        """``access``: the broker's users and ACLs, checked at CONNECT, PUBLISH and SUBSCRIBE (None: no
+        checks); ``peer_ip`` is the client's address, for ACL entries limited to source IPs."""
         self.sessions = sessions
+        self.access = access
+        self.peer_ip = peer_ip
+        #: the user the CONNECT named (proven when ``access`` authenticates)
+        self.user: str | None = None
         self.receive_maximum = receive_maximum
         self.maximum_packet_size = maximum_packet_size
         self.decoder = Decoder("server", maximum_packet_size=maximum_packet_size,
@@ -317,6 +325,12 @@ class ServerConnection:
         if props.authentication_method is not None:
             return self._refuse(ReasonCode.BAD_AUTHENTICATION_METHOD)
         client_id = connect.client_identifier
+        self.user = connect.user_name
+        if self.access is not None and self.access.authenticating:
+            # mosquitto answers every failed login Not authorized (3.1.1: return code 5), whatever failed
+            self.user = self.access.login(connect.user_name, connect.password, client_id)
+            if self.user is None:
+                return self._refuse(ReasonCode.NOT_AUTHORIZED)
         assigned = None
         if not client_id:
             if self.version == MQTT_3_1_1 and not connect.clean_start:
@@ -400,9 +414,27 @@ class ServerConnection:
             message = mapping.to_rocketmq(publish, int(now * 1000), self.session.client_id)
         except mapping.MappingError as error:
             return self._publish_refused(publish.qos, pid, error.reason_code, str(error))
+        if self.access is not None and not self._allowed(PUB, message.topic):
+            return self._publish_denied(publish.qos, pid)
         if publish.qos:
             self._storing[pid] = publish.qos
         return [Forward(message, publish.qos, pid)]
+
+    def _allowed(self, action: str, topic: str) -> bool:
+        access = self.access
+        return access is None or not access.authorizing or access.allows(self.user, action, topic, self.peer_ip)
+
+    def _publish_denied(self, qos: int, packet_identifier: int | None) -> list[Action]:
+        """A PUBLISH the user may not make is dropped, as mosquitto drops it: MQTT 5 says Not authorized in
+        the acknowledgement; 3.1.1, which has no negative acknowledgement, acknowledges it (QoS 0: nothing)."""
+        if qos == 0:
+            return []
+        if self.version == MQTT_5:
+            return self._publish_refused(qos, packet_identifier, ReasonCode.NOT_AUTHORIZED, "not authorized")
+        if qos == 1:
+            return [Send(PubAck(packet_identifier))]
+        self.session.received_qos2.add(packet_identifier)
+        return [Send(PubRec(packet_identifier))]
 
     def _unacknowledged(self) -> int:
         """Client QoS 1/2 PUBLISHes the server has not finished acknowledging (MQTT 5 Receive Maximum)."""
@@ -518,11 +550,13 @@ class ServerConnection:
         if shared is not None and sub.no_local:
             return ReasonCode.PROTOCOL_ERROR  # MQTT-3.8.3-4
         try:
-            mapping.subscription(shared.topic_filter if shared else sub.topic_filter)
+            topic = mapping.subscription(shared.topic_filter if shared else sub.topic_filter)
             if shared is not None:
                 mapping.share_group(shared.group)
         except mapping.MappingError as error:
             return error.reason_code
+        if not self._allowed(SUB, topic.topic):
+            return ReasonCode.NOT_AUTHORIZED
         return None
 
     def _unsubscribe(self, unsubscribe: Unsubscribe) -> list[Action]:

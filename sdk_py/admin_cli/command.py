@@ -73,6 +73,11 @@ class Command:
         parser = argparse.ArgumentParser(prog=f"ferrymq admin {self.name}", description=self.description,
                                          allow_abbrev=False)
         _add(parser, NAMESRV)
+        parser.add_argument("--access-key", dest="access_key", metavar="<arg>",
+                            help="Sign requests as this user, for a broker with authenticationEnabled (default: "
+                                 "accessKey of $ROCKETMQ_HOME/conf/tools.yml, as mqadmin)")
+        parser.add_argument("--secret-key", dest="secret_key", metavar="<arg>",
+                            help="The user's secret key (default: secretKey of $ROCKETMQ_HOME/conf/tools.yml)")
         for option in self.options:
             if isinstance(option, OneOf):
                 group = parser.add_mutually_exclusive_group(required=option.required)

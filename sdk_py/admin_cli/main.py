@@ -12,13 +12,17 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
+from ferrymq.wire.signature import Credentials
+
 from .. import reactor_thread
 from ..blocking_clients import BlockingMQAdmin
-from . import broker, cluster, consumer, message, offset, topic  # noqa: F401 - each module declares its commands
+from . import access, broker, cluster, consumer, message, offset, topic  # noqa: F401 - each module declares its commands
 from .command import COMMANDS, Command, CommandError, Context
 
 #: where mqadmin (and every RocketMQ client) reads the name server list when -n is not given
 NAMESRV_ENV = "NAMESRV_ADDR"
+#: mqadmin signs with the accessKey and secretKey of ``$ROCKETMQ_HOME/conf/tools.yml``
+TOOLS_FILE = os.path.join("conf", "tools.yml")
 
 EXIT_FAILED = 1
 
@@ -57,7 +61,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         err.write(f"ferrymq admin {cmd.name}: no name server address: give -n host:port or set {NAMESRV_ENV}\n")
         return EXIT_FAILED
     try:
-        run(cmd, opts, addrs, out, err)
+        credentials = admin_credentials(opts, os.environ.get("ROCKETMQ_HOME"))
+    except CommandError as exc:
+        err.write(f"ferrymq admin {cmd.name}: {exc}\n")
+        return EXIT_FAILED
+    try:
+        run(cmd, opts, addrs, out, err, credentials)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader (`| head`) has what it wanted
@@ -69,9 +78,38 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     return 0
 
 
-def run(cmd: Command, opts: argparse.Namespace, addrs: list[str], out: TextIO, err: TextIO) -> None:
-    """Run the command against the first name server of ``addrs`` (deleteTopic also visits the others)."""
-    with BlockingMQAdmin(addrs[0], timeout=REQUEST_TIMEOUT) as admin:
+def admin_credentials(opts: argparse.Namespace, rocketmq_home: str | None) -> Credentials | None:
+    """What the requests are signed with: --access-key and --secret-key, else the keys of
+    ``<rocketmq_home>/conf/tools.yml`` as mqadmin reads them (nothing when either is blank or the file is
+    absent)."""
+    if opts.access_key or opts.secret_key:
+        if not (opts.access_key and opts.secret_key):
+            raise CommandError("give both --access-key and --secret-key")
+        return Credentials(opts.access_key, opts.secret_key)
+    if not rocketmq_home:
+        return None
+    path = os.path.join(rocketmq_home, TOOLS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    import yaml  # only a signing admin needs it
+
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise CommandError(f"{path} is not YAML: {exc}") from None
+    access_key, secret_key = (str(data.get(key) or "").strip() if isinstance(data, dict) else ""
+                              for key in ("accessKey", "secretKey"))
+    return Credentials(access_key, secret_key) if access_key and secret_key else None
+
+
+def run(cmd: Command, opts: argparse.Namespace, addrs: list[str], out: TextIO, err: TextIO,
+        credentials: Credentials | None = None) -> None:
+    """Run the command against the first name server of ``addrs`` (deleteTopic also visits the others),
+    signing its requests with ``credentials`` when given."""
+    with BlockingMQAdmin(addrs[0], timeout=REQUEST_TIMEOUT, credentials=credentials) as admin:
         ctx = Context(admin.wrapped, addrs, out, err)
         # each request has its own timeout; clusterList -i runs until interrupted
         reactor_thread.call(cmd.run, ctx, opts, timeout=None)

@@ -7,9 +7,9 @@ import hmac
 from collections.abc import Iterable
 
 from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.signature import ACCESS_KEY, SIGNATURE, sign, signed_content
 
 from .errors import AuthenticationError
-from .signature import ACCESS_KEY, SIGNATURE, sign, signed_content
 from .users import User, Users, UserStatus
 
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from ferrymq.wire.bodies import HeartbeatData, LockBatchRequestBody
 from ferrymq.wire.codes import RequestCode
 from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.signature import ACCESS_KEY
 
 from .acls import RETRY_PREFIX, Acls, Action, Decision, Resource, ResourceType
 from .errors import AuthorizationError
-from .signature import ACCESS_KEY
 from .users import Users
 
 A, T, C = Action, ResourceType, RequestCode

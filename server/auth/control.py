@@ -50,9 +50,9 @@ class AccessControl:
         if self.config.initAuthenticationUser.strip():
             obj = json.loads(self.config.initAuthenticationUser)
             self.users.ensure(User(obj["username"], obj["password"], UserType.SUPER))
-        if self.config.innerClientAuthenticationCredentials.strip():
-            obj = json.loads(self.config.innerClientAuthenticationCredentials)
-            self.users.ensure(User(obj["accessKey"], obj["secretKey"], UserType.SUPER))
+        inner = self.config.inner_credentials
+        if inner is not None:
+            self.users.ensure(User(inner.access_key, inner.secret_key, UserType.SUPER))
 
     def guard(self, processor: Processor) -> Processor:
         """``processor`` behind the checks the config enables; ``processor`` itself when none is."""

@@ -11,6 +11,7 @@ from twisted.internet import defer
 from .namesrv_peer import NamesrvPeer, RegisterBrokerReply
 from ferrymq.remoting import RemotingClient
 from ferrymq.wire.bodies import TopicConfig, TopicConfigSerializeWrapper
+from ferrymq.wire.signature import Credentials
 
 log = logging.getLogger("ferrymq.broker.registration")
 
@@ -29,15 +30,17 @@ class NameServerRegistration:
     def __init__(self, namesrv_addr: str, identity: tuple[str, str, str, int, str],
                  wrapper: Callable[[], TopicConfigSerializeWrapper], reactor: Any,
                  timeout_ms: int = 6000, compressed: bool = False,
-                 on_reply: Callable[[RegisterBrokerReply], None] | None = None, tls: Any = None):
+                 on_reply: Callable[[RegisterBrokerReply], None] | None = None, tls: Any = None,
+                 credentials: Credentials | None = None):
         """``on_reply`` hears every name server's answer (a slave learns its master's addresses there);
-        ``tls``, a :class:`~ferrymq.remoting.tls.ClientTls`, makes the connections TLS (``tls.enable``)."""
+        ``tls``, a :class:`~ferrymq.remoting.tls.ClientTls`, makes the connections TLS (``tls.enable``);
+        ``credentials`` sign the requests (``innerClientAuthenticationCredentials``)."""
         self.identity = identity
         self.on_reply = on_reply
         self.wrapper = wrapper
         self.reactor = reactor
         self.compressed = compressed
-        self.client = RemotingClient(reactor=reactor, tls=tls)
+        self.client = RemotingClient(reactor=reactor, tls=tls, credentials=credentials)
         self.peers = [NamesrvPeer(addr, self.client, timeout_ms / 1000.0) for addr in split_namesrv_addr(namesrv_addr)]
         self._pending: Any = None
         self._waiters: list[defer.Deferred] = []

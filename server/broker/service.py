@@ -157,6 +157,7 @@ class Broker:
             lambda: perm_limited(self.ctx.topics.wrapper(), c.brokerPermission), self.reactor,
             timeout_ms=c.registerBrokerTimeoutMills, compressed=c.compressedRegister,
             on_reply=self._registered if c.is_slave else None, tls=self._client_tls,
+            credentials=self.auth_config.inner_credentials,
         )
         if self.registration.peers:
             self.ctx.registration_pending = self.registration.pending
@@ -210,7 +211,7 @@ class Broker:
                                     housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
             self.ha_slave.start(c.haMasterAddress)
             self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True),
-                                               self._client_tls)
+                                               self._client_tls, self.auth_config.inner_credentials)
             return
         master = HAMaster(self.store, self.reactor, batch_size=c.haTransferBatchSize,
                           heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval)

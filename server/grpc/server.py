@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Sequence
+from typing import Any
 
 import grpc
 
@@ -36,8 +38,13 @@ class GrpcThread:
     """The service listening on ``host:port``. :meth:`start` binds before the reactor runs (a taken port
     stops the server from starting, as a taken listenPort does)."""
 
-    def __init__(self, service: MessagingService, host: str, port: int):
+    def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
+                 credentials: grpc.ServerCredentials | None = None):
+        """``interceptors``: grpcio server interceptors run before the service (the access checks);
+        ``credentials``: serve TLS with them (:func:`.tls.server_credentials`), else plain."""
         self.service = service
+        self.interceptors = tuple(interceptors)
+        self.credentials = credentials
         self.host = host
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -62,10 +69,12 @@ class GrpcThread:
             self._loop = asyncio.get_running_loop()
             self._stopped = asyncio.Event()
             server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND_MESSAGE_SIZE),
-                                              ("grpc.so_reuseport", 0)])
+                                              ("grpc.so_reuseport", 0)], interceptors=self.interceptors)
             service_grpc.add_MessagingServiceServicer_to_server(self.service, server)
             try:
-                bound = server.add_insecure_port(_target(self.host, self.port))
+                target = _target(self.host, self.port)
+                bound = (server.add_secure_port(target, self.credentials) if self.credentials is not None
+                         else server.add_insecure_port(target))
             except RuntimeError as exc:  # grpcio raises when it cannot bind
                 self._error = exc
                 return

@@ -19,6 +19,7 @@ from ferrymq.wire import fastjson
 from ferrymq.wire.bodies import SubscriptionGroupWrapper, TopicConfigSerializeWrapper
 from ferrymq.wire.codes import RequestCode
 from ferrymq.wire.command import request
+from ferrymq.wire.signature import Credentials
 from twisted.internet import defer, task
 
 log = logging.getLogger("ferrymq.ha.sync")
@@ -38,12 +39,15 @@ class SlaveSynchronize:
     persist through their managers' own ``on_change``.
     """
 
-    def __init__(self, ctx: Any, reactor: Any, persist_offsets: Callable[[], Any], tls: Any = None):
-        """``tls``: a :class:`~ferrymq.remoting.tls.ClientTls` when the broker's own connections use TLS."""
+    def __init__(self, ctx: Any, reactor: Any, persist_offsets: Callable[[], Any], tls: Any = None,
+                 credentials: Credentials | None = None):
+        """``tls``: a :class:`~ferrymq.remoting.tls.ClientTls` when the broker's own connections use TLS;
+        ``credentials``: the broker's own (``innerClientAuthenticationCredentials``), for a master that
+        authenticates."""
         self.ctx = ctx
         self.reactor = reactor
         self.persist_offsets = persist_offsets
-        self.client = RemotingClient(reactor=reactor, tls=tls)
+        self.client = RemotingClient(reactor=reactor, tls=tls, credentials=credentials)
         self.master_addr = ""
         self.rounds = 0
         self._loop: task.LoopingCall | None = None

@@ -17,12 +17,12 @@ from ferrymq.server.auth.acls import (
 from ferrymq.server.auth.authorization import Need, needs_of
 from ferrymq.server.auth.control import AccessControl
 from ferrymq.server.auth.errors import AuthenticationError
-from ferrymq.server.auth.signature import sign, signed_content, signed_fields
 from ferrymq.server.auth.users import User, UserStatus, UserType
 from ferrymq.server.config import AuthConfig
 from ferrymq.wire.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from ferrymq.wire.codes import CURRENT_VERSION, RequestCode, ResponseCode
 from ferrymq.wire.command import request
+from ferrymq.wire.signature import sign, signed_content, signed_fields
 from ferrymq.wire.versions import VERSION_NAMES
 
 A, C = Action, RequestCode
@@ -293,3 +293,23 @@ def test_plain_acl_accounts_become_users_and_acls_unless_the_user_exists(tmp_pat
     decide = control.acls.get("User:RocketMQ").decide
     assert decide(Resource.topic("topicB"), (A.PUB,), "1.2.3.4").decision is Decision.ALLOW
     assert decide(Resource.topic("elsewhere"), (A.PUB,), "1.2.3.4").decision is Decision.DENY
+
+
+def test_the_gateways_log_users_in_by_password_or_signed_client_id_and_check_their_acl(tmp_path):
+    from ferrymq.server.auth.gateway_access import GatewayAccess
+
+    control = access(tmp_path, authorizationEnabled=True)
+    control.users.create(User("alice", "alice-secret"))
+    control.users.create(User("mallory", "pw", user_status=UserStatus.DISABLE))
+    control.acls.put("User:alice", [entry("Topic:orders", A.PUB)])
+    gateways = GatewayAccess(control)
+    assert gateways.login("alice", b"alice-secret") == "alice"
+    assert gateways.login("alice", sign(b"device-1", "alice-secret").encode(), "device-1") == "alice"
+    assert gateways.login("alice", sign(b"device-1", "alice-secret").encode(), "device-2") is None
+    for user, password in (("alice", b"guess"), ("alice", b""), ("alice", None), ("mallory", b"pw"),
+                           ("nobody", b"x"), (None, b"alice-secret")):
+        assert gateways.login(user, password) is None, (user, password)
+    assert gateways.allows("alice", "Pub", "orders", "10.0.0.1")
+    assert not gateways.allows("alice", "Sub", "orders", "10.0.0.1")
+    assert not gateways.allows("alice", "Pub", "payments", "10.0.0.1")
+    assert gateways.allows("rocketmq", "Sub", "payments", "10.0.0.1")  # the initial user is a super user

@@ -90,8 +90,9 @@ class EventStream:
 class Gateway:
     """httpx against one gateway; every answer is checked against the document."""
 
-    def __init__(self, base_url: str):
-        self.http = httpx.Client(base_url=base_url, timeout=40)
+    def __init__(self, base_url: str, auth: tuple[str, str] | None = None):
+        """``auth``: HTTP Basic credentials sent with every request."""
+        self.http = httpx.Client(base_url=base_url, timeout=40, auth=auth)
 
     def close(self) -> None:
         self.http.close()

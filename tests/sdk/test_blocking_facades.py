@@ -17,6 +17,7 @@ from ferrymq.sdk import (
     BlockingPullConsumer,
     BlockingPushConsumer,
 )
+from ferrymq.sdk.access_admin import acl_info
 from ferrymq.sdk.blocking import BlockingAdmin
 from ferrymq.sdk.blocking_clients import BlockingView
 from ferrymq.sdk.errors import MQResponseError
@@ -51,7 +52,7 @@ FACADES: dict[str, Callable[[str], BlockingView]] = {
     "BlockingAdmin": lambda addr: BlockingAdmin(addr),
 }
 #: the parts a script calls, whose methods are called one by one here
-PUBLIC_PARTS = {"BlockingMQAdmin": {"namesrv", "api"}}
+PUBLIC_PARTS = {"BlockingMQAdmin": {"namesrv", "api", "access"}}
 #: the clients' plumbing (route refresh, rebalancing, connections): views like any part, methods not called here
 INTERNAL_PARTS = {"instance", "rebalancer", "offset_store", "reactor", "client"}
 #: called first (a consumer subscribes and has a listener before it starts) and last
@@ -119,6 +120,8 @@ class Arguments:
             "offset_msg_id": self.received.msg_id, "msg_id": self.received.msg_id, "msg": self.received,
             "origin_topic": topic, "max_reconsume_times": 16, "timeout": 3.0, "body": b"raw",
             "execute": lambda msg, arg: LocalTransactionState.COMMIT_MESSAGE, "listener": lambda msgs, context: None,
+            "username": "blocking_user", "password": "blocking-pw", "subject": "User:blocking_user",
+            "acl": acl_info("User:blocking_user", [f"Topic:{topic}"], ["Pub"], None, "Allow"),
         }
         self.by_method: dict[tuple[str, str], tuple] = {
             ("NamesrvAdmin", "call"): (request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER),),

@@ -10,7 +10,6 @@ from ferrymq.remoting.dispatch import handles
 from ferrymq.server.auth.acls import Action, Decision, PolicyEntry, PolicyType, Resource
 from ferrymq.server.auth.control import AccessControl
 from ferrymq.server.auth.errors import AuthenticationError, AuthorizationError
-from ferrymq.server.auth.signature import ACCESS_KEY
 from ferrymq.server.auth.users import User, UserStatus, UserType
 from ferrymq.wire import fastjson
 from ferrymq.wire.codes import RequestCode, ResponseCode
@@ -22,6 +21,7 @@ from ferrymq.wire.headers import (
     ListAclsRequestHeader,
     ListUsersRequestHeader,
 )
+from ferrymq.wire.signature import ACCESS_KEY
 
 from .common import ok, refuse
 

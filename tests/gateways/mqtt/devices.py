@@ -37,12 +37,14 @@ class Device:
 
     def __init__(self, port: int, version: int = V5, client_id: str | None = None, *, keepalive: int = 60,
                  will: tuple[str, bytes, int] | tuple[str, bytes, int, bool] | None = None, clean: bool = True, session_expiry: int = 3600,
-                 will_delay: int = 0, manual_ack: bool = False, tls_ca: str | None = None):
+                 will_delay: int = 0, manual_ack: bool = False, tls_ca: str | None = None,
+                 login: tuple[str, str] | None = None):
         """``clean=False`` keeps the session after the connection: 3.1.1 Clean Session 0, MQTT 5 Clean
         Start 0 with a Session Expiry Interval of ``session_expiry`` seconds. ``will``: topic, payload, QoS
         and, if given, RETAIN; MQTT 5 delays it ``will_delay`` seconds. With ``manual_ack`` the
         device never completes what it receives (no PUBACK, no PUBCOMP): the server keeps it in flight.
-        ``tls_ca``: connect over TLS, checking the server's certificate against this CA file."""
+        ``tls_ca``: connect over TLS, checking the server's certificate against this CA file. ``login``:
+        the CONNECT's user name and password."""
         self.client_id = client_id or f"dev-{uuid.uuid4().hex[:10]}"
         self.version = version
         kwargs = {"clean_session": clean} if version == V311 else {}
@@ -55,9 +57,12 @@ class Device:
         self.session_present = None
         if tls_ca is not None:
             self.client.tls_set(ca_certs=tls_ca)
+        if login is not None:
+            self.client.username_pw_set(*login)
         self.client.on_connect = self._on_connect
         self.client.on_message = lambda c, u, msg: self.messages.put(msg)
         self.client.on_subscribe = self._acked
+        self.client.on_publish = self._published
         if will is not None:
             will_props = None
             if will_delay:
@@ -79,6 +84,9 @@ class Device:
         self.session_present = flags.session_present
         self._connected.set()
 
+    def _published(self, client, userdata, mid, reason_code, properties) -> None:
+        self.reason_codes[mid] = [reason_code]
+
     def _acked(self, client, userdata, mid, reason_codes, properties) -> None:
         self.reason_codes[mid] = reason_codes
         self._acks.setdefault(mid, threading.Event()).set()
@@ -95,11 +103,13 @@ class Device:
         return self.reason_codes[mid]
 
     def publish(self, topic: str, payload: bytes, qos: int = 0, properties: Properties | None = None, *,
-                retain: bool = False) -> None:
-        """Publish and wait until the QoS flow completed (PUBACK, PUBCOMP; QoS 0: written)."""
+                retain: bool = False) -> int:
+        """Publish and wait until the QoS flow completed (PUBACK, PUBCOMP; QoS 0: written); the reason code
+        of the acknowledgement (0 for QoS 0)."""
         info = self.client.publish(topic, payload, qos, retain, properties=properties)
         info.wait_for_publish(TIMEOUT)
         assert info.is_published(), f"{self.client_id}: {topic} QoS {qos} not acknowledged"
+        return int(getattr(self.reason_codes.get(info.mid, [0])[0], "value", 0))
 
     def receive(self, n: int, timeout: float = TIMEOUT) -> list[mqtt.MQTTMessage]:
         got = []

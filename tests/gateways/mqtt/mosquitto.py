@@ -61,18 +61,32 @@ class Mosquitto:
     """A mosquitto broker on ``port`` of the loopback address, anonymous; with ``persistence``, its sessions
     and retained messages are saved in ``home`` when it stops and read back by :meth:`restart`."""
 
-    def __init__(self, home: Path, *, persistence: bool = False, tls: CertSet | None = None):
-        """``tls``: the listener takes TLS clients only, with the server certificate and key of ``tls``."""
+    def __init__(self, home: Path, *, persistence: bool = False, tls: CertSet | None = None,
+                 users: dict[str, str] | None = None, acl: str | None = None):
+        """``tls``: the listener takes TLS clients only, with the server certificate and key of ``tls``.
+        ``users`` (name: password) make a password file and refuse anonymous clients; ``acl`` is the text
+        of an acl_file."""
         self.binary = ensure_installed()
         self.port = free_port()
         self.conf = home / "mosquitto.conf"
         # started as root, mosquitto switches to user "mosquitto", which cannot read or write in the test's directory
-        as_root = "user root\n" if os.geteuid() == 0 and (persistence or tls is not None) else ""
+        as_root = "user root\n" if os.geteuid() == 0 and (persistence or tls or users or acl) else ""
         saved = f"persistence true\npersistence_location {home}/\n" if persistence else "persistence false\n"
         listener = f"listener {self.port} {LOOPBACK}\n"
         if tls is not None:
             listener += f"cafile {tls.ca}\ncertfile {tls.server.cert}\nkeyfile {tls.server.key}\n"
-        self.conf.write_text(f"{listener}allow_anonymous true\n{saved}{as_root}log_dest stderr\n")
+        access = "allow_anonymous true\n"
+        if users:
+            passwords = home / "passwords"
+            passwords.write_text("")
+            for name, password in users.items():
+                subprocess.run([ensure_installed("mosquitto_passwd", "mosquitto"), "-b", str(passwords), name,
+                                password], check=True, capture_output=True)
+            access = f"allow_anonymous false\npassword_file {passwords}\n"
+        if acl is not None:
+            (home / "acl").write_text(acl)
+            access += f"acl_file {home / 'acl'}\n"
+        self.conf.write_text(f"{listener}{access}{saved}{as_root}log_dest stderr\n")
         self.log = home / "mosquitto.log"
         self.start()
 
