@@ -175,10 +175,8 @@ class Broker:
                                     housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
             self.ha_slave.start(c.haMasterAddress)
             self.ctx.ha_runtime_info = self.ha_slave.runtime_info
-            # a slave's puts are the messages it replicates (msgPutTotalTodayNow, putTps), as Apache's counts
-            # them when it dispatches them
-            put = self.ctx.stats.put
-            self.store.add_arriving_listener(lambda *_arrival: put.add(1))
+            replicated = self.ctx.stats.replicated
+            self.store.add_arriving_listener(lambda *_arrival: replicated.add(1))
             self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True),
                                                self._client_tls)
             return

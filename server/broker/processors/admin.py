@@ -178,7 +178,7 @@ class AdminProcessor:
             "msgGetTotalYesterdayMorning": str(stats.get_yesterday_morning),
             "msgGetTotalTodayMorning": str(stats.get_today_morning),
             "msgGetTotalTodayNow": str(stats.get_transferred.total),
-            "putTps": stats.put.tps_text(),
+            "putTps": (stats.replicated if ctx.config.is_slave else stats.put).tps_text(),
             "getFoundTps": stats.get_found.tps_text(),
             "getMissTps": stats.get_miss.tps_text(),
             "getTransferredTps": stats.get_transferred.tps_text(),
