@@ -179,6 +179,7 @@ class Broker:
             self.store.add_arriving_listener(lambda *_arrival: replicated.add(1))
             self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True),
                                                self._client_tls)
+            self.store.add_arriving_listener(self.slave_sync.replicated)
             return
         master = HAMaster(self.store, self.reactor, batch_size=c.haTransferBatchSize,
                           heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval,
