@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--roles", help="comma-separated: ASYNC_MASTER,SYNC_MASTER")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (stores, logs)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args([] if argv is None else argv)
     overrides: dict[str, object] = {}
     for name, value in (("rounds", args.rounds), ("seconds", args.seconds), ("warmup_s", args.warmup),
                         ("threads", args.threads)):
