@@ -10,6 +10,8 @@ from the FerryMQ slave. Both pairs use Apache's commit-log segment size (64 MiB 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from ferrymq.testing import admin
 from ferrymq.wire.bodies import HARuntimeInfo
@@ -138,6 +140,13 @@ def test_mqadmin_ha_status_and_broker_status_read_the_same_from_apache_and_ferry
     for name, (master, _slave) in pairs.items():
         slave_acks(master.addr, f"HaStatus{name}")
     ends = {name: master_saw_its_slave_catch_up(master.addr) for name, (master, _slave) in pairs.items()}
+
+    # Apache's slave asks its master for the timer checkpoint every 3 s from 10 s after its start
+    # (GET_TIMER_CHECK_POINT, 60): it must have asked the FerryMQ master, and been answered
+    launched = (apache_slave.home / "broker.conf").stat().st_mtime
+    time.sleep(max(0.0, launched + 14 - time.time()))
+    logs = "".join(p.read_text(errors="replace") for p in (apache_slave.home / "logs").rglob("*.log"))
+    assert "syncTimerCheckPoint Exception" not in logs and "SyncTimerMetrics Exception" not in logs
 
     masters = {b.fields["MasterAddr"]: b for b in ha_status(mqadmin5(ns.addr, "haStatus", "-c", "HaCluster"))}
     status = broker_status(mqadmin5(ns.addr, "brokerStatus", "-c", "HaCluster"))
