@@ -8,7 +8,8 @@ stopped, to whichever address :meth:`HASlave.set_master_address` last gave (the 
 haMasterAddress, or the one the name server's registration answer names).
 
 Received bytes go through the store's one append/dispatch path (:meth:`MessageStore.append_to_commitlog`):
-the consume queues and the index are built locally, and long-polling pulls on the slave wake.
+the consume queues and the index are built locally, and long-polling pulls on the slave wake. The slave
+reports what its commit log holds before it dispatches the records, as Apache's does.
 """
 
 from __future__ import annotations
@@ -64,6 +65,17 @@ class MasterConnection(protocol.Protocol):
             log.error("master %s: %s; closing", self.slave.address, exc)
             self.transport.loseConnection()
             return
+        if frames:
+            try:
+                self._append(frames)
+            finally:
+                store.dispatch_appended()
+
+    def _append(self, frames: list) -> None:
+        """Append the frames' bytes to the commit log and report the new end: the ack a SYNC_MASTER's
+        senders wait for goes out before the consume queues and the index are built (the caller's
+        dispatch), as it says only what the commit log holds."""
+        store = self.slave.store
         for frame in frames:
             local = store.get_max_phy_offset()
             if local and frame.offset != local:
@@ -72,7 +84,7 @@ class MasterConnection(protocol.Protocol):
                 return
             if frame.data:
                 try:
-                    store.append_to_commitlog(frame.offset, frame.data)
+                    store.append_to_commitlog(frame.offset, frame.data, dispatch=False)
                 except (ValueError, OSError) as exc:
                     log.error("cannot append replicated data at %d: %s; closing", frame.offset, exc)
                     self.transport.loseConnection()
