@@ -8,6 +8,10 @@ Formats (rocketmq-tools 5.5.0 and 4.9.8):
 * ``topicList``: one topic name per line.
 * ``topicRoute``: the TopicRouteData as fastjson pretty-prints it: tab-indented, with unquoted integer
   keys in ``brokerAddrs`` (``0:"127.0.0.1:10911"``), so it is not strict JSON.
+* ``haStatus``: per broker a block of ``#Name<TAB>value`` lines starting with ``#MasterAddr``; a master's
+  block then has a header and one row per slave (address, ack offset, diff, KB/s, ``OK`` or
+  ``Fall Behind``, transfer-from offset).
+* ``brokerStatus -c``: ``address key: value`` per line, every broker of the cluster (``-b``: no address).
 """
 
 from __future__ import annotations
@@ -51,3 +55,51 @@ def fastjson_pretty(text: str) -> dict:
     if start < 0:
         raise ValueError(f"no JSON object in mqadmin output:\n{text}")
     return orjson.loads(_BARE_INT_KEY.sub(r'\1"\2"\3', text[start:]))
+
+
+_SLAVE_ROW = re.compile(r"^(\S+)\s+(-?\d+)\s+(-?\d+)\s+([\d.]+)\s+(OK|Fall Behind)\s+(-?\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class HaSlaveRow:
+    addr: str
+    ack_offset: int
+    diff: int
+    kib_per_s: float
+    status: str
+    transfer_from: int
+
+
+@dataclass
+class HaStatusBlock:
+    """One broker's part of ``haStatus``: its ``#Name`` fields (``MasterAddr`` first) and, for a master,
+    its slaves."""
+
+    fields: dict[str, str]
+    slaves: list[HaSlaveRow]
+
+
+def ha_status(text: str) -> list[HaStatusBlock]:
+    blocks: list[HaStatusBlock] = []
+    for line in text.splitlines():
+        if line.startswith("#MasterAddr\t"):
+            blocks.append(HaStatusBlock({}, []))
+        if not blocks:
+            continue
+        if line.startswith("#") and "\t" in line:
+            name, value = line[1:].split("\t", 1)
+            blocks[-1].fields[name] = value.strip()
+        elif m := _SLAVE_ROW.match(line.strip()):
+            blocks[-1].slaves.append(HaSlaveRow(m[1], int(m[2]), int(m[3]), float(m[4]), m[5], int(m[6])))
+    return blocks
+
+
+def broker_status(text: str) -> dict[str, dict[str, str]]:
+    """``brokerStatus -c CLUSTER``: address -> its runtime table."""
+    out: dict[str, dict[str, str]] = {}
+    for line in text.splitlines():
+        head, sep, value = line.partition(": ")
+        cols = head.split()
+        if sep and len(cols) == 2:
+            out.setdefault(cols[0], {})[cols[1]] = value.strip()
+    return out

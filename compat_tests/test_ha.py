@@ -10,9 +10,13 @@ from the FerryMQ slave. Both pairs use Apache's commit-log segment size (64 MiB 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from ferrymq.testing import admin
+from ferrymq.wire.bodies import HARuntimeInfo
 from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.command import request
 
 from tests.ha.helpers import (
     BrokerProcess,
@@ -23,6 +27,7 @@ from tests.ha.helpers import (
 )
 
 from .apache import ApacheBroker, ApacheNamesrv
+from .mqadmin_output import broker_status, ha_status
 
 SEGMENT = 64 * 1024 * 1024
 #: quick offset reports and heartbeats instead of Apache's 5 s
@@ -90,6 +95,22 @@ def test_an_apache_slave_holds_the_ferrymq_masters_bytes(ferry_master_apache_sla
     assert high > 0
 
 
+def master_saw_its_slave_catch_up(master_addr: str) -> int:
+    """Wait until the master's one slave acknowledged the master's whole commit log; its max offset."""
+    def acked():
+        answer = admin.call(master_addr, request(RequestCode.GET_BROKER_HA_STATUS))
+        info = HARuntimeInfo.decode(answer.body) if answer.code == ResponseCode.SUCCESS else None
+        conns = info.ha_connection_info if info else []
+        return info.master_commit_log_max_offset if len(conns) == 1 and conns[0].diff == 0 else None
+
+    return wait_for(acked, f"the slave of {master_addr} acknowledged everything", timeout=30)
+
+
+def ha_port(addr: str) -> int:
+    """The HA port of a broker at ``addr`` (listenPort + 1, both brokers' default)."""
+    return int(addr.rsplit(":", 1)[1]) + 1
+
+
 @pytest.fixture(scope="module")
 def apache_master_ferry_slave(apache_ns, tmp_path_factory):
     home = tmp_path_factory.mktemp("ha-apache-master")
@@ -106,6 +127,51 @@ def apache_master_ferry_slave(apache_ns, tmp_path_factory):
     yield apache_ns, master, slave
     slave.kill()
     master.stop()
+
+
+def test_mqadmin_ha_status_and_broker_status_read_the_same_from_apache_and_ferrymq(
+        ferry_master_apache_slave, apache_master_ferry_slave, mqadmin5):
+    """``mqadmin haStatus`` and ``brokerStatus`` on both pairs at rest: the Apache master and the Apache slave
+    show what the FerryMQ master and the FerryMQ slave must show, field by field where it is deterministic
+    (the transfer speed and the last read/write times are not)."""
+    ferry_master, apache_slave = ferry_master_apache_slave
+    ns, apache_master, ferry_slave = apache_master_ferry_slave
+    pairs = {"apache": (apache_master, ferry_slave), "ferrymq": (ferry_master, apache_slave)}
+    for name, (master, _slave) in pairs.items():
+        slave_acks(master.addr, f"HaStatus{name}")
+    ends = {name: master_saw_its_slave_catch_up(master.addr) for name, (master, _slave) in pairs.items()}
+
+    # Apache's slave asks its master for the timer checkpoint every 3 s from 10 s after its start
+    # (GET_TIMER_CHECK_POINT, 60): it must have asked the FerryMQ master, and been answered
+    launched = (apache_slave.home / "broker.conf").stat().st_mtime
+    time.sleep(max(0.0, launched + 14 - time.time()))
+    logs = "".join(p.read_text(errors="replace") for p in (apache_slave.home / "logs").rglob("*.log"))
+    assert "syncTimerCheckPoint Exception" not in logs and "SyncTimerMetrics Exception" not in logs
+
+    masters = {b.fields["MasterAddr"]: b for b in ha_status(mqadmin5(ns.addr, "haStatus", "-c", "HaCluster"))}
+    status = broker_status(mqadmin5(ns.addr, "brokerStatus", "-c", "HaCluster"))
+    for name in ("apache", "ferrymq"):  # the reference first
+        master, slave = pairs[name]
+        end = ends[name]
+        block = masters[master.addr]
+        assert {k: block.fields[k] for k in ("MasterCommitLogMaxOffset", "SlaveNum", "InSyncSlaveNum")} == \
+            {"MasterCommitLogMaxOffset": str(end), "SlaveNum": "1", "InSyncSlaveNum": "1"}, (name, block)
+        (row,) = block.slaves
+        assert (row.ack_offset, row.diff, row.status, row.transfer_from) == (end, 0, "OK", end), (name, row)
+        assert row.addr.rsplit(":", 1)[1].isdigit(), (name, row)
+        assert row.kib_per_s >= 0
+
+        (mine,) = ha_status(mqadmin5(ns.addr, "haStatus", "-b", slave.addr))
+        assert {k: mine.fields[k] for k in ("CommitLogMaxOffset", "MasterFlushOffset")} == \
+            {"CommitLogMaxOffset": str(end), "MasterFlushOffset": "0"}, (name, mine)
+        # the master's brokerIP2 (Apache's default: the host's address, FerryMQ's: brokerIP1) and haListenPort
+        assert mine.fields["MasterAddr"].endswith(f":{ha_port(master.addr)}"), (name, mine)
+        assert {"TransferSpeed(KB/s)", "LastReadTime", "LastWriteTime"} <= set(mine.fields), (name, mine)
+
+        # a slave holds the master's commit log; replicated messages are no sends to it
+        theirs, ours = status[master.addr], status[slave.addr]
+        assert ours["commitLogMaxOffset"] == theirs["commitLogMaxOffset"] == str(end), name
+        assert ours["msgPutTotalTodayNow"] == "0" and int(theirs["msgPutTotalTodayNow"]) > 0, name
 
 
 def test_a_ferrymq_slave_holds_the_apache_masters_bytes_and_serves_consumers_when_it_is_gone(
@@ -125,6 +191,4 @@ def test_a_ferrymq_slave_holds_the_apache_masters_bytes_and_serves_consumers_whe
 
 
 def request_topic(topic: str):
-    from ferrymq.wire.command import request
-
     return request(RequestCode.GET_TOPIC_CONFIG, {"topic": topic})

@@ -427,6 +427,8 @@ class BrokerConfig:
             "<storePathRootDir>/brokerIdentity).")
     allAckInSyncStateSet: bool = key(False, "Controller mode, SYNC_MASTER: a send waits for every broker of the sync "
                                             "state set.")
+    haMaxGapNotInSync: int = key(256 * 1024 * 1024, "Bytes a slave may lag behind the master's commit log and "
+                                                    "still count as in sync (haStatus).", check=positive)
     fileReservedTime: int = key(72, "Hours to keep commit log files.")
     deleteWhen: str = key(
         "04", "Hour(s) of day expired files are deleted, e.g. '04' or '01;04'.", check=check_hours

@@ -65,6 +65,8 @@ class BrokerContext:
     registration_pending: Callable[[float], Any] | None = None
     #: POP consumption (:class:`server.broker.pop.PopService`); None: POP requests are not served.
     pop: Any = None
+    #: The replication report GET_BROKER_HA_STATUS answers; None: this broker runs no HA service.
+    ha_runtime_info: Callable[[], Any] | None = None
     #: setConsumeMode's choices, which QUERY_ASSIGNMENT answers.
     request_modes: MessageRequestModes = field(default_factory=MessageRequestModes)
     rng: random.Random = field(default_factory=random.Random)

@@ -45,6 +45,8 @@ class TimerWheel(Service, Protocol):
     pending: int
     enqueued: int
     delivered: int
+    #: every timer due at or before this wall-clock ms has been delivered
+    delivered_through: int
 
     def next_due_ms(self) -> int | None: ...
 

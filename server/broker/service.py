@@ -210,11 +210,16 @@ class Broker:
             self.ha_slave = HASlave(self.store, self.reactor, heartbeat_ms=c.haSendHeartbeatInterval,
                                     housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
             self.ha_slave.start(c.haMasterAddress)
+            self.ctx.ha_runtime_info = self.ha_slave.runtime_info
+            replicated = self.ctx.stats.replicated
+            self.store.add_arriving_listener(lambda *_arrival: replicated.add(1))
             self.slave_sync = SlaveSynchronize(self.ctx, self.reactor, lambda: self.persist_offsets(force=True),
                                                self._client_tls, self.auth_config.inner_credentials)
+            self.store.add_arriving_listener(self.slave_sync.replicated)
             return
         master = HAMaster(self.store, self.reactor, batch_size=c.haTransferBatchSize,
-                          heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval)
+                          heartbeat_ms=c.haSendHeartbeatInterval, housekeeping_ms=c.haHousekeepingInterval,
+                          max_gap_not_in_sync=c.haMaxGapNotInSync)
         try:
             self.ha_port = master.listen(self.ha_port, self.netty.bindAddress)
         except CannotListenError as exc:
@@ -226,6 +231,7 @@ class Broker:
                         "set haListenPort", self.ha_port, exc)
             return
         self.ha_master = master
+        self.ctx.ha_runtime_info = master.runtime_info
         if c.brokerRole == "SYNC_MASTER" and c.inSyncReplicas > 1:
             self.ctx.store.replicas = (master, c.inSyncReplicas - 1, c.slaveTimeout)
         log.info("HA service listening on %s:%d for slaves", self.netty.bindAddress, self.ha_port)

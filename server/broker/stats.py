@@ -48,6 +48,9 @@ class BrokerStats:
         self._clock = clock
         self.boot_ms = int(clock() * 1000)
         self.put = RateCounter(clock)
+        #: messages a slave stored from its master's stream: its put rate (putTps), not its sends
+        #: (msgPutTotal*), as on Apache's slave
+        self.replicated = RateCounter(clock)
         self.get_found = RateCounter(clock)
         self.get_miss = RateCounter(clock)
         self.get_transferred = RateCounter(clock)
@@ -66,7 +69,7 @@ class BrokerStats:
             self._day = day
             self.put_yesterday_morning, self.put_today_morning = self.put_today_morning, self.put.total
             self.get_yesterday_morning, self.get_today_morning = self.get_today_morning, self.get_transferred.total
-        for counter in (self.put, self.get_found, self.get_miss, self.get_transferred, self.timer_enqueue,
+        for counter in (self.put, self.replicated, self.get_found, self.get_miss, self.get_transferred, self.timer_enqueue,
                         self.timer_dequeue):
             counter.sample()
 

@@ -17,6 +17,7 @@ from collections import deque
 from typing import Any
 
 from ferrymq.server.store.message_store import MessageStore
+from ferrymq.wire.bodies import HAConnectionRuntimeInfo, HARuntimeInfo
 from twisted.internet import defer, protocol, task
 from twisted.internet.interfaces import IPushProducer
 from zope.interface import implementer
@@ -49,6 +50,9 @@ class SlaveConnection(protocol.Protocol):
         self.paused = False
         self.last_read = self.last_write = time.monotonic()
         self.addr = "?"
+        #: bytes sent since the last second's roll, and in the last whole second (Apache's FlowMonitor)
+        self.sent = 0
+        self.sent_in_second = 0
 
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
@@ -105,6 +109,7 @@ class SlaveConnection(protocol.Protocol):
             size = len(view)
             self.transport.writeSequence((encode_transfer_header(self.next_offset, size), bytes(view)))
             self.next_offset += size
+            self.sent += size
             self.last_write = time.monotonic()
 
     def housekeep(self, now: float) -> None:
@@ -134,8 +139,11 @@ class HAMaster:
     """Apache's DefaultHAService on a master: serves any number of slaves on one port."""
 
     def __init__(self, store: MessageStore, reactor: Any, *, batch_size: int = 32 * 1024,
-                 heartbeat_ms: int = 5000, housekeeping_ms: int = 20000):
+                 heartbeat_ms: int = 5000, housekeeping_ms: int = 20000, max_gap_not_in_sync: int = 256 << 20):
         self.store = store
+        #: a slave further behind than this many bytes is not in sync (haMaxGapNotInSync)
+        self.max_gap_not_in_sync = max_gap_not_in_sync
+        self._second = time.monotonic()
         self.reactor = reactor
         self.batch_size = batch_size
         self.heartbeat_s = heartbeat_ms / 1000
@@ -161,6 +169,7 @@ class HAMaster:
     def stop(self):
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        self.store.remove_arriving_listener(self._arrived)
         if self._expiry is not None and self._expiry.active():
             self._expiry.cancel()
         for conn in list(self.connections):
@@ -186,8 +195,26 @@ class HAMaster:
 
     def _poll(self) -> None:
         now = time.monotonic()
+        roll = now - self._second >= 1.0
+        if roll:
+            self._second = now
         for conn in list(self.connections):
+            if roll:
+                conn.sent_in_second, conn.sent = conn.sent, 0
             conn.housekeep(now)
+
+    def runtime_info(self) -> HARuntimeInfo:
+        """What GET_BROKER_HA_STATUS answers on a master (``mqadmin haStatus``): each slave's acknowledged
+        offset, its distance to the commit log's end, and whether that is within haMaxGapNotInSync."""
+        end = self.store.get_max_phy_offset()
+        slaves = []
+        for conn in sorted(self.connections, key=lambda c: c.addr):
+            ack = conn.ack_offset  # -1 (as Apache's) before the slave's first report
+            slaves.append(HAConnectionRuntimeInfo(
+                addr=conn.addr, slave_ack_offset=ack, diff=end - ack, in_sync=end - ack < self.max_gap_not_in_sync,
+                transferred_byte_in_second=conn.sent_in_second, transfer_from_where=conn.next_offset))
+        return HARuntimeInfo(master=True, master_commit_log_max_offset=end,
+                             in_sync_slave_nums=sum(s.in_sync for s in slaves), ha_connection_info=slaves)
 
     # ------------------------------------------------------------------ SYNC_MASTER
 

@@ -8,7 +8,8 @@ stopped, to whichever address :meth:`HASlave.set_master_address` last gave (the 
 haMasterAddress, or the one the name server's registration answer names).
 
 Received bytes go through the store's one append/dispatch path (:meth:`MessageStore.append_to_commitlog`):
-the consume queues and the index are built locally, and long-polling pulls on the slave wake.
+the consume queues and the index are built locally, and long-polling pulls on the slave wake. The slave
+reports what its commit log holds before it dispatches the records, as Apache's does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from ferrymq.remoting.client import split_address
 from ferrymq.server.store.message_store import MessageStore
+from ferrymq.wire.bodies import HAClientRuntimeInfo, HARuntimeInfo
 from twisted.internet import protocol, task
 
 from .protocol import ProtocolError, TransferReader, encode_report
@@ -49,10 +51,13 @@ class MasterConnection(protocol.Protocol):
     def report(self) -> None:
         self.reported = self.slave.store.get_max_phy_offset()
         self.last_report = time.monotonic()
+        self.slave.last_write_ms = int(time.time() * 1000)
         self.transport.write(encode_report(self.reported))
 
     def dataReceived(self, data: bytes) -> None:
         self.last_read = time.monotonic()
+        self.slave.last_read_ms = int(time.time() * 1000)
+        self.slave.received += len(data)
         store = self.slave.store
         try:
             frames = self.reader.feed(data)
@@ -60,6 +65,17 @@ class MasterConnection(protocol.Protocol):
             log.error("master %s: %s; closing", self.slave.address, exc)
             self.transport.loseConnection()
             return
+        if frames:
+            try:
+                self._append(frames)
+            finally:
+                store.dispatch_appended()
+
+    def _append(self, frames: list) -> None:
+        """Append the frames' bytes to the commit log and report the new end: the ack a SYNC_MASTER's
+        senders wait for goes out before the consume queues and the index are built (the caller's
+        dispatch), as it says only what the commit log holds."""
+        store = self.slave.store
         for frame in frames:
             local = store.get_max_phy_offset()
             if local and frame.offset != local:
@@ -68,7 +84,7 @@ class MasterConnection(protocol.Protocol):
                 return
             if frame.data:
                 try:
-                    store.append_to_commitlog(frame.offset, frame.data)
+                    store.append_to_commitlog(frame.offset, frame.data, dispatch=False)
                 except (ValueError, OSError) as exc:
                     log.error("cannot append replicated data at %d: %s; closing", frame.offset, exc)
                     self.transport.loseConnection()
@@ -116,6 +132,12 @@ class HASlave:
         self._retry: Any = None
         self._loop: task.LoopingCall | None = None
         self.running = False
+        #: wall-clock ms of the last bytes from the master and of the last report to it (haStatus)
+        self.last_read_ms = self.last_write_ms = int(time.time() * 1000)
+        #: bytes received since the last second's roll, and in the last whole second
+        self.received = 0
+        self.received_in_second = 0
+        self._second = time.monotonic()
 
     @property
     def retry_s(self) -> float:
@@ -180,5 +202,17 @@ class HASlave:
             self._retry = self.reactor.callLater(self.retry_s, self._connect)
 
     def _tick(self) -> None:
+        now = time.monotonic()
+        if now - self._second >= 1.0:
+            self._second = now
+            self.received_in_second, self.received = self.received, 0
         if self.connection is not None:
-            self.connection.tick(time.monotonic())
+            self.connection.tick(now)
+
+    def runtime_info(self) -> HARuntimeInfo:
+        """What GET_BROKER_HA_STATUS answers on a slave (``mqadmin haStatus``). The classic protocol carries
+        no flush offset of the master, so that stays 0, as on Apache's classic slave."""
+        return HARuntimeInfo(master=False, ha_client_runtime_info=HAClientRuntimeInfo(
+            master_addr=self.address or None, transferred_byte_in_second=self.received_in_second,
+            max_offset=self.store.get_max_phy_offset(), last_read_timestamp=self.last_read_ms,
+            last_write_timestamp=self.last_write_ms))

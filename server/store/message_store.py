@@ -575,14 +575,22 @@ class MessageStore:
         """Master side: raw commit-log bytes from ``offset`` (within one segment), None if none yet."""
         return self.commitlog.read_data(offset, max_bytes)
 
-    def append_to_commitlog(self, offset: int, data) -> None:
+    def append_to_commitlog(self, offset: int, data, dispatch: bool = True) -> None:
         """Slave side: append bytes received from the master at ``offset`` and dispatch every record they
-        complete (consume queues, index, arriving listeners). Raises ValueError on a gap."""
+        complete (consume queues, index, arriving listeners). Raises ValueError on a gap.
+        ``dispatch=False`` leaves the dispatch to :meth:`dispatch_appended` (a slave acknowledges what
+        its commit log holds before it indexes it, as Apache's does)."""
+        cl = self.commitlog
+        if not cl.queue.files:
+            self.dispatcher.dispatched_offset = offset
+        cl.append_data(offset, data)
+        if dispatch:
+            self.dispatch_appended()
+
+    def dispatch_appended(self) -> None:
+        """Dispatch the records appended by :meth:`append_to_commitlog` and not dispatched yet."""
         cl = self.commitlog
         dispatcher = self.dispatcher
-        if not cl.queue.files:
-            dispatcher.dispatched_offset = offset
-        cl.append_data(offset, data)
         stop = cl.scan(dispatcher.dispatched_offset, False, dispatcher.dispatch_record, limit=cl.max_offset)
         dispatcher.dispatched_offset = stop.offset
         if stop.reason not in ("incomplete", "end of data", "end of segments"):
@@ -604,6 +612,11 @@ class MessageStore:
         told once, with the queue's new max offset and the tag code its messages share (None when
         they differ: a listener then treats the batch as matching any filter)."""
         self.dispatcher.listeners.append(listener)
+
+    def remove_arriving_listener(self, listener: ArrivingListener) -> None:
+        """Stop telling ``listener`` (a master that steps down); absent is fine. The list is replaced,
+        not edited, as the writer thread may be walking it."""
+        self.dispatcher.listeners = [known for known in self.dispatcher.listeners if known != listener]
 
     # ------------------------------------------------------------------------------------------
     # reading

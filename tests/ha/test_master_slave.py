@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from ferrymq.testing import FerryMQServer, admin
 from ferrymq.testing.ports import free_port
-from ferrymq.wire.bodies import SubscriptionGroupConfig, TopicConfig
+from ferrymq.wire.bodies import HARuntimeInfo, KVTable, SubscriptionGroupConfig, TimerCheckpoint, TopicConfig
+from ferrymq.wire.bodies import TimerMetricsWrapper
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 from ferrymq.wire.headers import UpdateConsumerOffsetRequestHeader
@@ -62,6 +63,49 @@ def test_the_slave_holds_the_masters_bytes_at_the_same_offsets_across_segments(p
     assert high > SEGMENT
     assert commitlog_bytes(slave.store / "commitlog", low, high) == \
         commitlog_bytes(master.home / "store" / "commitlog", low, high)
+
+
+def ha_status(addr: str) -> HARuntimeInfo:
+    answer = admin.call(addr, request(RequestCode.GET_BROKER_HA_STATUS))
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    return HARuntimeInfo.decode(answer.body)
+
+
+def runtime_info(addr: str) -> dict[str, str]:
+    return KVTable.decode(admin.call(addr, request(RequestCode.GET_BROKER_RUNTIME_INFO)).body).table
+
+
+def test_ha_status_and_runtime_info_show_the_slave_holding_everything_the_master_has(pair):
+    master, slave = pair
+    for i in range(4):
+        assert send(master.broker_addr, "HaStatus", b"s%d" % i).code == 0
+    _low, high = wait_for(lambda: in_sync(master.broker_addr, slave.addr), "slave caught up")
+    mine = wait_for(lambda: (s := ha_status(master.broker_addr)).ha_connection_info[0].slave_ack_offset == high and s,
+                    "the master saw the slave's report")
+    assert (mine.master, mine.master_commit_log_max_offset, mine.in_sync_slave_nums) == (True, high, 1)
+    (conn,) = mine.ha_connection_info
+    assert (conn.diff, conn.in_sync, conn.transfer_from_where) == (0, True, high)
+    assert conn.addr.startswith("127.0.0.1:")
+    theirs = ha_status(slave.addr)
+    client = theirs.ha_client_runtime_info
+    assert (theirs.master, client.max_offset, client.master_flush_offset) == (False, high, 0)
+    assert client.master_addr == f"127.0.0.1:{int(master.broker_addr.rsplit(':', 1)[1]) + 1}"
+    assert client.last_read_timestamp > 0 and client.last_write_timestamp > 0
+    # replicated messages count in the slave's put rate, not as sends to it (as on Apache's slave)
+    assert runtime_info(slave.addr)["msgPutTotalTodayNow"] == "0"
+    wait_for(lambda: runtime_info(slave.addr)["putTps"] != "0.00 0.00 0.00", "the slave's put rate shows", timeout=5)
+
+
+def test_the_master_answers_what_an_apache_slave_syncs_of_the_timer_wheel(pair):
+    master, _slave = pair
+    answer = admin.call(master.broker_addr, request(RequestCode.GET_TIMER_CHECK_POINT))
+    assert answer.code == ResponseCode.SUCCESS and len(answer.body) == 56
+    checkpoint = TimerCheckpoint.decode(answer.body)
+    assert checkpoint.last_timer_log_flush_pos == 0
+    assert checkpoint.last_timer_queue_offset == checkpoint.master_timer_queue_offset >= 0
+    answer = admin.call(master.broker_addr, request(RequestCode.GET_TIMER_METRICS))
+    assert answer.code == ResponseCode.SUCCESS
+    assert TimerMetricsWrapper.decode(answer.body).timing_count == {}
 
 
 def test_the_slave_builds_its_consume_queues_and_answers_pulls_when_slave_read_is_on(pair):

@@ -1,7 +1,7 @@
 """Typed JSON bodies (fastjson-compatible): ``X.decode(bytes)`` validates and builds, ``x.encode()`` writes.
 
 Grouped by who uses them: :mod:`.route` (name server), :mod:`.client` (heartbeat, connections, locks),
-:mod:`.admin` (offset and stats tables, resets, subscription groups). Import from here:
+:mod:`.admin` (offset and stats tables, resets, subscription groups), :mod:`.ha` (replication status). Import from here:
 ``from wire.bodies import X``.
 """
 
@@ -26,6 +26,14 @@ from .admin import (
     SubscriptionGroupWrapper,
     TopicOffset,
     TopicStatsTable,
+)
+from .ha import (
+    HAClientRuntimeInfo,
+    HAConnectionRuntimeInfo,
+    HARuntimeInfo,
+    TimerCheckpoint,
+    TimerMetric,
+    TimerMetricsWrapper,
 )
 from .client import (
     BatchAck,
@@ -70,6 +78,13 @@ __all__ = [
     "EpochEntry",
     "EpochEntryCache",
     "SyncStateSet",
+    # ha
+    "HAClientRuntimeInfo",
+    "HAConnectionRuntimeInfo",
+    "HARuntimeInfo",
+    "TimerCheckpoint",
+    "TimerMetric",
+    "TimerMetricsWrapper",
     "BatchAck",
     "BatchAckMessageRequestBody",
     "MessageQueueAssignment",

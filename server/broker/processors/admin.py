@@ -28,6 +28,7 @@ from ferrymq.wire.bodies import (
     TopicOffset,
     TopicStatsTable,
 )
+from ferrymq.wire.bodies.ha import TimerCheckpoint, TimerMetricsWrapper
 from ferrymq.wire.codes import CURRENT_VERSION, CURRENT_VERSION_DESC, LanguageCode, RequestCode, ResponseCode
 from ferrymq.wire.properties import PropertiesError, parse_properties
 from ferrymq.wire.command import RemotingCommand, request
@@ -177,7 +178,7 @@ class AdminProcessor:
             "msgGetTotalYesterdayMorning": str(stats.get_yesterday_morning),
             "msgGetTotalTodayMorning": str(stats.get_today_morning),
             "msgGetTotalTodayNow": str(stats.get_transferred.total),
-            "putTps": stats.put.tps_text(),
+            "putTps": (stats.replicated if ctx.config.is_slave else stats.put).tps_text(),
             "getFoundTps": stats.get_found.tps_text(),
             "getMissTps": stats.get_miss.tps_text(),
             "getTransferredTps": stats.get_transferred.tps_text(),
@@ -298,6 +299,38 @@ class AdminProcessor:
     def all_message_request_modes(self, cmd: RemotingCommand, channel: Any, _header: None):
         """No group has a message request mode here (no POP consumption): an empty table."""
         return ok(cmd, body=dumps({"messageRequestModeMap": {}}))
+
+    @handles(RequestCode.GET_TIMER_CHECK_POINT, header=False)
+    def timer_checkpoint(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """How far the timer wheel has got, in Apache's TimerCheckpoint layout (an Apache slave asks every
+        3 s): delivered through which ms, and how much of the timer queue is in the wheel. There is no
+        timer log here, so its flush position is 0; the version moves whenever the wheel does."""
+        timer = self.ctx.timer
+        if timer is None:
+            raise refuse(ResponseCode.SYSTEM_ERROR, "no timer wheel runs on this broker")
+        version = DataVersion(counter=timer.enqueued + timer.delivered, timestamp=self.ctx.stats.boot_ms)
+        checkpoint = TimerCheckpoint(last_read_time_ms=timer.delivered_through, last_timer_queue_offset=timer.scanned,
+                                     master_timer_queue_offset=timer.scanned, data_version=version)
+        return ok(cmd, body=checkpoint.encode())
+
+    @handles(RequestCode.GET_TIMER_METRICS, header=False)
+    def timer_metrics(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """Apache's per-topic counts of pending timers (an Apache slave copies them once a minute). The wheel
+        here counts timers, not timers per topic: the table is empty, its version fixed, so a slave keeps
+        its own."""
+        if self.ctx.timer is None:
+            raise refuse(ResponseCode.SYSTEM_ERROR, "no timer wheel runs on this broker")
+        wrapper = TimerMetricsWrapper(data_version=DataVersion(timestamp=self.ctx.stats.boot_ms))
+        return ok(cmd, body=wrapper.encode())
+
+    @handles(RequestCode.GET_BROKER_HA_STATUS, header=False)
+    def ha_status(self, cmd: RemotingCommand, channel: Any, _header: None):
+        """``mqadmin haStatus``: a master's slaves and how far each acknowledged, or a slave's replication
+        client."""
+        runtime_info = self.ctx.ha_runtime_info
+        if runtime_info is None:
+            raise refuse(ResponseCode.SYSTEM_ERROR, "no replication service runs on this broker")
+        return ok(cmd, body=runtime_info().encode())
 
     @handles(RequestCode.GET_ALL_DELAY_OFFSET, header=False)
     def all_delay_offsets(self, cmd: RemotingCommand, channel: Any, _header: None):

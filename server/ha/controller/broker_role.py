@@ -152,7 +152,8 @@ class ControllerMode:
                                         housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
         self.ha_slave.start()
         if b.slave_sync is None:
-            b.slave_sync = SlaveSynchronize(b.ctx, b.reactor, lambda: b.persist_offsets(force=True), b._client_tls)
+            b.slave_sync = SlaveSynchronize(b.ctx, b.reactor, lambda: b.persist_offsets(force=True), b._client_tls,
+                                            b.auth_config.inner_credentials)
         b.slave_sync.set_master_addr(master_addr)
         b.start_registration()
 
