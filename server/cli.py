@@ -162,7 +162,8 @@ def _with_grpc(grpc, broker):
     if grpc is not None:
         from ferrymq.server.grpc.service import BrokerSide
 
-        grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.ctx.producers, broker.table)
+        ctx = broker.ctx
+        grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, broker.table, ctx.groups, ctx.pop)
     return broker
 
 
