@@ -20,6 +20,7 @@ from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
 
 from ferrymq.sdk.blocking_clients import BlockingMQAdmin, BlockingPullConsumer  # noqa: E402
+from ferrymq.sdk.client_instance import MQClientError  # noqa: E402
 from ferrymq.sdk.message import PullStatus  # noqa: E402
 from ferrymq.testing.server import FerryMQServer  # noqa: E402
 from ferrymq.wire.bodies import SubscriptionGroupConfig  # noqa: E402
@@ -135,7 +136,11 @@ def pull_all(server, topic: str, wait: float = 5.0) -> list:
     with BlockingPullConsumer(f"check_{uuid.uuid4().hex[:8]}", server.namesrv_addr) as consumer:
         while True:
             out = []
-            for mq in consumer.fetch_subscribe_queues(topic):
+            try:
+                queues = consumer.fetch_subscribe_queues(topic)
+            except MQClientError:  # not created yet (a DLQ topic is made by its first message)
+                queues = []
+            for mq in queues:
                 offset = 0
                 while (result := consumer.pull(mq, "*", offset, 32)).status is PullStatus.FOUND:
                     out += result.messages
@@ -287,3 +292,19 @@ def test_query_assignment_hands_out_every_queue_or_each_queue_for_a_fifo_group(s
 
     assert assigned(make_group(server, admin)) == [-1]
     assert assigned(make_group(server, admin, consume_message_orderly=True)) == [0, 1, 2, 3]
+
+
+def test_a_message_out_of_attempts_goes_to_the_dlq_when_it_comes_back(server, admin, stub, consumers):
+    """A PushConsumer's failure is a renewal by the group's backoff; once the group's attempts
+    (retryMaxTimes + 1) are spent, the message goes to %DLQ%group instead of coming back."""
+    topic = make_topic(server, admin)
+    send(stub, topic, b"poison")
+    group = make_group(server, admin, retry_max_times=1)
+    consumer = consumers(group, topic)
+    assert consumer.settings.backoff_policy.max_attempts == 2
+    for attempt in (1, 2):
+        [got] = consumer.messages(auto_renew=True)
+        assert got.system_properties.delivery_attempt == attempt
+        assert consumer.change_invisible(got.system_properties.receipt_handle, 0.3).status.code == pb.OK
+    [dead] = pull_all(server, f"%DLQ%{group}")
+    assert (dead.body, dead.reconsume_times) == (b"poison", 2)
