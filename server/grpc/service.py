@@ -47,7 +47,7 @@ from ferrymq.wire.topics import AUTO_CREATE_TOPIC
 
 from . import route
 from .calls import CLIENT_ID, LANGUAGE, check_topic, metadata, peer
-from .consumer import ConsumerMethods
+from .consumer import ConsumerMethods, check_group
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
 from .reactor import in_reactor
@@ -241,11 +241,21 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         if kind == "publishing":
             for topic in settings.publishing.topics:
                 check_topic(topic)
-        elif self._broker is not None and self._broker.groups is not None:
-            group = await in_reactor(self._broker.groups.find, settings.subscription.group.name)
+        else:
+            check_group(settings.subscription.group)
+            group = await in_reactor(self._consumer_group, settings.subscription.group.name)
         client.settings = settings
         self._register_producer(client)
         return service.TelemetryCommand(status=OK, settings=answer(settings, self.producer, self.consumer, group))
+
+    def _consumer_group(self, name: str):
+        """A consumer's group: one the broker has, as the proxy takes no consumer of an unknown group (its
+        Telemetry stream ends INVALID_ARGUMENT), whatever autoCreateSubscriptionGroup says."""
+        groups = self.broker.groups
+        config = groups.table.get(name) if groups is not None else None
+        if config is None:
+            raise Refused(Code.CONSUMER_GROUP_NOT_FOUND, f"group not found: {name}")
+        return config
 
     def _register_producer(self, client: _Client) -> None:
         """Put (or refresh) a publishing client in the broker's producer table under its topics."""

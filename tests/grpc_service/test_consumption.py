@@ -150,6 +150,13 @@ def pull_all(server, topic: str, wait: float = 5.0) -> list:
             time.sleep(0.2)
 
 
+def test_a_consumer_of_a_group_the_broker_lacks_is_refused_as_the_proxy_does(server, admin, stub):
+    with pytest.raises(grpc.RpcError) as refused:
+        Consumer(stub, f"grpc_pop_unknown_{uuid.uuid4().hex[:8]}", make_topic(server, admin))
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "group not found" in refused.value.details()
+
+
 def test_consumer_settings_are_answered_with_the_groups(server, admin, stub, consumers):
     topic = make_topic(server, admin)
     settings = consumers(make_group(server, admin, retry_max_times=3, consume_message_orderly=True), topic).settings
