@@ -10,6 +10,7 @@ check one behaviour each on what both saw.
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from .test_official_clients import WAIT
 grpc = pytest.importorskip("grpc", reason="the grpc extra is not installed")
 pytest.importorskip("rocketmq.grpc_protocol", reason="the grpc extra is not installed")
 
+from google.protobuf.duration_pb2 import Duration  # noqa: E402
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
@@ -233,3 +235,187 @@ def test_an_open_transaction_is_checked_back_over_telemetry_and_committed(exchan
     assert {e["body"] for e in checked} == {"checked-back"}, exchange.sent.explain()
     assert {e["msgId"] for e in checked} == {exchange.sent_id("checked-back")}
     assert exchange.got("checked-back")["msgId"] == exchange.sent_id("checked-back")
+
+
+# ---------------------------------------------------------------------- consuming over gRPC (POP)
+
+
+#: a consumer group's retry policy: every redelivery 1 s after the failure (Apache's JSON)
+RETRY_AFTER_A_SECOND = {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000] * 4}}
+
+
+def create_group(grpc_server: GrpcServer, **config) -> str:
+    """A new consumer group on every broker of the cluster, with ``config`` (SubscriptionGroupConfig's fields)."""
+    from ferrymq.wire.bodies import SubscriptionGroupConfig
+
+    group = f"grpc_pop_{uuid.uuid4().hex[:8]}"
+    with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+        for addr in admin.master_addrs():
+            admin.api.create_subscription_group(addr, SubscriptionGroupConfig(group_name=group, **config))
+    return group
+
+
+def dlq_messages(grpc_server: GrpcServer, group: str, wait: float = 10.0) -> list:
+    """What the brokers hold in ``%DLQ%group``, read from the brokers themselves (the name server learns of
+    a DLQ topic with the broker's next registration)."""
+    from ferrymq.remoting.errors import ResponseCodeError
+    from ferrymq.wire.codes import PullSysFlag
+    from ferrymq.wire.headers import PullMessageRequestHeader
+
+    header = PullMessageRequestHeader(consumer_group=f"dlq_check_{uuid.uuid4().hex[:8]}", topic=f"%DLQ%{group}",
+                                      queue_id=0, queue_offset=0, max_msg_nums=32, sys_flag=int(PullSysFlag.SUBSCRIPTION), commit_offset=0,
+                                      suspend_timeout_millis=0, sub_version=0, subscription="*",
+                                      expression_type="TAG")
+    deadline = time.monotonic() + wait
+    with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+        addrs = admin.master_addrs()
+        while True:
+            messages = []
+            for addr in addrs:
+                try:
+                    messages += admin.api.pull_message(addr, header, 5.0).messages
+                except ResponseCodeError:  # no such topic yet
+                    pass
+            if messages or time.monotonic() > deadline:
+                return messages
+            time.sleep(0.2)
+
+
+def first_deliveries(result: ScenarioResult, event: str = "received") -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for e in result.of(event):
+        out.setdefault(e["body"], e)
+    return out
+
+
+def test_simple_consumer_receives_remoting_sends_by_tag_and_a_renewed_message_comes_back(
+        grpc_server, grpc_java, java5, tmp_path):
+    """Messages a remoting producer sent, received over gRPC with a TAG filter and acked; one has its
+    invisible duration changed to 1 s instead, and is delivered again as attempt 2."""
+    from .test_official_clients import write_spec
+
+    topic = grpc_server.create_topic("NORMAL")
+    spec = [{"body": "s-0", "tag": "TagA"}, {"body": "s-skip", "tag": "TagB"}, {"body": "s-1", "tag": "TagA"},
+            {"body": "s-renew", "tag": "TagA"}]
+    sent = java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-spec", write_spec(tmp_path, spec)).check()
+    got = grpc_java("simple", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-g", create_group(grpc_server),
+                    "-count", "3", "-expr", "TagA", "-renew", "s-renew", "-timeout", "30000").check()
+    received = got.of("received")
+    assert {e["body"] for e in received} == {"s-0", "s-1", "s-renew"}, got.explain()
+    firsts = first_deliveries(got)
+    sent_ids = {e["msgId"] for e in sent.of("sent")}
+    assert {firsts[b]["msgId"] for b in ("s-0", "s-1", "s-renew")} <= sent_ids
+    assert {firsts[b]["tag"] for b in firsts} == {"TagA"}
+    renewed = [e for e in received if e["body"] == "s-renew"]
+    assert [e["attempt"] for e in renewed] == [1, 2], got.explain()
+    assert renewed[1]["msgId"] == renewed[0]["msgId"]
+    assert renewed[1]["at"] - renewed[0]["at"] >= 900  # not before its 1 s of invisibility
+
+
+def test_push_consumer_retries_a_failure_then_forwards_it_to_the_dlq(grpc_server, grpc_java, java5, tmp_path):
+    """A PushConsumer's FAILURE is delivered again after the group's backoff (groupRetryPolicy), as often as
+    the group's attempts (retryMaxTimes + 1); out of attempts the message goes to %DLQ%group. SUCCESS is
+    consumed once."""
+    from .test_official_clients import write_spec
+
+    topic = grpc_server.create_topic("NORMAL")
+    group = create_group(grpc_server, retry_max_times=1, group_retry_policy=RETRY_AFTER_A_SECOND)
+    spec = [{"body": "p-ok"}, {"body": "p-fail"}]
+    java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-spec", write_spec(tmp_path, spec)).check()
+    got = grpc_java("push", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-g", group, "-count", "2",
+                    "-fail", "p-fail", "-attempts", "2", "-timeout", "30000", "-linger", "4000").check()
+    consumed = got.of("consumed")
+    assert [e["attempt"] for e in consumed if e["body"] == "p-fail"] == [1, 2], got.explain()
+    assert [e["attempt"] for e in consumed if e["body"] == "p-ok"] == [1], got.explain()
+    failed = [e["at"] for e in consumed if e["body"] == "p-fail"]
+    assert failed[1] - failed[0] >= 900  # the group's backoff
+    assert [m.body for m in dlq_messages(grpc_server, group)] == [b"p-fail"]
+
+
+def test_a_fifo_group_receives_a_message_group_in_order(grpc_server, grpc_java, tmp_path):
+    """A gRPC producer's message group on a FIFO topic, received in order by a SimpleConsumer of an orderly group."""
+    topic = grpc_server.create_topic("FIFO")
+    spec = tmp_path / "fifo.tsv"
+    spec.write_text("".join(f"body=f-{i}\tgroup=order-7\n" for i in range(4)))
+    grpc_java("send", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-spec", str(spec)).check()
+    got = grpc_java("simple", "-endpoint", grpc_server.grpc_endpoint, "-t", topic,
+                    "-g", create_group(grpc_server, consume_message_orderly=True), "-count", "4",
+                    "-timeout", "30000").check()
+    received = got.of("received")
+    assert [e["body"] for e in received] == [f"f-{i}" for i in range(4)], got.explain()
+    assert {e["messageGroup"] for e in received} == {"order-7"}
+
+
+def test_bad_receipt_handles_and_consumer_resources_get_the_proxys_status_codes(grpc_server, stub, normal_topic):
+    """As a consumer whose settings the server has (the proxy fails on renewals of clients without)."""
+    group = pb.Resource(name=create_group(grpc_server))
+    topic = pb.Resource(name=normal_topic)
+    client = (("x-mq-client-id", f"compat-grpc-consumer-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+    commands, stream = _consumer_telemetry(stub, group, topic, client)
+    try:
+        assert next(stream).status.code == pb.OK
+        answers = _consumer_refusals(grpc_server, stub, normal_topic, group, topic, client)
+    finally:
+        commands.put(None)
+    got = {case: (pb.Code.Name(answer.code), answer.message) for case, answer in answers.items()}
+    assert {case: code for case, (code, _) in got.items()} == {
+        "ack": "MULTIPLE_RESULTS", "ack expired": "INVALID_RECEIPT_HANDLE", "ack malformed": "INTERNAL_SERVER_ERROR",
+        "renew expired": "INVALID_RECEIPT_HANDLE", "forward without commit offset": "INVALID_RECEIPT_HANDLE",
+        "assign": "OK", "assign unknown topic": "TOPIC_NOT_FOUND", "assign bad group": "ILLEGAL_CONSUMER_GROUP",
+        "assign system group": "ILLEGAL_CONSUMER_GROUP"}, got
+    assert got["ack expired"][1].endswith("receipt handle is expired")
+    assert got["renew expired"][1].endswith("receipt handle is expired")
+    assert got["forward without commit offset"][1].endswith("commit log offset is empty")
+
+
+def _consumer_telemetry(stub, group: pb.Resource, topic: pb.Resource, client: tuple):
+    """A consumer's Telemetry stream, opened with its settings; ``put(None)`` on the queue closes it."""
+    import queue
+
+    commands: queue.Queue = queue.Queue()
+    commands.put(service.TelemetryCommand(settings=pb.Settings(
+        client_type=pb.SIMPLE_CONSUMER, request_timeout=Duration(seconds=3), subscription=pb.Subscription(
+            group=group, subscriptions=[pb.SubscriptionEntry(topic=topic, expression=pb.FilterExpression(
+                type=pb.TAG, expression="*"))]))))
+    return commands, stub.Telemetry(iter(commands.get, None), metadata=client, timeout=60)
+
+
+def test_a_consumer_of_a_group_the_broker_lacks_is_refused(stub, normal_topic):
+    """Whatever autoCreateSubscriptionGroup says: the Telemetry stream ends INVALID_ARGUMENT."""
+    client = (("x-mq-client-id", f"compat-grpc-consumer-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+    commands, stream = _consumer_telemetry(stub, pb.Resource(name=f"grpc_pop_none_{uuid.uuid4().hex[:8]}"),
+                                           pb.Resource(name=normal_topic), client)
+    try:
+        with pytest.raises(grpc.RpcError) as refused:
+            next(stream)
+    finally:
+        commands.put(None)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "group not found" in refused.value.details()
+
+
+def _consumer_refusals(grpc_server, stub, normal_topic: str, group: pb.Resource, topic: pb.Resource,
+                       client: tuple) -> dict:
+    expired = "0 1000 1000 0 0 broker-a 0 0 0"  # visible again long ago
+    answers = {}
+    acked = stub.AckMessage(service.AckMessageRequest(group=group, topic=topic, entries=[
+        service.AckMessageEntry(message_id="A", receipt_handle=expired),
+        service.AckMessageEntry(message_id="B", receipt_handle="not-a-handle")]), metadata=client)
+    answers["ack"] = acked.status
+    answers["ack expired"], answers["ack malformed"] = (e.status for e in acked.entries)
+    answers["renew expired"] = stub.ChangeInvisibleDuration(service.ChangeInvisibleDurationRequest(
+        group=group, topic=topic, receipt_handle=expired, invisible_duration=Duration(seconds=5), message_id="A"),
+        metadata=client).status
+    answers["forward without commit offset"] = stub.ForwardMessageToDeadLetterQueue(
+        service.ForwardMessageToDeadLetterQueueRequest(group=group, topic=topic, message_id="A",
+                                                       receipt_handle=expired.rsplit(" ", 1)[0]), metadata=client).status
+    host, port = grpc_server.grpc_endpoint.rsplit(":", 1)
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+    for case, (topic_name, group_name) in {"assign": (normal_topic, group.name),
+                                           "assign unknown topic": ("CompatGrpcNoSuchTopic", group.name),
+                                           "assign bad group": (normal_topic, "bad group!"),
+                                           "assign system group": (normal_topic, "CID_RMQ_SYS_TRANS")}.items():
+        answers[case] = stub.QueryAssignment(service.QueryAssignmentRequest(
+            topic=pb.Resource(name=topic_name), group=pb.Resource(name=group_name), endpoints=endpoints),
+            metadata=client).status
+    return answers
