@@ -281,68 +281,83 @@ def dlq_messages(grpc_server: GrpcServer, group: str, wait: float = 10.0) -> lis
             time.sleep(0.2)
 
 
-def first_deliveries(result: ScenarioResult, event: str = "received") -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for e in result.of(event):
-        out.setdefault(e["body"], e)
-    return out
+#: what a remoting producer sends for the gRPC consumers: the SimpleConsumer takes TagA, the PushConsumer all
+CONSUMED = [{"body": "s-0", "tag": "TagA"}, {"body": "s-skip", "tag": "TagB"}, {"body": "s-1", "tag": "TagA"},
+            {"body": "s-renew", "tag": "TagA"}, {"body": "p-ok"}, {"body": "p-fail"}]
+FIFO_BODIES = [f"f-{i}" for i in range(4)]
 
 
-def test_simple_consumer_receives_remoting_sends_by_tag_and_a_renewed_message_comes_back(
-        grpc_server, grpc_java, java5, tmp_path):
-    """Messages a remoting producer sent, received over gRPC with a TAG filter and acked; one has its
-    invisible duration changed to 1 s instead, and is delivered again as attempt 2."""
+@dataclass
+class Consumption:
+    """One run of the Java gRPC consumers at once: ``simple`` (scenario 0), ``fifo`` (1), ``push`` (2)."""
+
+    result: ScenarioResult
+    sent: ScenarioResult
+    push_group: str
+
+    def of(self, scenario: int, event: str) -> list[dict]:
+        return [e for e in self.result.of(event) if e.get("scenario") == scenario]
+
+
+@pytest.fixture(scope="module")
+def consumption(grpc_server, grpc_java, java5, stub, tmp_path_factory) -> Consumption:
+    """A remoting producer's messages on a NORMAL topic, taken by a SimpleConsumer (TAG filter, one message
+    renewed instead of acked) and a PushConsumer (one message failing), and a message group on a FIFO topic
+    taken by a SimpleConsumer of an orderly group: the three consumers in one JVM, at once."""
     from .test_official_clients import write_spec
 
-    topic = grpc_server.create_topic("NORMAL")
-    spec = [{"body": "s-0", "tag": "TagA"}, {"body": "s-skip", "tag": "TagB"}, {"body": "s-1", "tag": "TagA"},
-            {"body": "s-renew", "tag": "TagA"}]
-    sent = java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-spec", write_spec(tmp_path, spec)).check()
-    got = grpc_java("simple", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-g", create_group(grpc_server),
-                    "-count", "3", "-expr", "TagA", "-renew", "s-renew", "-timeout", "30000").check()
-    received = got.of("received")
-    assert {e["body"] for e in received} == {"s-0", "s-1", "s-renew"}, got.explain()
-    firsts = first_deliveries(got)
-    sent_ids = {e["msgId"] for e in sent.of("sent")}
-    assert {firsts[b]["msgId"] for b in ("s-0", "s-1", "s-renew")} <= sent_ids
-    assert {firsts[b]["tag"] for b in firsts} == {"TagA"}
+    topic, fifo_topic = grpc_server.create_topic("NORMAL"), grpc_server.create_topic("FIFO")
+    sent = java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-timeout", "10000",
+                 "-spec", write_spec(tmp_path_factory.mktemp("grpc-consume"), CONSUMED)).check()
+    for body in FIFO_BODIES:
+        answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(
+            fifo_topic, body.encode(), message_group="order-7", message_type=pb.FIFO)]), metadata=CLIENT)
+        assert answer.status.code == pb.OK, answer.status.message
+    push_group = create_group(grpc_server, retry_max_times=1, group_retry_policy=RETRY_AFTER_A_SECOND)
+    endpoint = grpc_server.grpc_endpoint
+    result = grpc_java(
+        "simple", "-endpoint", endpoint, "-t", topic, "-g", create_group(grpc_server), "-count", "3", "-expr", "TagA",
+        "-renew", "s-renew", "-timeout", "30000", "--",
+        "simple", "-endpoint", endpoint, "-t", fifo_topic, "-g", create_group(grpc_server, consume_message_orderly=True),
+        "-count", str(len(FIFO_BODIES)), "-timeout", "30000", "--",
+        "push", "-endpoint", endpoint, "-t", topic, "-g", push_group, "-count", str(len(CONSUMED)), "-fail", "p-fail",
+        "-attempts", "2", "-timeout", "30000", "-linger", "3000").check()
+    return Consumption(result, sent, push_group)
+
+
+def test_simple_consumer_receives_remoting_sends_by_tag_and_a_renewed_message_comes_back(consumption):
+    """Messages a remoting producer sent, received over gRPC with a TAG filter and acked; one has its
+    invisible duration changed to 1 s instead, and is delivered again as attempt 2."""
+    received = consumption.of(0, "received")
+    explain = consumption.result.explain()
+    assert {e["body"] for e in received} == {"s-0", "s-1", "s-renew"}, explain
+    sent_ids = {e["msgId"] for e in consumption.sent.of("sent")}
+    assert {e["msgId"] for e in received} <= sent_ids
+    assert {e["tag"] for e in received} == {"TagA"}
     renewed = [e for e in received if e["body"] == "s-renew"]
-    assert [e["attempt"] for e in renewed] == [1, 2], got.explain()
+    assert [e["attempt"] for e in renewed] == [1, 2], explain
     assert renewed[1]["msgId"] == renewed[0]["msgId"]
     assert renewed[1]["at"] - renewed[0]["at"] >= 900  # not before its 1 s of invisibility
 
 
-def test_push_consumer_retries_a_failure_then_forwards_it_to_the_dlq(grpc_server, grpc_java, java5, tmp_path):
+def test_push_consumer_retries_a_failure_then_it_goes_to_the_dlq(grpc_server, consumption):
     """A PushConsumer's FAILURE is delivered again after the group's backoff (groupRetryPolicy), as often as
     the group's attempts (retryMaxTimes + 1); out of attempts the message goes to %DLQ%group. SUCCESS is
     consumed once."""
-    from .test_official_clients import write_spec
-
-    topic = grpc_server.create_topic("NORMAL")
-    group = create_group(grpc_server, retry_max_times=1, group_retry_policy=RETRY_AFTER_A_SECOND)
-    spec = [{"body": "p-ok"}, {"body": "p-fail"}]
-    java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-spec", write_spec(tmp_path, spec)).check()
-    got = grpc_java("push", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-g", group, "-count", "2",
-                    "-fail", "p-fail", "-attempts", "2", "-timeout", "30000", "-linger", "4000").check()
-    consumed = got.of("consumed")
-    assert [e["attempt"] for e in consumed if e["body"] == "p-fail"] == [1, 2], got.explain()
-    assert [e["attempt"] for e in consumed if e["body"] == "p-ok"] == [1], got.explain()
+    consumed = consumption.of(2, "consumed")
+    explain = consumption.result.explain()
+    assert [e["attempt"] for e in consumed if e["body"] == "p-fail"] == [1, 2], explain
+    assert {e["body"]: e["attempt"] for e in consumed if e["body"] != "p-fail"} == {
+        m["body"]: 1 for m in CONSUMED if m["body"] != "p-fail"}, explain
     failed = [e["at"] for e in consumed if e["body"] == "p-fail"]
     assert failed[1] - failed[0] >= 900  # the group's backoff
-    assert [m.body for m in dlq_messages(grpc_server, group)] == [b"p-fail"]
+    assert [m.body for m in dlq_messages(grpc_server, consumption.push_group)] == [b"p-fail"]
 
 
-def test_a_fifo_group_receives_a_message_group_in_order(grpc_server, grpc_java, tmp_path):
-    """A gRPC producer's message group on a FIFO topic, received in order by a SimpleConsumer of an orderly group."""
-    topic = grpc_server.create_topic("FIFO")
-    spec = tmp_path / "fifo.tsv"
-    spec.write_text("".join(f"body=f-{i}\tgroup=order-7\n" for i in range(4)))
-    grpc_java("send", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-spec", str(spec)).check()
-    got = grpc_java("simple", "-endpoint", grpc_server.grpc_endpoint, "-t", topic,
-                    "-g", create_group(grpc_server, consume_message_orderly=True), "-count", "4",
-                    "-timeout", "30000").check()
-    received = got.of("received")
-    assert [e["body"] for e in received] == [f"f-{i}" for i in range(4)], got.explain()
+def test_a_fifo_group_receives_a_message_group_in_order(consumption):
+    """A message group on a FIFO topic, received in order by a SimpleConsumer of an orderly group."""
+    received = consumption.of(1, "received")
+    assert [e["body"] for e in received] == FIFO_BODIES, consumption.result.explain()
     assert {e["messageGroup"] for e in received} == {"order-7"}
 
 

@@ -38,7 +38,10 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  * send -endpoint host:port -t TOPIC -spec FILE [-linger MS]
  * simple -endpoint host:port -t TOPIC -g GROUP -count N [-expr TAGS] [-batch N] [-renew BODY] [-timeout MS]
  * push -endpoint host:port -t TOPIC -g GROUP -count N [-fail BODY,...] [-attempts N] [-timeout MS] [-linger MS]
+ * SCENARIO ARGS -- SCENARIO ARGS ...
  * </pre>
+ * Scenarios separated by {@code --} run at once, each on its own thread, each line saying its
+ * {@code scenario} (index).
  * FILE has one message a line, its fields tab-separated {@code name=value}: {@code body}, {@code tag},
  * {@code keys} (comma-separated), {@code group} (message group), {@code delayMs} (delivery after),
  * {@code txn} ({@code commit} or {@code rollback}: sent in a transaction ended so; {@code open}: left
@@ -57,26 +60,66 @@ public final class GrpcScenarios {
     }
 
     public static void main(String[] argv) throws Exception {
-        Map<String, String> args = new HashMap<>();
-        for (int i = 1; i + 1 < argv.length; i += 2) {
-            args.put(argv[i].replaceFirst("^-", ""), argv[i + 1]);
+        List<List<String>> scenarios = new ArrayList<>();
+        scenarios.add(new ArrayList<>());
+        for (String arg : argv) {
+            if ("--".equals(arg)) {
+                scenarios.add(new ArrayList<>());
+            } else {
+                scenarios.get(scenarios.size() - 1).add(arg);
+            }
         }
         boolean ok;
-        switch (argv.length > 0 ? argv[0] : "") {
-            case "send":
-                ok = send(args);
-                break;
-            case "simple":
-                ok = simple(args);
-                break;
-            case "push":
-                ok = push(args);
-                break;
-            default:
-                System.err.println("usage: send -endpoint host:port -t TOPIC -spec FILE");
-                ok = false;
+        if (scenarios.size() == 1) {
+            ok = run(scenarios.get(0));
+        } else {
+            List<Thread> threads = new ArrayList<>();
+            boolean[] results = new boolean[scenarios.size()];
+            for (int i = 0; i < scenarios.size(); i++) {
+                final int index = i;
+                Thread thread = new Thread(() -> {
+                    SCENARIO.set(index);
+                    try {
+                        results[index] = run(scenarios.get(index));
+                    } catch (Exception e) {
+                        emit("event", "error", "error", e.toString());
+                    }
+                });
+                thread.start();
+                threads.add(thread);
+            }
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            ok = true;
+            for (boolean result : results) {
+                ok &= result;
+            }
         }
-        System.exit(ok ? 0 : 1);
+        System.out.flush();
+        // halted, not exited: a PushConsumer's close() would wait out its receive in flight
+        Runtime.getRuntime().halt(ok ? 0 : 1);
+    }
+
+    /** The scenario each line comes from when several run at once ({@code a -- b}): its index. */
+    private static final ThreadLocal<Integer> SCENARIO = new ThreadLocal<>();
+
+    private static boolean run(List<String> argv) throws Exception {
+        Map<String, String> args = new HashMap<>();
+        for (int i = 1; i + 1 < argv.size(); i += 2) {
+            args.put(argv.get(i).replaceFirst("^-", ""), argv.get(i + 1));
+        }
+        switch (argv.isEmpty() ? "" : argv.get(0)) {
+            case "send":
+                return send(args);
+            case "simple":
+                return simple(args);
+            case "push":
+                return push(args);
+            default:
+                System.err.println("usage: send|simple|push ARGS [-- send|simple|push ARGS]...");
+                return false;
+        }
     }
 
     private static boolean send(Map<String, String> args) throws Exception {
@@ -203,12 +246,14 @@ public final class GrpcScenarios {
         long timeout = Long.parseLong(args.getOrDefault("timeout", "30000"));
         Map<String, Integer> seen = new ConcurrentHashMap<>();
         CountDownLatch done = new CountDownLatch(1);
+        Integer scenario = SCENARIO.get();
         // not closed: close() waits out the receive in flight (the server's long-polling time); the JVM halts
         PushConsumer consumer = provider.newPushConsumerBuilder()
             .setClientConfiguration(configuration(args))
             .setConsumerGroup(args.get("g"))
             .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
             .setMessageListener(view -> {
+                SCENARIO.set(scenario);  // the client's own threads run the listener
                 received("consumed", view);
                 String body = StandardCharsets.UTF_8.decode(view.getBody()).toString();
                 seen.merge(body, 1, Integer::sum);
@@ -222,8 +267,6 @@ public final class GrpcScenarios {
         emit("event", "started");
         boolean ok = done.await(timeout, TimeUnit.MILLISECONDS);
         Thread.sleep(Long.parseLong(args.getOrDefault("linger", "500")));  // receiving on, as a live client does
-        System.out.flush();
-        Runtime.getRuntime().halt(ok ? 0 : 1);
         return ok;
     }
 
@@ -257,6 +300,9 @@ public final class GrpcScenarios {
 
     static synchronized void emit(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
+        if (SCENARIO.get() != null) {
+            m.put("scenario", SCENARIO.get());
+        }
         for (int i = 0; i + 1 < kv.length; i += 2) {
             m.put((String) kv[i], kv[i + 1]);
         }
