@@ -27,7 +27,7 @@ from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.topics import SYS_GROUP_PREFIX, validate_group
 
 from .calls import check_topic, metadata, peer
-from .messages import _timestamp, to_message
+from .messages import timestamp, to_message
 from .protocol import Code, pb, service
 from .reactor import in_reactor
 from .receipts import GrpcReceipt, check_current, parse
@@ -119,7 +119,7 @@ class ConsumerMethods:
             responses = [service.ReceiveMessageResponse(status=status(Code.INTERNAL_SERVER_ERROR, repr(exc)))]
         for response in responses:
             yield response
-        yield service.ReceiveMessageResponse(delivery_timestamp=_timestamp(_now_ms()))
+        yield service.ReceiveMessageResponse(delivery_timestamp=timestamp(_now_ms()))
 
     async def _receive(self, request, context) -> list:
         client = self.clients.get(self._client_id(context))

@@ -159,7 +159,7 @@ def to_outgoing(message: pb.Message, producer_group: str, born_host: str, limits
     return Outgoing(message.body, props, sys_flag, born or int(time.time() * 1000), group)
 
 
-def _timestamp(millis: int) -> Timestamp:
+def timestamp(millis: int) -> Timestamp:
     stamp = Timestamp()
     stamp.FromMilliseconds(millis)
     return stamp
@@ -187,9 +187,9 @@ def to_message(msg: MessageExt, receipt_handle: str = "", delivery_attempt: int 
         body_digest=pb.Digest(type=pb.CRC32, checksum=f"{zlib.crc32(msg.body):X}"),
         body_encoding=pb.GZIP if msg.sys_flag & MessageSysFlag.COMPRESSED_FLAG else pb.IDENTITY,
         message_type=_message_type(props),
-        born_timestamp=_timestamp(msg.born_timestamp),
+        born_timestamp=timestamp(msg.born_timestamp),
         born_host=props.get(MessageConst.BORN_HOST, msg.born_host[0]),
-        store_timestamp=_timestamp(msg.store_timestamp),
+        store_timestamp=timestamp(msg.store_timestamp),
         store_host=f"{msg.store_host[0]}:{msg.store_host[1]}",
         queue_id=msg.queue_id,
         queue_offset=msg.queue_offset,
@@ -202,7 +202,7 @@ def to_message(msg: MessageExt, receipt_handle: str = "", delivery_attempt: int 
     if MessageConst.TRACE_CONTEXT in props:
         system.trace_context = props[MessageConst.TRACE_CONTEXT]
     if MessageConst.TIMER_DELIVER_MS in props:
-        system.delivery_timestamp.CopyFrom(_timestamp(int(props[MessageConst.TIMER_DELIVER_MS])))
+        system.delivery_timestamp.CopyFrom(timestamp(int(props[MessageConst.TIMER_DELIVER_MS])))
     if receipt_handle:
         system.receipt_handle = receipt_handle
     if MessageConst.DLQ_ORIGIN_TOPIC in props and MessageConst.DLQ_ORIGIN_MESSAGE_ID in props:
