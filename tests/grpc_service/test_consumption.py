@@ -315,3 +315,16 @@ def test_a_message_out_of_attempts_goes_to_the_dlq_when_it_comes_back(server, ad
         assert consumer.change_invisible(got.system_properties.receipt_handle, 0.3).status.code == pb.OK
     [dead] = pull_all(server, f"%DLQ%{group}")
     assert (dead.body, dead.reconsume_times) == (b"poison", 2)
+
+
+def test_an_sql_filter_receives_only_matching_messages(server, admin, stub, consumers):
+    topic = make_topic(server, admin)
+    for color in ("red", "blue"):
+        message = pb.Message(topic=pb.Resource(name=topic), body=color.encode(), user_properties={"color": color},
+                             system_properties=pb.SystemProperties(message_id=uuid.uuid4().hex.upper(),
+                                                                   message_type=pb.NORMAL))
+        assert stub.SendMessage(service.SendMessageRequest(messages=[message]),
+                                metadata=(("x-mq-client-id", "grpc-pop-producer"),)).status.code == pb.OK
+    consumer = consumers(make_group(server, admin), topic)
+    got = consumer.messages(expression=pb.FilterExpression(type=pb.SQL, expression="color = 'red'"))
+    assert [(m.body, dict(m.user_properties)) for m in got] == [(b"red", {"color": "red"})]
