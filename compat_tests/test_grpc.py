@@ -434,3 +434,37 @@ def _consumer_refusals(grpc_server, stub, normal_topic: str, group: pb.Resource,
             topic=pb.Resource(name=topic_name), group=pb.Resource(name=group_name), endpoints=endpoints),
             metadata=client).status
     return answers
+
+
+def test_apaches_python_sdk_simple_consumer_receives_renews_and_acks(grpc_server, stub):
+    """rocketmq-python-client's SimpleConsumer: a message it renews for 1 s instead of acking comes back as
+    attempt 2, then is acked."""
+    from rocketmq.v5.client import ClientConfiguration, Credentials
+    from rocketmq.v5.consumer.simple.simple_consumer import SimpleConsumer
+    from rocketmq.v5.exception.client_exception import InternalErrorException
+    from rocketmq.v5.model import FilterExpression
+
+    topic = grpc_server.create_topic("NORMAL")
+    answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(topic, b"py-one", tag="TagPy")]),
+                              metadata=CLIENT)
+    assert answer.status.code == pb.OK, answer.status.message
+    consumer = SimpleConsumer(ClientConfiguration(grpc_server.grpc_endpoint, Credentials()), create_group(grpc_server),
+                              {topic: FilterExpression("TagPy")}, await_duration=5)
+    consumer.startup()
+    try:
+        deadline = time.monotonic() + 10
+        while True:  # the SDK's start does not wait for its settings to reach the server: until they have
+            try:
+                [first] = consumer.receive(16, 10)
+                break
+            except InternalErrorException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        assert (first.body, first.tag, first.delivery_attempt) == (b"py-one", "TagPy", 1)
+        consumer.change_invisible_duration(first, 1)
+        [again] = consumer.receive(16, 10)
+        assert (again.body, again.delivery_attempt, again.message_id) == (b"py-one", 2, first.message_id)
+        consumer.ack(again)
+    finally:
+        consumer.shutdown()

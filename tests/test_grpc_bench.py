@@ -1,4 +1,4 @@
-"""The gRPC benchmark's load against a live FerryMQ (a second of it), and its summary over rounds."""
+"""The gRPC benchmark's load against a live FerryMQ (half a second of it), and its summary over rounds."""
 
 import asyncio
 import uuid
@@ -15,7 +15,7 @@ from ferrymq.wire.bodies import SubscriptionGroupConfig  # noqa: E402
 
 
 def test_the_load_sends_then_receives_and_acks_what_it_sent(tmp_path):
-    plan = Plan.quick(seconds=1.0, warmup_s=0.2, concurrency=4, receivers=2, queues=2)
+    plan = Plan.quick(seconds=0.5, warmup_s=0.1, concurrency=4, receivers=2, queues=2)
     with FerryMQServer(tmp_path, grpc=True) as server:
         topic = f"GrpcBenchSmoke{uuid.uuid4().hex[:8]}"
         with BlockingMQAdmin(server.namesrv_addr) as admin:

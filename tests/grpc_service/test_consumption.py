@@ -329,34 +329,3 @@ def test_an_sql_filter_receives_only_matching_messages(server, admin, stub, cons
     got = consumer.messages(expression=pb.FilterExpression(type=pb.SQL, expression="color = 'red'"))
     assert [(m.body, dict(m.user_properties)) for m in got] == [(b"red", {"color": "red"})]
 
-
-def test_apaches_python_sdk_simple_consumer_receives_acks_and_renews(server, admin, stub):
-    """rocketmq-python-client's SimpleConsumer: its start (route, settings), receive, change of invisible
-    duration (the message comes back as attempt 2) and ack."""
-    from rocketmq.v5.client import ClientConfiguration, Credentials
-    from rocketmq.v5.consumer.simple.simple_consumer import SimpleConsumer
-    from rocketmq.v5.exception.client_exception import InternalErrorException
-    from rocketmq.v5.model import FilterExpression
-
-    topic = make_topic(server, admin)
-    send(stub, topic, b"py-one", tag="TagPy")
-    consumer = SimpleConsumer(ClientConfiguration(server.grpc_endpoint, Credentials()), make_group(server, admin),
-                              {topic: FilterExpression("TagPy")}, await_duration=5)
-    consumer.startup()
-    try:
-        deadline = time.monotonic() + 5
-        while True:  # the SDK's start does not wait for its settings to reach the server: until they have
-            try:
-                [first] = consumer.receive(16, 10)
-                break
-            except InternalErrorException:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        assert (first.body, first.tag, first.delivery_attempt) == (b"py-one", "TagPy", 1)
-        consumer.change_invisible_duration(first, 1)
-        [again] = consumer.receive(16, 10)
-        assert (again.body, again.delivery_attempt, again.message_id) == (b"py-one", 2, first.message_id)
-        consumer.ack(again)
-    finally:
-        consumer.shutdown()
