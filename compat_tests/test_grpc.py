@@ -10,6 +10,7 @@ check one behaviour each on what both saw.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 import uuid
 from dataclasses import dataclass
@@ -307,21 +308,25 @@ def consumption(grpc_server, grpc_java, java5, stub, tmp_path_factory) -> Consum
     from .test_official_clients import write_spec
 
     topic, fifo_topic = grpc_server.create_topic("NORMAL"), grpc_server.create_topic("FIFO")
-    sent = java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-timeout", "10000",
-                 "-spec", write_spec(tmp_path_factory.mktemp("grpc-consume"), CONSUMED)).check()
     for body in FIFO_BODIES:
         answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(
             fifo_topic, body.encode(), message_group="order-7", message_type=pb.FIFO)]), metadata=CLIENT)
         assert answer.status.code == pb.OK, answer.status.message
     push_group = create_group(grpc_server, retry_max_times=1, group_retry_policy=RETRY_AFTER_A_SECOND)
     endpoint = grpc_server.grpc_endpoint
-    result = grpc_java(
-        "simple", "-endpoint", endpoint, "-t", topic, "-g", create_group(grpc_server), "-count", "3", "-expr", "TagA",
-        "-renew", "s-renew", "-timeout", "30000", "--",
-        "simple", "-endpoint", endpoint, "-t", fifo_topic, "-g", create_group(grpc_server, consume_message_orderly=True),
-        "-count", str(len(FIFO_BODIES)), "-timeout", "30000", "--",
-        "push", "-endpoint", endpoint, "-t", topic, "-g", push_group, "-count", str(len(CONSUMED)), "-fail", "p-fail",
-        "-attempts", "2", "-timeout", "30000", "-linger", "3000").check()
+    spec = write_spec(tmp_path_factory.mktemp("grpc-consume"), CONSUMED)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the remoting producer sends as the consumers start
+        sending = pool.submit(lambda: java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-timeout", "10000",
+                                            "-spec", spec).check())
+        result = grpc_java(
+            "simple", "-endpoint", endpoint, "-t", topic, "-g", create_group(grpc_server), "-count", "3",
+            "-expr", "TagA", "-renew", "s-renew", "-timeout", "30000", "--",
+            "simple", "-endpoint", endpoint, "-t", fifo_topic, "-g",
+            create_group(grpc_server, consume_message_orderly=True), "-count", str(len(FIFO_BODIES)),
+            "-timeout", "30000", "--",
+            "push", "-endpoint", endpoint, "-t", topic, "-g", push_group, "-count", str(len(CONSUMED)),
+            "-fail", "p-fail", "-attempts", "2", "-timeout", "30000", "-linger", "3000").check()
+        sent = sending.result()
     return Consumption(result, sent, push_group)
 
 
