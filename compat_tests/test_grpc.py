@@ -10,6 +10,8 @@ check one behaviour each on what both saw.
 
 from __future__ import annotations
 
+import concurrent.futures
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -22,6 +24,7 @@ from .test_official_clients import WAIT
 grpc = pytest.importorskip("grpc", reason="the grpc extra is not installed")
 pytest.importorskip("rocketmq.grpc_protocol", reason="the grpc extra is not installed")
 
+from google.protobuf.duration_pb2 import Duration  # noqa: E402
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
@@ -233,3 +236,240 @@ def test_an_open_transaction_is_checked_back_over_telemetry_and_committed(exchan
     assert {e["body"] for e in checked} == {"checked-back"}, exchange.sent.explain()
     assert {e["msgId"] for e in checked} == {exchange.sent_id("checked-back")}
     assert exchange.got("checked-back")["msgId"] == exchange.sent_id("checked-back")
+
+
+# ---------------------------------------------------------------------- consuming over gRPC (POP)
+
+
+#: a consumer group's retry policy: every redelivery 1 s after the failure (Apache's JSON)
+RETRY_AFTER_A_SECOND = {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000] * 4}}
+
+
+def create_group(grpc_server: GrpcServer, **config) -> str:
+    """A new consumer group on every broker of the cluster, with ``config`` (SubscriptionGroupConfig's fields)."""
+    from ferrymq.wire.bodies import SubscriptionGroupConfig
+
+    group = f"grpc_pop_{uuid.uuid4().hex[:8]}"
+    with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+        for addr in admin.master_addrs():
+            admin.api.create_subscription_group(addr, SubscriptionGroupConfig(group_name=group, **config))
+    return group
+
+
+def dlq_messages(grpc_server: GrpcServer, group: str, wait: float = 10.0) -> list:
+    """What the brokers hold in ``%DLQ%group``, read from the brokers themselves (the name server learns of
+    a DLQ topic with the broker's next registration)."""
+    from ferrymq.remoting.errors import ResponseCodeError
+    from ferrymq.wire.codes import PullSysFlag
+    from ferrymq.wire.headers import PullMessageRequestHeader
+
+    header = PullMessageRequestHeader(consumer_group=f"dlq_check_{uuid.uuid4().hex[:8]}", topic=f"%DLQ%{group}",
+                                      queue_id=0, queue_offset=0, max_msg_nums=32, sys_flag=int(PullSysFlag.SUBSCRIPTION), commit_offset=0,
+                                      suspend_timeout_millis=0, sub_version=0, subscription="*",
+                                      expression_type="TAG")
+    deadline = time.monotonic() + wait
+    with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+        addrs = admin.master_addrs()
+        while True:
+            messages = []
+            for addr in addrs:
+                try:
+                    messages += admin.api.pull_message(addr, header, 5.0).messages
+                except ResponseCodeError:  # no such topic yet
+                    pass
+            if messages or time.monotonic() > deadline:
+                return messages
+            time.sleep(0.2)
+
+
+#: what a remoting producer sends for the gRPC consumers: the SimpleConsumer takes TagA, the PushConsumer all
+CONSUMED = [{"body": "s-0", "tag": "TagA"}, {"body": "s-skip", "tag": "TagB"}, {"body": "s-1", "tag": "TagA"},
+            {"body": "s-renew", "tag": "TagA"}, {"body": "p-ok"}, {"body": "p-fail"}]
+FIFO_BODIES = [f"f-{i}" for i in range(4)]
+
+
+@dataclass
+class Consumption:
+    """One run of the Java gRPC consumers at once: ``simple`` (scenario 0), ``fifo`` (1), ``push`` (2)."""
+
+    result: ScenarioResult
+    sent: ScenarioResult
+    push_group: str
+
+    def of(self, scenario: int, event: str) -> list[dict]:
+        return [e for e in self.result.of(event) if e.get("scenario") == scenario]
+
+
+@pytest.fixture(scope="module")
+def consumption(grpc_server, grpc_java, java5, stub, tmp_path_factory) -> Consumption:
+    """A remoting producer's messages on a NORMAL topic, taken by a SimpleConsumer (TAG filter, one message
+    renewed instead of acked) and a PushConsumer (one message failing), and a message group on a FIFO topic
+    taken by a SimpleConsumer of an orderly group: the three consumers in one JVM, at once."""
+    from .test_official_clients import write_spec
+
+    topic, fifo_topic = grpc_server.create_topic("NORMAL"), grpc_server.create_topic("FIFO")
+    for body in FIFO_BODIES:
+        answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(
+            fifo_topic, body.encode(), message_group="order-7", message_type=pb.FIFO)]), metadata=CLIENT)
+        assert answer.status.code == pb.OK, answer.status.message
+    push_group = create_group(grpc_server, retry_max_times=1, group_retry_policy=RETRY_AFTER_A_SECOND)
+    endpoint = grpc_server.grpc_endpoint
+    spec = write_spec(tmp_path_factory.mktemp("grpc-consume"), CONSUMED)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the remoting producer sends as the consumers start
+        sending = pool.submit(lambda: java5("send", "-n", grpc_server.namesrv_addr, "-t", topic, "-timeout", "10000",
+                                            "-spec", spec).check())
+        result = grpc_java(
+            "simple", "-endpoint", endpoint, "-t", topic, "-g", create_group(grpc_server), "-count", "3",
+            "-expr", "TagA", "-renew", "s-renew", "-timeout", "30000", "--",
+            "simple", "-endpoint", endpoint, "-t", fifo_topic, "-g",
+            create_group(grpc_server, consume_message_orderly=True), "-count", str(len(FIFO_BODIES)),
+            "-timeout", "30000", "--",
+            "push", "-endpoint", endpoint, "-t", topic, "-g", push_group, "-count", str(len(CONSUMED)),
+            "-fail", "p-fail", "-attempts", "2", "-timeout", "30000", "-linger", "3000").check()
+        sent = sending.result()
+    return Consumption(result, sent, push_group)
+
+
+def test_simple_consumer_receives_remoting_sends_by_tag_and_a_renewed_message_comes_back(consumption):
+    """Messages a remoting producer sent, received over gRPC with a TAG filter and acked; one has its
+    invisible duration changed to 1 s instead, and is delivered again as attempt 2."""
+    received = consumption.of(0, "received")
+    explain = consumption.result.explain()
+    assert {e["body"] for e in received} == {"s-0", "s-1", "s-renew"}, explain
+    sent_ids = {e["msgId"] for e in consumption.sent.of("sent")}
+    assert {e["msgId"] for e in received} <= sent_ids
+    assert {e["tag"] for e in received} == {"TagA"}
+    renewed = [e for e in received if e["body"] == "s-renew"]
+    assert [e["attempt"] for e in renewed] == [1, 2], explain
+    assert renewed[1]["msgId"] == renewed[0]["msgId"]
+    assert renewed[1]["at"] - renewed[0]["at"] >= 900  # not before its 1 s of invisibility
+
+
+def test_push_consumer_retries_a_failure_then_it_goes_to_the_dlq(grpc_server, consumption):
+    """A PushConsumer's FAILURE is delivered again after the group's backoff (groupRetryPolicy), as often as
+    the group's attempts (retryMaxTimes + 1); out of attempts the message goes to %DLQ%group. SUCCESS is
+    consumed once."""
+    consumed = consumption.of(2, "consumed")
+    explain = consumption.result.explain()
+    assert [e["attempt"] for e in consumed if e["body"] == "p-fail"] == [1, 2], explain
+    assert {e["body"]: e["attempt"] for e in consumed if e["body"] != "p-fail"} == {
+        m["body"]: 1 for m in CONSUMED if m["body"] != "p-fail"}, explain
+    failed = [e["at"] for e in consumed if e["body"] == "p-fail"]
+    assert failed[1] - failed[0] >= 900  # the group's backoff
+    assert [m.body for m in dlq_messages(grpc_server, consumption.push_group)] == [b"p-fail"]
+
+
+def test_a_fifo_group_receives_a_message_group_in_order(consumption):
+    """A message group on a FIFO topic, received in order by a SimpleConsumer of an orderly group."""
+    received = consumption.of(1, "received")
+    assert [e["body"] for e in received] == FIFO_BODIES, consumption.result.explain()
+    assert {e["messageGroup"] for e in received} == {"order-7"}
+
+
+def test_bad_receipt_handles_and_consumer_resources_get_the_proxys_status_codes(grpc_server, stub, normal_topic):
+    """As a consumer whose settings the server has (the proxy fails on renewals of clients without)."""
+    group = pb.Resource(name=create_group(grpc_server))
+    topic = pb.Resource(name=normal_topic)
+    client = (("x-mq-client-id", f"compat-grpc-consumer-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+    commands, stream = _consumer_telemetry(stub, group, topic, client)
+    try:
+        assert next(stream).status.code == pb.OK
+        answers = _consumer_refusals(grpc_server, stub, normal_topic, group, topic, client)
+    finally:
+        commands.put(None)
+    got = {case: (pb.Code.Name(answer.code), answer.message) for case, answer in answers.items()}
+    assert {case: code for case, (code, _) in got.items()} == {
+        "ack": "MULTIPLE_RESULTS", "ack expired": "INVALID_RECEIPT_HANDLE", "ack malformed": "INTERNAL_SERVER_ERROR",
+        "renew expired": "INVALID_RECEIPT_HANDLE", "forward without commit offset": "INVALID_RECEIPT_HANDLE",
+        "assign": "OK", "assign unknown topic": "TOPIC_NOT_FOUND", "assign bad group": "ILLEGAL_CONSUMER_GROUP",
+        "assign system group": "ILLEGAL_CONSUMER_GROUP"}, got
+    assert got["ack expired"][1].endswith("receipt handle is expired")
+    assert got["renew expired"][1].endswith("receipt handle is expired")
+    assert got["forward without commit offset"][1].endswith("commit log offset is empty")
+
+
+def _consumer_telemetry(stub, group: pb.Resource, topic: pb.Resource, client: tuple):
+    """A consumer's Telemetry stream, opened with its settings; ``put(None)`` on the queue closes it."""
+    import queue
+
+    commands: queue.Queue = queue.Queue()
+    commands.put(service.TelemetryCommand(settings=pb.Settings(
+        client_type=pb.SIMPLE_CONSUMER, request_timeout=Duration(seconds=3), subscription=pb.Subscription(
+            group=group, subscriptions=[pb.SubscriptionEntry(topic=topic, expression=pb.FilterExpression(
+                type=pb.TAG, expression="*"))]))))
+    return commands, stub.Telemetry(iter(commands.get, None), metadata=client, timeout=60)
+
+
+def test_a_consumer_of_a_group_the_broker_lacks_is_refused(stub, normal_topic):
+    """Whatever autoCreateSubscriptionGroup says: the Telemetry stream ends INVALID_ARGUMENT."""
+    client = (("x-mq-client-id", f"compat-grpc-consumer-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+    commands, stream = _consumer_telemetry(stub, pb.Resource(name=f"grpc_pop_none_{uuid.uuid4().hex[:8]}"),
+                                           pb.Resource(name=normal_topic), client)
+    try:
+        with pytest.raises(grpc.RpcError) as refused:
+            next(stream)
+    finally:
+        commands.put(None)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "group not found" in refused.value.details()
+
+
+def _consumer_refusals(grpc_server, stub, normal_topic: str, group: pb.Resource, topic: pb.Resource,
+                       client: tuple) -> dict:
+    expired = "0 1000 1000 0 0 broker-a 0 0 0"  # visible again long ago
+    answers = {}
+    acked = stub.AckMessage(service.AckMessageRequest(group=group, topic=topic, entries=[
+        service.AckMessageEntry(message_id="A", receipt_handle=expired),
+        service.AckMessageEntry(message_id="B", receipt_handle="not-a-handle")]), metadata=client)
+    answers["ack"] = acked.status
+    answers["ack expired"], answers["ack malformed"] = (e.status for e in acked.entries)
+    answers["renew expired"] = stub.ChangeInvisibleDuration(service.ChangeInvisibleDurationRequest(
+        group=group, topic=topic, receipt_handle=expired, invisible_duration=Duration(seconds=5), message_id="A"),
+        metadata=client).status
+    answers["forward without commit offset"] = stub.ForwardMessageToDeadLetterQueue(
+        service.ForwardMessageToDeadLetterQueueRequest(group=group, topic=topic, message_id="A",
+                                                       receipt_handle=expired.rsplit(" ", 1)[0]), metadata=client).status
+    host, port = grpc_server.grpc_endpoint.rsplit(":", 1)
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+    for case, (topic_name, group_name) in {"assign": (normal_topic, group.name),
+                                           "assign unknown topic": ("CompatGrpcNoSuchTopic", group.name),
+                                           "assign bad group": (normal_topic, "bad group!"),
+                                           "assign system group": (normal_topic, "CID_RMQ_SYS_TRANS")}.items():
+        answers[case] = stub.QueryAssignment(service.QueryAssignmentRequest(
+            topic=pb.Resource(name=topic_name), group=pb.Resource(name=group_name), endpoints=endpoints),
+            metadata=client).status
+    return answers
+
+
+def test_apaches_python_sdk_simple_consumer_receives_renews_and_acks(grpc_server, stub):
+    """rocketmq-python-client's SimpleConsumer: a message it renews for 1 s instead of acking comes back as
+    attempt 2, then is acked."""
+    from rocketmq.v5.client import ClientConfiguration, Credentials
+    from rocketmq.v5.consumer.simple.simple_consumer import SimpleConsumer
+    from rocketmq.v5.exception.client_exception import InternalErrorException
+    from rocketmq.v5.model import FilterExpression
+
+    topic = grpc_server.create_topic("NORMAL")
+    answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(topic, b"py-one", tag="TagPy")]),
+                              metadata=CLIENT)
+    assert answer.status.code == pb.OK, answer.status.message
+    consumer = SimpleConsumer(ClientConfiguration(grpc_server.grpc_endpoint, Credentials()), create_group(grpc_server),
+                              {topic: FilterExpression("TagPy")}, await_duration=5)
+    consumer.startup()
+    try:
+        deadline = time.monotonic() + 10
+        while True:  # the SDK's start does not wait for its settings to reach the server: until they have
+            try:
+                [first] = consumer.receive(16, 10)
+                break
+            except InternalErrorException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        assert (first.body, first.tag, first.delivery_attempt) == (b"py-one", "TagPy", 1)
+        consumer.change_invisible_duration(first, 1)
+        [again] = consumer.receive(16, 10)
+        assert (again.body, again.delivery_attempt, again.message_id) == (b"py-one", 2, first.message_id)
+        consumer.ack(again)
+    finally:
+        consumer.shutdown()

@@ -185,7 +185,8 @@ def _with_grpc(grpc, broker):
 
         for interceptor in grpc.interceptors:  # first: no call reaches the broker unchecked
             interceptor.control = broker.access
-        grpc.service.broker = BrokerSide(broker.config.brokerName, broker.ctx.topics, broker.ctx.producers, broker.table)
+        ctx = broker.ctx
+        grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, broker.table, ctx.groups, ctx.pop)
     return broker
 
 

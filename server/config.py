@@ -469,6 +469,8 @@ class BrokerConfig:
         False, "Name POP retry topics %RETRY%group+topic instead of %RETRY%group_topic."
     )
     popFromRetryProbability: int = key(20, "Percent of POP requests that read the retry topic first.")
+    initPopOffsetByCheckMsgInMem: bool = key(
+        True, "A POP group new to a queue whose first message is still in memory starts at it (else at the last).")
     serverLoadBalancerEnable: bool = key(True, "QUERY_ASSIGNMENT balances queues over the group's clients.")
     defaultMessageRequestMode: str = key(
         "PULL", "Mode QUERY_ASSIGNMENT answers for a group and topic setConsumeMode has not set (PULL or POP).",

@@ -159,29 +159,41 @@ def to_outgoing(message: pb.Message, producer_group: str, born_host: str, limits
     return Outgoing(message.body, props, sys_flag, born or int(time.time() * 1000), group)
 
 
-def _timestamp(millis: int) -> Timestamp:
+def timestamp(millis: int) -> Timestamp:
     stamp = Timestamp()
     stamp.FromMilliseconds(millis)
     return stamp
 
 
-def to_message(msg: MessageExt) -> pb.Message:
-    """A stored message as a v2 ``Message`` (a transaction check-back's): the properties the proxy maps
-    back, the others as user properties, and the body's CRC32 digest the SDKs verify."""
+def _message_type(props: dict[str, str]) -> int:
+    if props.get(MessageConst.TRANSACTION_PREPARED) == "true":
+        return pb.TRANSACTION
+    if any(key in props for key in (MessageConst.DELAY_TIME_LEVEL, MessageConst.TIMER_DELIVER_MS,
+                                    MessageConst.TIMER_DELAY_SEC)):
+        return pb.DELAY
+    if MessageConst.SHARDING_KEY in props:
+        return pb.FIFO
+    return pb.NORMAL
+
+
+def to_message(msg: MessageExt, receipt_handle: str = "", delivery_attempt: int | None = None) -> pb.Message:
+    """A stored message as a v2 ``Message`` (a received one, or a transaction check-back's): the
+    properties the proxy maps back (its GrpcConverter), the others as user properties, and the body's
+    CRC32 digest the SDKs verify. ``delivery_attempt`` defaults to reconsumeTimes + 1."""
     props = msg.properties
     system = pb.SystemProperties(
         keys=[key for key in props.get(MessageConst.KEYS, "").split(MessageConst.KEY_SEPARATOR) if key],
         message_id=props.get(MessageConst.UNIQ_KEY, ""),
         body_digest=pb.Digest(type=pb.CRC32, checksum=f"{zlib.crc32(msg.body):X}"),
         body_encoding=pb.GZIP if msg.sys_flag & MessageSysFlag.COMPRESSED_FLAG else pb.IDENTITY,
-        message_type=pb.TRANSACTION if props.get(MessageConst.TRANSACTION_PREPARED) == "true" else pb.NORMAL,
-        born_timestamp=_timestamp(msg.born_timestamp),
+        message_type=_message_type(props),
+        born_timestamp=timestamp(msg.born_timestamp),
         born_host=props.get(MessageConst.BORN_HOST, msg.born_host[0]),
-        store_timestamp=_timestamp(msg.store_timestamp),
+        store_timestamp=timestamp(msg.store_timestamp),
         store_host=f"{msg.store_host[0]}:{msg.store_host[1]}",
         queue_id=msg.queue_id,
         queue_offset=msg.queue_offset,
-        delivery_attempt=msg.reconsume_times,
+        delivery_attempt=msg.reconsume_times + 1 if delivery_attempt is None else delivery_attempt,
     )
     if MessageConst.TAGS in props:
         system.tag = props[MessageConst.TAGS]
@@ -189,6 +201,13 @@ def to_message(msg: MessageExt) -> pb.Message:
         system.message_group = props[MessageConst.SHARDING_KEY]
     if MessageConst.TRACE_CONTEXT in props:
         system.trace_context = props[MessageConst.TRACE_CONTEXT]
+    if MessageConst.TIMER_DELIVER_MS in props:
+        system.delivery_timestamp.CopyFrom(timestamp(int(props[MessageConst.TIMER_DELIVER_MS])))
+    if receipt_handle:
+        system.receipt_handle = receipt_handle
+    if MessageConst.DLQ_ORIGIN_TOPIC in props and MessageConst.DLQ_ORIGIN_MESSAGE_ID in props:
+        system.dead_letter_queue.CopyFrom(pb.DeadLetterQueue(topic=props[MessageConst.DLQ_ORIGIN_TOPIC],
+                                                             message_id=props[MessageConst.DLQ_ORIGIN_MESSAGE_ID]))
     users = {key: value for key, value in props.items() if key not in SYSTEM_PROPERTIES}
     return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=users, system_properties=system,
                       body=msg.body)

@@ -6,8 +6,8 @@ END_TRANSACTION) runs in the reactor thread through the broker's own request tab
 and answers are the ones a remoting producer gets. Topic configs are read directly: a dict lookup.
 
 Every unary method answers with gRPC status OK and the outcome in the response's ``status``, as the
-proxy does; a method this module does not serve (consumption: ReceiveMessage, AckMessage...) answers
-gRPC UNIMPLEMENTED, the servicer's default.
+proxy does; the consumer methods are :class:`.consumer.ConsumerMethods`; a method neither serves
+(PullMessage, the offset methods) answers gRPC UNIMPLEMENTED, the servicer's default.
 """
 
 from __future__ import annotations
@@ -23,35 +23,39 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import grpc
-
 from ferrymq.remoting.errors import RemotingTimeoutError
 from ferrymq.remoting.local import LocalPeer
 from ferrymq.server.broker.clients import ClientChannelInfo
 from ferrymq.wire.codes import RequestCode, ResponseCode
-from ferrymq.wire.command import RemotingCommand, request as new_request
+from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.command import request as new_request
 from ferrymq.wire.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
 )
-from ferrymq.wire.message import MessageConst, MessageSysFlag, decode_record, encode_properties
+from ferrymq.wire.message import (
+    MessageConst,
+    MessageSysFlag,
+    decode_record,
+    encode_properties,
+)
 from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.requests import encode_request_header
-from ferrymq.wire.topics import AUTO_CREATE_TOPIC, is_system_topic, validate_topic
+from ferrymq.wire.topics import AUTO_CREATE_TOPIC
 
 from . import route
+from .calls import CLIENT_ID, LANGUAGE, check_topic, metadata, peer
+from .consumer import ConsumerMethods, check_group
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
 from .reactor import in_reactor
-from .settings import ProducerPolicy, answer
+from .settings import ConsumerPolicy, ProducerPolicy, answer
 from .status import OK, SEND_STATUS, Refused, from_remoting, status
 
 log = logging.getLogger("ferrymq.grpc")
 
-#: the metadata keys naming the client and its language (every SDK sends them)
-CLIENT_ID = "x-mq-client-id"
-LANGUAGE = "x-mq-language"
 #: half messages whose END_TRANSACTION data is kept (the oldest forgotten first)
 TRANSACTIONS_KEPT = 100_000
 #: seconds a broker call may take before the client is answered PROXY_TIMEOUT
@@ -60,12 +64,15 @@ BROKER_TIMEOUT = 3.0
 
 @dataclass(frozen=True, slots=True)
 class BrokerSide:
-    """What the service needs of the broker: its name, topic, producer and request (``processor``) tables."""
+    """What the service needs of the broker: its name, topic, producer and request (``processor``) tables,
+    its consumer groups and its POP."""
 
     name: str
     topics: Any  # TopicConfigManager
     producers: Any  # ProducerManager
     processor: Any
+    groups: Any = None  # SubscriptionGroupManager
+    pop: Any = None  # PopService
 
     def call(self, cmd: RemotingCommand, remote: str):
         """``cmd`` answered by the broker's request table; call in the reactor thread."""
@@ -107,32 +114,10 @@ class _HalfMessage:
     queue_offset: int
 
 
-def _check_topic(topic: pb.Resource) -> None:
-    problem = validate_topic(topic.name)
-    if problem:
-        raise Refused(Code.ILLEGAL_TOPIC, problem)
-    if is_system_topic(topic.name):
-        raise Refused(Code.ILLEGAL_TOPIC, "cannot access system topic")
-
-
 def _reactor():
     from twisted.internet import reactor
 
     return reactor
-
-
-def _metadata(context: grpc.aio.ServicerContext, key: str) -> str:
-    for name, value in context.invocation_metadata() or ():
-        if name == key:
-            return value
-    return ""
-
-
-def _peer(context: grpc.aio.ServicerContext) -> str:
-    """``ipv4:127.0.0.1:50000`` -> ``127.0.0.1:50000``; the IPv6 form keeps its brackets."""
-    peer = context.peer() or ""
-    kind, _, address = peer.partition(":")
-    return address if kind in ("ipv4", "ipv6") else peer
 
 
 def _answers(response_type: type) -> Callable:
@@ -156,14 +141,15 @@ def _answers(response_type: type) -> Callable:
     return wrap
 
 
-class MessagingService(service_grpc.MessagingServiceServicer):
+class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
     """The v2 service of one broker; ``limits`` and ``producer`` are the proxy keys' values. The server
     may listen before the broker has started (:attr:`broker` None until then): its calls are refused
     meanwhile."""
 
     def __init__(self, broker: BrokerSide | None = None, limits: Limits | None = None,
-                 producer: ProducerPolicy | None = None):
+                 producer: ProducerPolicy | None = None, consumer: ConsumerPolicy | None = None):
         self._broker = broker
+        self.consumer = consumer or ConsumerPolicy()
         self.limits = limits or Limits()
         self.producer = producer or ProducerPolicy(maxBodySize=self.limits.maxMessageSize)
         self.clients: dict[str, _Client] = {}
@@ -183,7 +169,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     # ------------------------------------------------------------------ clients
 
     def _client_id(self, context: grpc.aio.ServicerContext) -> str:
-        client_id = _metadata(context, CLIENT_ID)
+        client_id = metadata(context, CLIENT_ID)
         if not client_id.strip():
             raise Refused(Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
         return client_id
@@ -211,10 +197,10 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         except Refused as refused:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refused.message)
         client = self.clients.setdefault(client_id, _Client())
-        client.language = _metadata(context, LANGUAGE) or client.language
+        client.language = metadata(context, LANGUAGE) or client.language
         if client.channel is None:
             loop = asyncio.get_running_loop()
-            client.channel = TelemetryChannel(client_id, _peer(context),
+            client.channel = TelemetryChannel(client_id, peer(context),
                                               lambda cmd: loop.call_soon_threadsafe(self._recover, client, cmd))
         outbox: asyncio.Queue = asyncio.Queue()
         client.outbox = outbox
@@ -240,23 +226,36 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         try:
             async for command in request_iterator:
                 if command.WhichOneof("command") == "settings":
-                    outbox.put_nowait(self._settings(client, command.settings))
+                    outbox.put_nowait(await self._settings(client, command.settings))
             outbox.put_nowait(None)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - the stream ends with it
             outbox.put_nowait(exc)
 
-    def _settings(self, client: _Client, settings: pb.Settings) -> pb.TelemetryCommand:
+    async def _settings(self, client: _Client, settings: pb.Settings) -> pb.TelemetryCommand:
         kind = settings.WhichOneof("pub_sub")
         if kind is None:
             raise Refused(Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
+        group = None
         if kind == "publishing":
             for topic in settings.publishing.topics:
-                _check_topic(topic)
+                check_topic(topic)
+        else:
+            check_group(settings.subscription.group)
+            group = await in_reactor(self._consumer_group, settings.subscription.group.name)
         client.settings = settings
         self._register_producer(client)
-        return service.TelemetryCommand(status=OK, settings=answer(settings, self.producer))
+        return service.TelemetryCommand(status=OK, settings=answer(settings, self.producer, self.consumer, group))
+
+    def _consumer_group(self, name: str):
+        """A consumer's group: one the broker has, as the proxy takes no consumer of an unknown group (its
+        Telemetry stream ends INVALID_ARGUMENT), whatever autoCreateSubscriptionGroup says."""
+        groups = self.broker.groups
+        config = groups.table.get(name) if groups is not None else None
+        if config is None:
+            raise Refused(Code.CONSUMER_GROUP_NOT_FOUND, f"group not found: {name}")
+        return config
 
     def _register_producer(self, client: _Client) -> None:
         """Put (or refresh) a publishing client in the broker's producer table under its topics."""
@@ -291,7 +290,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
 
     @_answers(service.QueryRouteResponse)
     async def QueryRoute(self, request, context):
-        _check_topic(request.topic)
+        check_topic(request.topic)
         config = self._topic(request.topic.name)
         broker = pb.Broker(name=self.broker.name, id=0, endpoints=request.endpoints)
         return service.QueryRouteResponse(status=OK, message_queues=route.message_queues(config, request.topic, broker))
@@ -310,8 +309,8 @@ class MessagingService(service_grpc.MessagingServiceServicer):
         if not request.messages:
             raise Refused(Code.MESSAGE_CORRUPTED, "no message to send")
         topic = request.messages[0].topic
-        _check_topic(topic)
-        remote = _peer(context)
+        check_topic(topic)
+        remote = peer(context)
         outgoing = []
         for message in request.messages:
             if message.topic != topic:
@@ -366,7 +365,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
     @_answers(service.EndTransactionResponse)
     async def EndTransaction(self, request, context):
         self._client_id(context)
-        _check_topic(request.topic)
+        check_topic(request.topic)
         half = self._transactions.pop((request.topic.name, request.transaction_id), None)
         if half is None:
             # the proxy's TRANSACTION_DATA_NOT_FOUND, which it reports as an internal error
@@ -377,7 +376,7 @@ class MessagingService(service_grpc.MessagingServiceServicer):
             msg_id=request.message_id, from_transaction_check=request.source == pb.SOURCE_SERVER_CHECK,
             transaction_id=request.transaction_id, topic=request.topic.name, broker_name=self.broker.name)
         cmd = new_request(RequestCode.END_TRANSACTION, encode_request_header(RequestCode.END_TRANSACTION, header))
-        answered = await in_reactor(self.broker.call, cmd, _peer(context))
+        answered = await in_reactor(self.broker.call, cmd, peer(context))
         if answered is not None and answered.code != ResponseCode.SUCCESS:
             raise Refused(from_remoting(answered.code), answered.remark or str(answered.code))
         return service.EndTransactionResponse(status=OK)

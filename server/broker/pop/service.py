@@ -263,6 +263,9 @@ class PopService:
             store = ctx.store
             if init_mode == INIT_MIN or topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
                 committed = store.get_min_offset(topic, queue_id)
+            elif (ctx.config.initPopOffsetByCheckMsgInMem and store.get_min_offset(topic, queue_id) <= 0
+                  and store.is_in_memory(topic, queue_id, 0)):
+                committed = 0
             else:
                 committed = max(0, store.get_max_offset(topic, queue_id) - 1)
             ctx.offsets.commit(group, topic, queue_id, committed)
