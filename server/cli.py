@@ -168,13 +168,19 @@ def _with_grpc(grpc, broker):
 
 def _with_gateways(gateways, broker, watch):
     """``broker``, whose own gateways (those it serves) now send to it in process; its HTTP gateway also
-    serves the broker's metrics (with the reactor's stall ``watch``) on /metrics."""
+    serves the broker's metrics (with the reactor's stall ``watch``) on /metrics, and its MQTT gateway
+    reads what it delivers from the broker's store."""
     from ferrymq.gateways.http.gateway import Gateway as HttpGateway
     from ferrymq.server.broker.metrics import BrokerMetrics
 
     for gateway in filter(None, gateways):
         if isinstance(gateway.gateway, HttpGateway):
             gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, broker.server, watch)
+        else:  # the MQTT gateway
+            topics = broker.ctx.topics
+            gateway.gateway.deliver_in_process(
+                broker.ctx.store, broker.config.brokerName,
+                lambda topic: range(config.read_queue_nums) if (config := topics.get(topic)) else ())
         gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
     return broker
 

@@ -18,6 +18,11 @@ Each topic starts, for a consumer, at the messages stored since it was first sub
 that overrides the SDK's consume timestamp per topic), so a device gets what was published after its
 SUBACK even when the topic's queues are found later (a topic created by that first publish).
 
+In a broker process (:meth:`Gateway.deliver_in_process`) the broadcasting consumer gives way to
+:class:`~.store_fanout.StoreFanOut`, which reads that broker's store directly, with the same offsets and
+the same "since subscribed" start; the shared subscriptions stay on their clustering consumers, whose
+groups other RocketMQ consumers may share.
+
 With a state directory (``{storePathRootDir}/mqtt`` in a broker, :mod:`.persistence`), persistent sessions, retained
 messages and the broadcasting consumer's offsets outlive a restart: the sessions are read back before the
 consumers start, and each topic they subscribe resumes from its offsets (or from when it was first
@@ -42,6 +47,7 @@ from ferrymq.remoting import Processor
 from ferrymq.remoting.local import LocalPeer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import ClientInstance
+from ferrymq.sdk.consumer.offset_store import LocalFileOffsetStore
 from ferrymq.sdk.consumer.push import ConsumeConcurrentlyStatus, PushConsumer
 from ferrymq.sdk.consumer.rebalance import ConsumeFromWhere, MessageModel
 from ferrymq.sdk.message import Message
@@ -53,6 +59,7 @@ from .persistence import StateFiles
 from .retained import RetainedMessages
 from .fanout import FanOutIndex
 from .session import Ack, Release, Session, Sessions, deliver
+from .store_fanout import StoreFanOut
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
 
@@ -116,6 +123,13 @@ class _Consumer:
         log.error("MQTT gateway consumer %s did not start: %s", self.consumer.group, failure.getErrorMessage())
         self._started = None
 
+    @property
+    def since(self) -> dict[str, int]:
+        return self.consumer.since
+
+    def is_new(self, msg: MessageExt) -> bool:
+        return self.consumer.is_new(msg)
+
     def nudge(self, topic: str) -> None:
         """A message was just stored in ``topic``: if its queues are not known yet, find them now rather
         than at the next periodic rebalance."""
@@ -155,12 +169,14 @@ class Gateway:
         self._instance: ClientInstance | None = None
         self.producer: Producer | None = None
         self._offset_dir: str | None = None
-        self._fan_out: _Consumer | None = None
+        self._fan_out: _Consumer | StoreFanOut | None = None
         self._index = FanOutIndex()
         self._shares: dict[str, _Consumer] = {}
         self._turn = count()
         #: the broker of this process, if any: (its address, its request table, the sends' BORNHOST)
         self._local_broker: tuple[str, Processor, str] | None = None
+        #: the store of this process's broker, if the fan-out reads it: (its store port, its name, its queues)
+        self._local_store: tuple[Any, str, Callable[[str], Iterable[int]]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -185,6 +201,12 @@ class Gateway:
         socket. Queue selection, retries and the broker's answers stay the producer's."""
         self._local_broker = (addr, processor, born_host)
 
+    def deliver_in_process(self, store: Any, broker_name: str, queue_ids: Callable[[str], Iterable[int]]) -> None:
+        """Read the non-shared subscriptions' messages from ``store``, the port of the broker named
+        ``broker_name`` in this process, whose queues of a topic ``queue_ids`` gives (call before
+        :meth:`start`; :mod:`.store_fanout`)."""
+        self._local_store = (store, broker_name, queue_ids)
+
     @defer.inlineCallbacks
     def start(self):
         self.restore()
@@ -202,16 +224,23 @@ class Gateway:
             self._offset_dir = tempfile.mkdtemp(prefix="ferrymq-mqtt-")
         else:
             self._offset_dir = str(self.state.offsets_dir)
-        self._fan_out = _Consumer(
-            _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
-                             message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
-                             consume_message_batch_max_size=FAN_OUT_BATCH,
-                             await_termination_when_shutdown=0.5),
-            self._fan_out_expressions)
-        self._fan_out.consumer.register_listener(self._fan_out_listener)
+        if self._local_store is not None:
+            store, broker_name, queue_ids = self._local_store
+            self._fan_out = StoreFanOut(
+                store, broker_name, queue_ids, self._fan_out_expressions, self._fan_out_messages,
+                LocalFileOffsetStore(FAN_OUT_GROUP, config.client_id, self._offset_dir),
+                persist_interval=config.persist_consumer_offset_interval)
+        else:
+            self._fan_out = _Consumer(
+                _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
+                                 message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
+                                 consume_message_batch_max_size=FAN_OUT_BATCH,
+                                 await_termination_when_shutdown=0.5),
+                self._fan_out_expressions)
+            self._fan_out.consumer.register_listener(self._fan_out_listener)
         if self.sessions:
             # each restored topic resumes from its offsets, else from when it was first subscribed
-            since = self._fan_out.consumer.since
+            since = self._fan_out.since
             for session in self.sessions.values():
                 for topic_filter, at in session.subscribed_at.items():
                     if not topic_filter.startswith(topics.SHARE_PREFIX):
@@ -226,7 +255,7 @@ class Gateway:
             try:
                 yield consumer.stop()
             except Exception as exc:  # noqa: BLE001 - the rest stops regardless
-                log.warning("MQTT gateway consumer %s did not stop cleanly: %s", consumer.consumer.group, exc)
+                log.warning("MQTT gateway: a consumer did not stop cleanly: %s", exc)
         self._shares.clear()
         if self.state is not None:
             yield self.state.flush()
@@ -328,16 +357,23 @@ class Gateway:
     # ------------------------------------------------------------------ RocketMQ -> devices
 
     def _fan_out_listener(self, msgs: list[MessageExt], context) -> ConsumeConcurrentlyStatus:
+        self._fan_out_messages(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def _fan_out_messages(self, msgs: list[MessageExt]) -> None:
+        """Hand each message new to the fan-out to every session whose non-shared filters match it."""
         now_ms = int(time.time() * 1000)
+        is_new = self._fan_out.is_new
         for msg in msgs:
+            if not is_new(msg):
+                continue
             delivery = mapping.to_delivery(msg.topic, msg.properties, msg.body, now_ms)
-            if delivery is None or not self._fan_out.consumer.is_new(msg):
+            if delivery is None:
                 continue
             stored_at = msg.store_timestamp / 1000
             for session in self._index.sessions_for(msg.topic, delivery.topic_name):
                 if session.matching(delivery, None, stored_at):
                     self._run(session, deliver(session, delivery, None, stored_at=stored_at))
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     def _share_listener(self, name: str, msgs: list[MessageExt]):
         """One message (the consumer's batch size is 1) to one member of share ``name``: the consume
