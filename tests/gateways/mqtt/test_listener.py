@@ -70,11 +70,15 @@ def test_the_gateway_command_serves_devices_in_front_of_any_cluster(tmp_path):
             stop(proc)
 
 
-def test_the_broker_processs_gateway_stores_in_process(tmp_path):
+def test_the_broker_processs_gateway_stores_and_delivers_in_process(tmp_path):
     """Its sends run through the broker's request table, not a loopback connection: the stored BORNHOST
-    has port 0, where a connection would show its own port."""
+    has port 0, where a connection would show its own port. Its subscribers are served from the broker's
+    store: no fan-out consumer pulls from the broker."""
+    import io
     import threading
 
+    from ferrymq.gateways.mqtt.gateway import FAN_OUT_GROUP
+    from ferrymq.sdk.admin_cli import main as admin_main
     from ferrymq.sdk.blocking_clients import BlockingPushConsumer
     from ferrymq.sdk.client_config import ClientConfig
     from ferrymq.testing.server import FerryMQServer
@@ -94,11 +98,17 @@ def test_the_broker_processs_gateway_stores_in_process(tmp_path):
         consumer.subscribe("InProcess", "*")
         consumer.register_listener(listener)
         consumer.start()
+        subscriber = Device(server.mqtt_port, V311)
+        subscriber.subscribe("InProcess/#", qos=1)
         device = Device(server.mqtt_port, V311)
         try:
             device.publish("InProcess/dev1", b"stored in process", 1)
             assert arrived.wait(20)
+            assert [(m.topic, m.payload) for m in subscriber.receive(1)] == [("InProcess/dev1", b"stored in process")]
+            out, err = io.StringIO(), io.StringIO()
+            assert admin_main(["consumerConnection", "-n", server.namesrv_addr, "-g", FAN_OUT_GROUP], out, err) != 0
         finally:
             device.close()
+            subscriber.close()
             consumer.shutdown()
     assert [(m.body, m.born_host[1]) for m in got] == [(b"stored in process", 0)]
