@@ -364,6 +364,9 @@ class Gateway:
         """Hand each message new to the fan-out to every session whose non-shared filters match it."""
         now_ms = int(time.time() * 1000)
         is_new = self._fan_out.is_new
+        # read from this broker's store, a message has a place (queue, commit-log offset) that a persistent
+        # session records, so that a message read again after a crash is not handed to it again
+        placed = isinstance(self._fan_out, StoreFanOut)
         for msg in msgs:
             if not is_new(msg):
                 continue
@@ -371,7 +374,12 @@ class Gateway:
             if delivery is None:
                 continue
             stored_at = msg.store_timestamp / 1000
+            queue = (msg.topic, msg.queue_id)
             for session in self._index.sessions_for(msg.topic, delivery.topic_name):
+                if placed and session.expiry_interval:
+                    if msg.commitlog_offset <= session.served.get(queue, -1):
+                        continue
+                    session.served[queue] = msg.commitlog_offset
                 if session.matching(delivery, None, stored_at):
                     self._run(session, deliver(session, delivery, None, stored_at=stored_at))
 

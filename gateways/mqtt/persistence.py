@@ -65,6 +65,7 @@ def encode_session(session: Session) -> bytes:
         "inFlight": [{"released": flight.state is Outgoing.RELEASED, "publish": _encode_publish(flight.publish)}
                      for flight in session.in_flight.values() if flight.token is None],
         "queued": [_encode_publish(publish) for publish, token in session.queued if token is None],
+        "served": [[topic, queue_id, offset] for (topic, queue_id), offset in session.served.items()],
     }, separators=(",", ":")).encode()
 
 
@@ -86,6 +87,7 @@ def decode_session(data: bytes) -> Session:
             state = Outgoing.RELEASED if entry["released"] else Outgoing.PUBLISHED
             session.in_flight[publish.packet_identifier] = InFlight(publish, None, state)
         session.queued.extend((_decode_publish(text), None) for text in doc["queued"])
+        session.served.update(((str(topic), int(queue_id)), int(offset)) for topic, queue_id, offset in doc.get("served", ()))
     except (KeyError, TypeError, ValueError) as exc:
         raise StateError(f"not a session: {exc!r}") from None
     if session.in_flight:
