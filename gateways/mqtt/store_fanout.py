@@ -2,13 +2,14 @@
 
 In front of a cluster the fan-out is a BROADCASTING pull consumer (:class:`.gateway._Consumer`): each
 message costs a pull request and its answer, encoded and decoded on both sides of a loopback connection.
-In the broker's own process the store is at hand: the arrival notice that wakes long-polling pulls marks
-the queue, and once per reactor turn the new entries of every marked queue are read straight from the
-store (no request, no remoting codec) and handed to the sessions, so what arrives in one turn is
-delivered together.
+In the broker's own process that broker's queues are at hand: the arrival notice that wakes long-polling
+pulls marks the queue, and once per reactor turn the new entries of every marked queue are read straight
+from the store (no request, no remoting codec) and handed to the sessions, so what arrives in one turn
+is delivered together.
 
-What it delivers is what the pull consumer would: every queue of each subscribed RocketMQ topic, from
-its offset, else from when the topic was first subscribed (:attr:`since`), skipping messages stored
+What it delivers is what the pull consumer would of those queues: every queue of each subscribed
+RocketMQ topic in this broker (the consumer pulls those of other brokers, :class:`.gateway._Elsewhere`),
+from its offset, else from when the topic was first subscribed (:attr:`since`), skipping messages stored
 before that. Its offsets are the broadcasting consumer's own (the same local offset file, same group and
 client id, persisted on the same 5 s schedule and at stop), so a restart resumes where either left off.
 """
