@@ -322,17 +322,30 @@ class Producer:
         result = yield self._send_to(msg, mq, body, sys_flag, timeout or self.send_msg_timeout)
         return result
 
-    @defer.inlineCallbacks
-    def send_orderly(self, msg: Message, selector: QueueSelector, arg: Any = None, timeout: float | None = None):
+    def send_orderly(self, msg: Message, selector: QueueSelector, arg: Any = None,
+                     timeout: float | None = None) -> defer.Deferred:
         """Send to the queue ``selector(queues, msg, arg)`` picks (e.g. :func:`select_by_hash` on an order
-        id), so messages with the same ``arg`` keep their order. No retry on another queue."""
-        self._check(msg)
-        info = yield self.find_publish_info(msg.topic)
-        mq = selector(list(info.queues), msg, arg)
-        if mq not in info.queues:
-            raise MQClientError(f"the queue selector chose {mq}, which is not a write queue of {msg.topic}")
-        result = yield self.send_to_queue(msg, mq, timeout)
-        return result
+        id), so messages with the same ``arg`` keep their order. No retry on another queue. Callbacks, not
+        a generator: a gateway sends every message this way."""
+        try:
+            self._check(msg)
+            body, sys_flag = self._encode_single(msg)
+        except Exception:  # noqa: BLE001 - surfaced through the Deferred
+            return defer.fail()
+
+        def to_selected(info: TopicPublishInfo) -> defer.Deferred:
+            mq = selector(list(info.queues), msg, arg)
+            if mq not in info.queues:
+                raise MQClientError(f"the queue selector chose {mq}, which is not a write queue of {msg.topic}")
+            return self._send_to(msg, mq, body, sys_flag, timeout or self.send_msg_timeout)
+
+        info = self.publish_table.get(msg.topic)
+        if info is None or not info.ok:
+            return self._fetch_publish_info(msg.topic).addCallback(to_selected)
+        try:
+            return to_selected(info)
+        except Exception:  # noqa: BLE001 - surfaced through the Deferred
+            return defer.fail()
 
     def send_batch(self, msgs: Sequence[Message], timeout: float | None = None) -> defer.Deferred:
         """SEND_BATCH_MESSAGE: one request, stored as consecutive messages of one queue."""

@@ -18,6 +18,12 @@ Each topic starts, for a consumer, at the messages stored since it was first sub
 that overrides the SDK's consume timestamp per topic), so a device gets what was published after its
 SUBACK even when the topic's queues are found later (a topic created by that first publish).
 
+In a broker process (:meth:`Gateway.deliver_in_process`) the queues of that broker are read from its
+store directly (:class:`~.store_fanout.StoreFanOut`), with the same offsets and the same "since
+subscribed" start; the broadcasting consumer pulls only the queues on the cluster's other brokers, if
+any. The shared subscriptions stay on their clustering consumers, whose groups other RocketMQ consumers
+may share.
+
 With a state directory (``{storePathRootDir}/mqtt`` in a broker, :mod:`.persistence`), persistent sessions, retained
 messages and the broadcasting consumer's offsets outlive a restart: the sessions are read back before the
 consumers start, and each topic they subscribe resumes from its offsets (or from when it was first
@@ -42,6 +48,7 @@ from ferrymq.remoting import Processor
 from ferrymq.remoting.local import LocalPeer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import ClientInstance
+from ferrymq.sdk.consumer.offset_store import LocalFileOffsetStore
 from ferrymq.sdk.consumer.push import ConsumeConcurrentlyStatus, PushConsumer
 from ferrymq.sdk.consumer.rebalance import ConsumeFromWhere, MessageModel
 from ferrymq.sdk.message import Message
@@ -54,6 +61,7 @@ from .persistence import StateFiles
 from .retained import RetainedMessages
 from .fanout import FanOutIndex
 from .session import Ack, Release, Session, Sessions, deliver
+from .store_fanout import StoreFanOut
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
 
@@ -81,6 +89,28 @@ class _SinceSubscribed(PushConsumer):
     def is_new(self, msg: MessageExt) -> bool:
         since = self.since.get(msg.topic)
         return since is not None and msg.store_timestamp >= since
+
+    def knows_queues(self, topic: str) -> bool:
+        return bool(self.rebalancer.topic_queues.get(topic))
+
+
+class _Elsewhere(_SinceSubscribed):
+    """A broadcasting consumer of the queues on brokers other than ``local_broker``, whose queues the
+    gateway reads from the store (:class:`~.store_fanout.StoreFanOut`)."""
+
+    def __init__(self, *args, local_broker: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.local_broker = local_broker
+
+    def on_route_changed(self, topic: str, route) -> None:
+        super().on_route_changed(topic, route)
+        queues = self.rebalancer.topic_queues.get(topic)
+        if queues is not None:
+            self.rebalancer.topic_queues[topic] = {mq for mq in queues if mq.broker_name != self.local_broker}
+
+    def knows_queues(self, topic: str) -> bool:
+        """Whether the topic's route is known: it may have no queue elsewhere."""
+        return topic in self.rebalancer.topic_queues
 
 
 class _Consumer:
@@ -117,11 +147,18 @@ class _Consumer:
         log.error("MQTT gateway consumer %s did not start: %s", self.consumer.group, failure.getErrorMessage())
         self._started = None
 
+    @property
+    def since(self) -> dict[str, int]:
+        return self.consumer.since
+
+    def is_new(self, msg: MessageExt) -> bool:
+        return self.consumer.is_new(msg)
+
     def nudge(self, topic: str) -> None:
         """A message was just stored in ``topic``: if its queues are not known yet, find them now rather
         than at the next periodic rebalance."""
         consumer = self.consumer
-        if consumer.running and topic in consumer.subscriptions and not consumer.rebalancer.topic_queues.get(topic):
+        if consumer.running and topic in consumer.subscriptions and not consumer.knows_queues(topic):
             # the route names the broker, which learns the subscription from a heartbeat before any pull
             d = consumer.instance.update_route(topic)
             d.addCallback(lambda _: consumer.instance.send_heartbeat_to_all())
@@ -156,7 +193,9 @@ class Gateway:
         self._instance: ClientInstance | None = None
         self.producer: Producer | None = None
         self._offset_dir: str | None = None
-        self._fan_out: _Consumer | None = None
+        self._fan_out: _Consumer | StoreFanOut | None = None
+        #: beside a store fan-out, the broadcasting consumer of the queues on the cluster's other brokers
+        self._elsewhere: _Consumer | None = None
         self._index = FanOutIndex()
         self._shares: dict[str, _Consumer] = {}
         self._turn = count()
@@ -165,6 +204,8 @@ class Gateway:
         #: the users and ACLs of the broker of this process when it checks them (docs/acl.md); None: devices
         #: connect and publish unchecked
         self.access: Access | None = None
+        #: the store of this process's broker, if the fan-out reads it: (its store port, its name, its queues)
+        self._local_store: tuple[Any, str, Callable[[str], Iterable[int]]] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -189,6 +230,12 @@ class Gateway:
         socket. Queue selection, retries and the broker's answers stay the producer's."""
         self._local_broker = (addr, processor, born_host)
 
+    def deliver_in_process(self, store: Any, broker_name: str, queue_ids: Callable[[str], Iterable[int]]) -> None:
+        """Read the non-shared subscriptions' messages from ``store``, the port of the broker named
+        ``broker_name`` in this process, whose queues of a topic ``queue_ids`` gives (call before
+        :meth:`start`; :mod:`.store_fanout`)."""
+        self._local_store = (store, broker_name, queue_ids)
+
     @defer.inlineCallbacks
     def start(self):
         self.restore()
@@ -206,31 +253,44 @@ class Gateway:
             self._offset_dir = tempfile.mkdtemp(prefix="ferrymq-mqtt-")
         else:
             self._offset_dir = str(self.state.offsets_dir)
-        self._fan_out = _Consumer(
-            _SinceSubscribed(FAN_OUT_GROUP, config=config, instance=self._instance,
-                             message_model=MessageModel.BROADCASTING, local_offset_dir=self._offset_dir,
-                             consume_message_batch_max_size=FAN_OUT_BATCH,
-                             await_termination_when_shutdown=0.5),
-            self._fan_out_expressions)
-        self._fan_out.consumer.register_listener(self._fan_out_listener)
+
+        def broadcasting(cls: type[_SinceSubscribed], **kwargs) -> _Consumer:
+            consumer = _Consumer(
+                cls(FAN_OUT_GROUP, config=config, instance=self._instance, message_model=MessageModel.BROADCASTING,
+                    local_offset_dir=self._offset_dir, consume_message_batch_max_size=FAN_OUT_BATCH,
+                    await_termination_when_shutdown=0.5, **kwargs),
+                self._fan_out_expressions)
+            consumer.consumer.register_listener(lambda msgs, context: self._pulled(msgs, consumer.is_new))
+            return consumer
+
+        if self._local_store is not None:
+            store, broker_name, queue_ids = self._local_store
+            self._fan_out = StoreFanOut(
+                store, broker_name, queue_ids, self._fan_out_expressions, self._store_messages,
+                LocalFileOffsetStore(FAN_OUT_GROUP, config.client_id, self._offset_dir),
+                persist_interval=config.persist_consumer_offset_interval)
+            self._elsewhere = broadcasting(_Elsewhere, local_broker=broker_name)
+        else:
+            self._fan_out = broadcasting(_SinceSubscribed)
         if self.sessions:
             # each restored topic resumes from its offsets, else from when it was first subscribed
-            since = self._fan_out.consumer.since
-            for session in self.sessions.values():
-                for topic_filter, at in session.subscribed_at.items():
-                    if not topic_filter.startswith(topics.SHARE_PREFIX):
-                        topic = mapping.subscription(topic_filter).topic
-                        since[topic] = min(since.get(topic, int(at * 1000)), int(at * 1000))
+            for fan_out in self._fan_outs:
+                since = fan_out.since
+                for session in self.sessions.values():
+                    for topic_filter, at in session.subscribed_at.items():
+                        if not topic_filter.startswith(topics.SHARE_PREFIX):
+                            topic = mapping.subscription(topic_filter).topic
+                            since[topic] = min(since.get(topic, int(at * 1000)), int(at * 1000))
             self.subscriptions_changed()
         log.info("MQTT gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
 
     @defer.inlineCallbacks
     def stop(self):
-        for consumer in [*self._shares.values(), *filter(None, [self._fan_out])]:
+        for consumer in [*self._shares.values(), *self._fan_outs]:
             try:
                 yield consumer.stop()
             except Exception as exc:  # noqa: BLE001 - the rest stops regardless
-                log.warning("MQTT gateway consumer %s did not stop cleanly: %s", consumer.consumer.group, exc)
+                log.warning("MQTT gateway: a consumer did not stop cleanly: %s", exc)
         self._shares.clear()
         if self.state is not None:
             yield self.state.flush()
@@ -265,9 +325,8 @@ class Gateway:
         def stored(result):
             if retain:
                 self._retain(message)
-            for consumer in [self._fan_out, *self._shares.values()]:
-                if consumer is not None:
-                    consumer.nudge(message.topic)
+            for consumer in [*self._fan_outs, *self._shares.values()]:
+                consumer.nudge(message.topic)
             return result
 
         return d.addCallback(stored)
@@ -304,10 +363,14 @@ class Gateway:
                 self._index.update(session, self.sessions.get(session.client_id) is session)
         else:
             self._index.rebuild(self.sessions.values())
-        if self._fan_out is not None:
-            self._fan_out.update()
+        for fan_out in self._fan_outs:
+            fan_out.update()
         for name in {shared.group for shared in _shares_of(sessions or self.sessions.values())} | set(self._shares):
             self._share_consumer(name).update()
+
+    @property
+    def _fan_outs(self) -> list[_Consumer | StoreFanOut]:
+        return [f for f in (self._fan_out, self._elsewhere) if f is not None]
 
     def _fan_out_expressions(self) -> dict[str, str]:
         return self._index.expressions()
@@ -331,17 +394,34 @@ class Gateway:
 
     # ------------------------------------------------------------------ RocketMQ -> devices
 
-    def _fan_out_listener(self, msgs: list[MessageExt], context) -> ConsumeConcurrentlyStatus:
+    def _pulled(self, msgs: list[MessageExt], is_new: Callable[[MessageExt], bool]) -> ConsumeConcurrentlyStatus:
+        self._fan_out_messages(msgs, is_new, placed=False)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def _store_messages(self, msgs: list[MessageExt]) -> None:
+        self._fan_out_messages(msgs, self._fan_out.is_new, placed=True)
+
+    def _fan_out_messages(self, msgs: list[MessageExt], is_new: Callable[[MessageExt], bool], *, placed: bool) -> None:
+        """Hand each message new to its fan-out (``is_new``) to every session whose non-shared filters
+        match it. ``placed``: read from this broker's store, where a message's place (queue, commit-log
+        offset) is one a persistent session records, so that a message read again after a crash is not
+        handed to it again."""
         now_ms = int(time.time() * 1000)
         for msg in msgs:
+            if not is_new(msg):
+                continue
             delivery = mapping.to_delivery(msg.topic, msg.properties, msg.body, now_ms)
-            if delivery is None or not self._fan_out.consumer.is_new(msg):
+            if delivery is None:
                 continue
             stored_at = msg.store_timestamp / 1000
+            queue = (msg.topic, msg.queue_id)
             for session in self._index.sessions_for(msg.topic, delivery.topic_name):
+                if placed and session.expiry_interval:
+                    if msg.commitlog_offset <= session.served.get(queue, -1):
+                        continue
+                    session.served[queue] = msg.commitlog_offset
                 if session.matching(delivery, None, stored_at):
                     self._run(session, deliver(session, delivery, None, stored_at=stored_at))
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     def _share_listener(self, name: str, msgs: list[MessageExt]):
         """One message (the consumer's batch size is 1) to one member of share ``name``: the consume

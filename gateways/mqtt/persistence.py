@@ -67,6 +67,7 @@ def encode_session(session: Session) -> bytes:
                      for flight in session.in_flight.values() if flight.token is None],
         "queued": [_encode_publish(publish) for publish, token in session.queued if token is None],
         "will": None if session.pending_will is None else _encode_will(*session.pending_will),
+        "served": [[topic, queue_id, offset] for (topic, queue_id), offset in session.served.items()],
     }, separators=(",", ":")).encode()
 
 
@@ -90,6 +91,7 @@ def decode_session(data: bytes) -> Session:
         session.queued.extend((_decode_publish(text), None) for text in doc["queued"])
         if doc.get("will") is not None:
             session.pending_will = _decode_will(doc["will"])
+        session.served.update(((str(topic), int(queue_id)), int(offset)) for topic, queue_id, offset in doc.get("served", ()))
     except (KeyError, TypeError, ValueError) as exc:
         raise StateError(f"not a session: {exc!r}") from None
     if session.in_flight:

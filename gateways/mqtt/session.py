@@ -185,6 +185,9 @@ class Session:
     #: when a detached session ends (its Session Expiry Interval after its connection closed); ``None``
     #: while attached or when it never expires
     expires_at: float | None = None
+    #: for each queue (RocketMQ topic, queue id) of the broker whose store the gateway reads, the commit-log
+    #: offset of the latest message handed to the session: read again after a crash, it is not given again
+    served: dict[tuple[str, int], int] = field(default_factory=dict)
     #: an MQTT 5 will waiting for its Will Delay Interval (due time), dropped if the client comes back first
     pending_will: tuple[Will, float] | None = None
     _next_id: int = 0

@@ -90,7 +90,10 @@ class Rebalancer:
                     log.info("%s: no route for %s yet: %s", self.consumer.group, topic, exc)
                 mqs = self.topic_queues.get(topic)
             if not mqs:
-                log.info("%s: topic %s has no readable queues (yet)", self.consumer.group, topic)
+                # a routed topic without readable queues here (a consumer may leave some brokers' queues to
+                # others) is told at DEBUG: it would otherwise be told at every rebalance
+                (log.info if mqs is None else log.debug)(
+                    "%s: topic %s has no readable queues (yet)", self.consumer.group, topic)
                 continue
             if self._clustering:
                 addr = inst.any_broker_addr(topic)

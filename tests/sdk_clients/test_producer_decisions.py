@@ -11,7 +11,8 @@ from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.client_instance import MQClientError
 from ferrymq.sdk.errors import MQResponseError
 from ferrymq.sdk.message import Message, SendStatus
-from ferrymq.sdk.producer import RETRY_CODES, should_retry
+from ferrymq.sdk.producer import RETRY_CODES, select_by_hash, should_retry
+from ferrymq.wire.bodies import MessageQueue
 from ferrymq.remoting import RemotingConnectError, RemotingTimeoutError
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.requests import decode_request_header
@@ -92,6 +93,20 @@ def test_unknown_topic_goes_through_the_tbw102_template(cluster, make_producer):
         assert h.topic == "Brand_New" and h.default_topic_queue_nums == 4
         queue_ids.add(h.queue_id)
     assert queue_ids == {0, 1, 2, 3}, "at most defaultTopicQueueNums (4) queues of the template"
+
+
+def test_an_orderly_send_goes_to_the_queue_its_selector_picks_and_nowhere_else(cluster, make_producer):
+    ns, a, b = cluster
+    ns.set_route("Ordered", [a, b], queues=2)
+    p = make_producer()
+    sent = [p.send_orderly(Message("Ordered", b"x"), select_by_hash, order).message_queue for order in (3, 0, 3)]
+    assert [(mq.broker_name, mq.queue_id) for mq in sent] == [("broker-b", 1), ("broker-a", 0), ("broker-b", 1)]
+    assert [decode_request_header(req).queue_id for req in b.of(RequestCode.SEND_MESSAGE_V2)] == [1, 1]
+    with pytest.raises(MQClientError, match="not a write queue of Ordered"):
+        p.send_orderly(Message("Ordered", b"x"), lambda queues, msg, arg: MessageQueue("Ordered", "broker-c", 0))
+    with pytest.raises(MQClientError, match="body is empty"):
+        p.send_orderly(Message("Ordered", b""), select_by_hash, 3)
+    assert len(a.of(RequestCode.SEND_MESSAGE_V2)) + len(b.of(RequestCode.SEND_MESSAGE_V2)) == 3
 
 
 def test_no_route_and_no_template_is_a_clear_error(cluster, make_producer):

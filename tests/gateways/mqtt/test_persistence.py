@@ -39,6 +39,7 @@ def _session() -> Session:
     }
     session.queued.extend([(Publish("t/d", b"waiting", 1, packet_identifier=1), None),
                            (Publish("t/e", b"shared", 1, packet_identifier=1), object())])
+    session.served = {("t", 0): 4096, ("t", 3): 0}
     return session
 
 
@@ -48,6 +49,7 @@ def test_a_session_round_trips_without_what_rocketmq_hands_out_again():
     assert (back.client_id, back.expiry_interval, back.expires_at) == ("dev-é/1", 3600, 1_700_000_100.5)
     assert back.subscriptions == session.subscriptions and back.subscription_ids == {"t/#": 7}
     assert back.subscribed_at == session.subscribed_at and back.received_qos2 == {3, 9}
+    assert back.served == {("t", 0): 4096, ("t", 3): 0}
     # deliveries with a token belong to a shared subscription's consume, which RocketMQ redelivers
     assert {pid: (f.publish, f.state, f.token) for pid, f in back.in_flight.items()} == {
         4: (session.in_flight[4].publish, Outgoing.PUBLISHED, None),

@@ -209,6 +209,30 @@ def test_after_a_crash_each_delayed_will_is_published_when_due_or_at_its_session
         watcher.close()
 
 
+@pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
+def test_after_a_crash_a_persistent_session_is_not_given_its_qos_2_message_again(broker):
+    """FerryMQ's alone (mosquitto loses its sessions to SIGKILL, above). The session's file says how far
+    it was served, and is on disk before the PUBLISH is sent (SYNC_FLUSH): the gateway's offsets, saved
+    every 5 s, are behind after the crash, and the message is read again but not given again."""
+    topic, client_id = _topic(), f"crash2-{uuid.uuid4().hex[:8]}"
+    device = Device(broker.port, V5, client_id, clean=False)
+    device.subscribe(f"{topic}/#", qos=2)
+    publisher = Device(broker.port, V5)
+    publisher.publish(f"{topic}/x", b"exactly once", 2)
+    publisher.close()
+    assert [(m.payload, m.qos) for m in device.receive(1)] == [(b"exactly once", 2)]
+    time.sleep(0.3)  # the PUBCOMP arrived
+    device.drop()
+    broker.server.kill()
+    broker.server.start()
+    device = Device(broker.port, V5, client_id, clean=False)
+    try:
+        assert device.session_present is True
+        device.nothing_more(1.5)
+    finally:
+        device.close()
+
+
 class _RawDevice:
     """An MQTT 5 client of FerryMQ's own codec over a socket, to stop a QoS 2 flow half way."""
 
