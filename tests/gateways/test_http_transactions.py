@@ -275,6 +275,52 @@ def test_no_secret_configured_refuses_transactions(ferrymq_factory, receiver):
         client.close()
 
 
+def test_open_transactions_outlive_a_restart_clean_or_killed(server, receiver):
+    """Half messages published, then the server stopped (SIGTERM, then SIGKILL) before any decision: once
+    it is back, the client's commit of one commits it, and the broker's check of the other calls its
+    check-back URL again, whose COMMIT is applied; each is delivered once and its record keeps the
+    check-backs made before the restart."""
+    for how, stop in (("clean", server.stop), ("killed", server.kill)):
+        topic, group, producers = _names()
+        server.create_topic(topic, 1)
+        gw = Gateway(server.http_url)
+        by_client = _begin(gw, topic, producers, receiver.url, body=f"{how}: committed by the client")
+        by_check = _begin(gw, topic, producers, receiver.url, body=f"{how}: committed by a check-back")
+        gw.close()
+        stop()  # checks before it, if the machine is slow, are answered UNKNOWN (no plan yet)
+        asked_before = len(receiver.calls_of(by_check["transactionId"]))
+        receiver.plans[by_check["transactionId"]] = ["COMMIT"]
+        server.start()
+        gw = Gateway(server.http_url)
+        try:
+            done = _end(gw, by_client["transactionId"], "commit")
+            assert done.status_code == 200 and done.json()["resolvedBy"] == "client", f"{how}: {done.text}"
+            seen = wait_for(lambda: (tx := _get(gw, by_check["transactionId"]))["state"] != "UNKNOWN" and tx)
+            assert (seen["state"], seen["resolvedBy"]) == ("COMMIT", "checkBack"), f"{how}: {seen}"
+            assert [c["answer"] for c in seen["checkBacks"]] == ["UNKNOWN"] * asked_before + ["COMMIT"], seen
+            assert len(receiver.calls_of(by_check["transactionId"])) == asked_before + 1
+            got = gw.receive_all(topic, group, 2)
+            gw.ack(topic, group, got)
+            assert sorted(m["msgId"] for m in got) == sorted((by_client["msgId"], by_check["msgId"])), got
+        finally:
+            gw.close()
+
+
+def test_the_transaction_file_falls_back_to_its_previous_version(tmp_path):
+    from ferrymq.gateways.http.transactions import CheckBack, State, TransactionFile
+
+    file = TransactionFile(tmp_path / "http-transactions.json")
+    assert file.load() == []
+    first = _record("TX-1", "http://127.0.0.1:9/a")
+    first.check_backs.append(CheckBack(1, 1, first.check_back_url, 200, State.UNKNOWN, 3))
+    second = _record("TX-2", "http://127.0.0.1:9/b")
+    file.save([first])
+    file.save([first, second])
+    assert [tx.to_record() for tx in file.load()] == [first.to_record(), second.to_record()]
+    file.path.write_bytes(b'{"transactions": [{"transactionId"')  # torn (a writer other than save)
+    assert [tx.to_record() for tx in file.load()] == [first.to_record()]
+
+
 # The gateway's record on its own (no broker): what a check answers when the client decides meanwhile,
 # and the bound on what is remembered.
 
