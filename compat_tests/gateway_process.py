@@ -30,10 +30,13 @@ class GatewayProcess(ABC):
         """Block until a message published through the gateway is stored (RuntimeError after ``timeout``)."""
 
     @classmethod
-    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60):
+    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60, *, port: int | None = None,
+              settings: dict[str, object] | None = None):
+        """On ``port`` (else a free one), with ``settings`` added to its config file."""
         home.mkdir(parents=True, exist_ok=True)
-        port = free_port()
-        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, cls.port_key: port, **cls.config})
+        port = port or free_port()
+        conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, cls.port_key: port, **cls.config,
+                                                   **(settings or {})})
         child = Child(f"ferrymq gateway {cls.protocol}",
                       [str(cli), "gateway", cls.protocol, "-n", namesrv_addr, "-c", str(conf)],
                       home / "gateway.out").start()
