@@ -275,51 +275,6 @@ def test_no_secret_configured_refuses_transactions(ferrymq_factory, receiver):
         client.close()
 
 
-def test_open_transactions_outlive_a_restart_clean_or_killed(server, receiver):
-    """Half messages published, then the server stopped (SIGTERM, then SIGKILL) before any decision: once
-    it is back, the client's commit of one commits it, and the broker's check of the other calls its
-    check-back URL again, whose COMMIT is applied; both are delivered and the record keeps the check-backs
-    made before the restart."""
-    for how, stop in (("clean", server.stop), ("killed", server.kill)):
-        topic, group, producers = _names()
-        server.create_topic(topic, 1)
-        gw = Gateway(server.http_url)
-        by_client = _begin(gw, topic, producers, receiver.url, body=f"{how}: committed by the client")
-        by_check = _begin(gw, topic, producers, receiver.url, body=f"{how}: committed by a check-back")
-        gw.close()
-        stop()  # checks before it, if the machine is slow, are answered UNKNOWN (no plan yet)
-        asked_before = len(receiver.calls_of(by_check["transactionId"]))
-        receiver.plans[by_check["transactionId"]] = ["COMMIT"]
-        server.start()
-        gw = Gateway(server.http_url)
-        try:
-            done = _end(gw, by_client["transactionId"], "commit")
-            assert done.status_code == 200 and done.json()["resolvedBy"] == "client", f"{how}: {done.text}"
-            seen = wait_for(lambda: (tx := _get(gw, by_check["transactionId"]))["state"] != "UNKNOWN" and tx)
-            assert (seen["state"], seen["resolvedBy"]) == ("COMMIT", "checkBack"), f"{how}: {seen}"
-            assert [c["answer"] for c in seen["checkBacks"]] == ["UNKNOWN"] * asked_before + ["COMMIT"], seen
-            assert len(receiver.calls_of(by_check["transactionId"])) == asked_before + 1
-            # at least once: a commit crossing a check of another copy of the half message delivers it twice
-            assert _received_ids(gw, topic, group, 2) == {by_client["msgId"], by_check["msgId"]}
-        finally:
-            gw.close()
-
-
-def _received_ids(gw: Gateway, topic: str, group: str, count: int) -> set[str]:
-    """The msgIds received (and acked) until ``count`` distinct ones are in, or 20 s pass."""
-    ids: set[str] = set()
-
-    def more() -> bool:
-        msgs = gw.receive(topic, group, wait=1, max=32)
-        if msgs:
-            gw.ack(topic, group, msgs)
-        ids.update(m["msgId"] for m in msgs)
-        return len(ids) >= count
-
-    wait_for(more)
-    return ids
-
-
 def test_the_transaction_file_falls_back_to_its_previous_version(tmp_path):
     from ferrymq.gateways.http.transactions import CheckBack, State, TransactionFile
 
