@@ -60,7 +60,7 @@ class _Mailbox:
     are run by one wake-up instead, in one turn of the other thread's loop.
     """
 
-    __slots__ = ("_calls", "_lock", "_woken", "_wake")
+    __slots__ = ("_calls", "_lock", "_wake", "_woken")
 
     def __init__(self, wake: Callable[[Callable[[], None]], Any]) -> None:
         self._calls: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
@@ -127,7 +127,7 @@ def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
 class _Call:
     """One :func:`call` in the reactor thread: runs ``fn`` and posts its outcome to the awaiting loop."""
 
-    __slots__ = ("fn", "args", "kwargs", "future", "answers", "deferred")
+    __slots__ = ("answers", "args", "deferred", "fn", "future", "kwargs")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, future: asyncio.Future,
                  answers: _Mailbox) -> None:
