@@ -35,11 +35,13 @@ class GatewayProcess(ABC):
         return {}
 
     @classmethod
-    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60):
+    def start(cls, cli: Path, home: Path, namesrv_addr: str, timeout: float = 60, *, port: int | None = None,
+              settings: dict[str, object] | None = None):
+        """On ``port`` (else a free one), with ``settings`` added to its config file."""
         home.mkdir(parents=True, exist_ok=True)
-        port = free_port()
+        port = port or free_port()
         conf = write_conf(home / "gateway.conf", {"bindAddress": LOOPBACK, cls.port_key: port, **cls.config,
-                                                  **cls.home_config(home)})
+                                                  **cls.home_config(home), **(settings or {})})
         child = Child(f"ferrymq gateway {cls.protocol}",
                       [str(cli), "gateway", cls.protocol, "-n", namesrv_addr, "-c", str(conf)],
                       home / "gateway.out").start()

@@ -26,8 +26,10 @@ from ferrymq.wire.command import request
 from tests.gateways.check_back_receiver import Receiver
 from tests.gateways.http_client import Gateway
 
+from .conftest import _ferrymq_cli
 from .harness import finish_all
-from .http_gateway import CHECK_BACK_SECRET
+from .http_gateway import CHECK_BACK_SECRET, GatewayProcess
+from .servers import TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_CHECK_MAX, TRANSACTION_TIMEOUT_MS
 from .socket_client import call
 from .test_official_clients import WAIT, bodies, fresh, write_spec
 
@@ -361,3 +363,56 @@ def test_transaction_over_http_resolved_by_check_back_reaches_java(server, gw, j
             [(c["json"]["checkTimes"], c["answered"], receiver.url, 200) for c in calls], f"{body}: {seen}"
     assert transaction(gw, rolled_back["transactionId"])["resolvedAt"] <= received["receivedAt"], \
         "the rolled-back transaction was resolved after the Java consumer's 3 s watch began"
+
+
+#: seconds from a half message's birth to the broker's last check of it (servers.FEATURE_CONFIG)
+CHECKS_OVER_S = (TRANSACTION_TIMEOUT_MS + TRANSACTION_CHECK_MAX * TRANSACTION_CHECK_INTERVAL_MS) / 1000
+
+
+def test_open_transactions_outlive_a_killed_gateway(server, compat_home, receiver):
+    """``ferrymq gateway http`` in front of the server, SIGKILLed right after publishing two half messages
+    over HTTP and started again on the same port and store: the client's commit of one reaches the broker,
+    and the broker's next check of the other reaches its check-back URL through the new gateway, whose
+    COMMIT is applied; both are received over HTTP. Checks made while the gateway was down count, as
+    they do for a Java producer that is down; those the receiver answered before the kill stay in the
+    transaction's history. The new gateway must be back before the broker's checks run out (2 s, then two
+    checks a second apart): on a machine so loaded that it is not (about 2.5 s is usual), the check-back
+    part is skipped, the client's commit proven."""
+    topic, group = fresh("HttpTxRestart")
+    producers = f"{group}_producer"
+    home = compat_home / f"http-gateway-{server.kind}-{group}"
+    settings = {"storePathRootDir": home / "store"}
+    gateway = GatewayProcess.start(_ferrymq_cli(), home, server.namesrv_addr, settings=settings)
+    gw = Gateway(gateway.url)
+    try:
+        by_client = begin_transaction(gw, topic, producers, receiver.url, {"body": "committed by the client"})
+        by_check = begin_transaction(gw, topic, producers, receiver.url, {"body": "committed by a check-back"})
+        published = time.monotonic()
+        gateway.stop()  # SIGKILL
+        gw.close()
+        asked_before = len(receiver.calls_of(by_check["transactionId"]))
+        receiver.plans[by_check["transactionId"]] = ["COMMIT"]
+        gateway = GatewayProcess.start(_ferrymq_cli(), home, server.namesrv_addr, port=gateway.port,
+                                       settings=settings)
+        back = time.monotonic() - published
+        gw = Gateway(gateway.url)
+        done = gw.request("POST", f"/v1/transactions/{by_client['transactionId']}", json={"action": "commit"})
+        assert done.status_code == 200 and done.json()["resolvedBy"] == "client", done.text
+        if back > CHECKS_OVER_S:
+            got = consume_over_http(gw, topic, group, {"committed by the client"})
+            assert by_client["msgId"] in {m["msgId"] for m in got}, got
+            pytest.skip(f"the gateway was back {back:.1f} s after the publish, when the broker's checks of the "
+                        f"other half message were over ({CHECKS_OVER_S:g} s): its check-back is not proven here")
+        deadline = time.monotonic() + WAIT
+        while (seen := transaction(gw, by_check["transactionId"]))["state"] == "UNKNOWN" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (seen["state"], seen["resolvedBy"]) == ("COMMIT", "checkBack"), seen
+        assert [c["answer"] for c in seen["checkBacks"]] == ["UNKNOWN"] * asked_before + ["COMMIT"], seen
+        assert [c["answered"] for c in receiver.calls_of(by_check["transactionId"])] == \
+            ["UNKNOWN"] * asked_before + ["COMMIT"]
+        got = consume_over_http(gw, topic, group, {"committed by the client", "committed by a check-back"})
+        # at least once: a commit crossing a check of another copy of the half message delivers it twice
+        assert {m["msgId"] for m in got} == {by_client["msgId"], by_check["msgId"]}, got
+    finally:
+        gw.close()
+        gateway.stop()

@@ -83,6 +83,7 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     gateway = Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
                       client_config=_gateway_client(props),
                       local_offset_dir=os.path.join(broker_cfg.storePathRootDir, "http-offsets"),
+                      transaction_file=os.path.join(broker_cfg.storePathRootDir, "http-transactions.json"),
                       **gateway_cfg.transaction_options(), **gateway_cfg.console_options())
     on_reactor = gateway_cfg.httpEventLoop == "BROKER" and on_asyncio_reactor()
     ssl = cfg.tls_config(props).http_ssl() if gateway_cfg.httpTlsEnable else None
@@ -582,9 +583,12 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 
     with _values_of(args.config):
         ssl = cfg.tls_config(props).http_ssl() if gateway_cfg.httpTlsEnable else None
+    # a file of its own: a broker's gateway or another gateway may share the machine's store root
+    transaction_file = os.path.join(broker_cfg.storePathRootDir, f"http-gateway-{gateway_cfg.httpListenPort}",
+                                    "http-transactions.json")
     serve_forever(Gateway(broker_cfg.namesrvAddr, max_message_size=broker_cfg.maxMessageSize,
-                          client_config=_gateway_client(props), **gateway_cfg.transaction_options(),
-                          **gateway_cfg.console_options()),
+                          client_config=_gateway_client(props), transaction_file=transaction_file,
+                          **gateway_cfg.transaction_options(), **gateway_cfg.console_options()),
                   netty_cfg.bindAddress, gateway_cfg.httpListenPort, ssl)
     log.info("stopped")
     return 0

@@ -16,6 +16,7 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
+from twisted.python.threadable import isInIOThread
 
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
@@ -413,6 +414,12 @@ class _PublishFirst:
             await Problem(500, "the gateway failed on this request; its log has the details").response(
                 scope["path"])(scope, receive, send)
             return
+        if isInIOThread():
+            # served on the broker's loop, the send was answered within this task's step: yield once, so
+            # that the answers of every request read in this turn are written one after the other. Each
+            # write wakes the client's side; written apart, each wakes it again, and on loopback that
+            # wake-up is paid in the write (a third of the process's CPU under 64 connections).
+            await asyncio.sleep(0)
         await send({"type": "http.response.start", "status": 200,
                     "headers": [*self._ANSWER_HEADERS, (b"content-length", b"%d" % len(answer))]})
         await send({"type": "http.response.body", "body": answer})

@@ -24,7 +24,7 @@ from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageConst
 from ..access import Access
 from .consumers import IDLE_SECONDS, GroupConsumer, unknown_handle
 from .problems import Problem
-from .transactions import TRANSACTIONS_KEPT, State, Transaction, Transactions
+from .transactions import TRANSACTIONS_KEPT, State, Transaction, TransactionFile, Transactions
 
 log = logging.getLogger("ferrymq.gateway.http")
 
@@ -32,6 +32,9 @@ log = logging.getLogger("ferrymq.gateway.http")
 PRODUCER_GROUP = "FERRYMQ_HTTP_PRODUCER"
 #: how often idle consumer groups are looked for
 _IDLE_CHECK_SECONDS = 10.0
+#: how often, and how many times, the route of a restored transaction's topic is asked for
+_RESTORE_ROUTE_PAUSE = 0.5
+_RESTORE_ROUTE_TRIES = 120
 
 
 class Gateway:
@@ -40,7 +43,7 @@ class Gateway:
     def __init__(self, namesrv_addr: str, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
                  client_config: dict[str, Any] | None = None, local_offset_dir: str | None = None,
                  idle_seconds: float = IDLE_SECONDS, check_back_secret: str = "", check_back_timeout: float = 3.0,
-                 console_sample_interval: float | None = None):
+                 transaction_file: str | os.PathLike | None = None, console_sample_interval: float | None = None):
         self.namesrv_addr = namesrv_addr
         #: where broadcasting clients' offsets are kept (None: the SDK's default, ~/.rocketmq_offsets)
         self.local_offset_dir = local_offset_dir
@@ -55,8 +58,11 @@ class Gateway:
         #: BROADCASTING consumers by (group, client)
         self.broadcasts: dict[tuple[str, str], GroupConsumer] = {}
         self._idle_task: asyncio.Task | None = None
-        #: transactional producers by group, and the transactions published through them
-        self.transactions = Transactions(check_back_secret, check_back_timeout)
+        self._announcing: asyncio.Task | None = None
+        #: transactional producers by group, and the transactions published through them (the open ones
+        #: kept in ``transaction_file`` too, when one is named, and taken back by :meth:`start`)
+        self.transactions = Transactions(check_back_secret, check_back_timeout,
+                                         TransactionFile(transaction_file) if transaction_file else None)
         self.transactional: dict[str, Producer] = {}
         self._transactional_lock = asyncio.Lock()
         self._announced: set[tuple[str, str]] = set()  # (group, broker name) a heartbeat has named the group to
@@ -87,8 +93,42 @@ class Gateway:
         self.producer = Producer(PRODUCER_GROUP, max_message_size=self.max_message_size, **self._client_kwargs())
         await self.producer.start()
         self.admin = MQAdmin(self.namesrv_addr)
+        await self._restore_transactions()
         self._idle_task = asyncio.get_running_loop().create_task(self._stop_idle_groups())
         log.info("HTTP gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
+
+    async def _restore_transactions(self) -> None:
+        """Take back the open transactions of an earlier run and start their groups' producers; their
+        brokers learn of the groups in the background (:meth:`_announce_restored`)."""
+        restored = self.transactions.load()
+        if not restored:
+            return
+        for group in {tx.producer_group for tx in restored}:
+            await self.transactional_producer(group)
+        self._announcing = asyncio.get_running_loop().create_task(self._announce_restored(restored))
+        log.info("HTTP transactions: %d open ones of an earlier run taken back (%s)", len(restored),
+                 self.transactions.file.path)
+
+    async def _announce_restored(self, restored: list[Transaction]) -> None:
+        """Heartbeat the restored groups to the brokers holding their half messages, so that the checks
+        of those come here again, once the routes of their topics name the brokers: a broker of this
+        process registers with the name servers while its gateway starts."""
+        waiting = {tx.topic for tx in restored}
+        for _ in range(_RESTORE_ROUTE_TRIES):
+            for topic in sorted(waiting):
+                try:
+                    if await call(self._instance.update_route, topic) is not None:
+                        waiting.discard(topic)
+                except Exception as exc:  # noqa: BLE001 - asked again below
+                    log.debug("route of %s: %s", topic, exc)
+            if not waiting:
+                break
+            await asyncio.sleep(_RESTORE_ROUTE_PAUSE)
+        else:
+            log.warning("open HTTP transactions of topics %s: no route names their brokers; their checks "
+                        "come here once a publish or a commit finds the route", sorted(waiting))
+        await call(self._instance.send_heartbeat_to_all)
+        self._announced.update((tx.producer_group, tx.broker_name) for tx in restored if tx.topic not in waiting)
 
     def _client_instance(self, config: ClientConfig) -> ClientInstance:
         instance = ClientInstance(config)
@@ -98,8 +138,9 @@ class Gateway:
         return instance
 
     async def stop(self) -> None:
-        if self._idle_task is not None:
-            self._idle_task.cancel()
+        for task in (self._idle_task, self._announcing):
+            if task is not None:
+                task.cancel()
         for group in [*self.groups.values(), *self.broadcasts.values()]:
             await group.stop()
         self.groups.clear()
@@ -243,5 +284,6 @@ class Gateway:
         except BaseException:
             tx.state, tx.resolved_by, tx.resolved_at = State.UNKNOWN, None, None
             raise
+        self.transactions.save()
         log.info("transaction %s: %s by the client", tx.id, state.name)
         return tx

@@ -10,8 +10,10 @@ exception in a Java ``TransactionListener.checkLocalTransaction`` does: the brok
 
 The first decision wins: once resolved, a later check-back (the broker may still hold a copy of the
 half message when the decision crosses its check pass) is answered from the record without calling
-the receiver. Records live in this gateway's memory only, the newest :data:`TRANSACTIONS_KEPT` of
-them with their latest :data:`CHECK_BACKS_KEPT` check-backs each.
+the receiver. The gateway remembers the newest :data:`TRANSACTIONS_KEPT` transactions with their latest
+:data:`CHECK_BACKS_KEPT` check-backs each; the open ones are also kept in a file (:class:`TransactionFile`),
+so that after a restart, clean or not, the broker's check-backs still reach the receivers and the
+clients' decisions still reach the broker.
 """
 
 from __future__ import annotations
@@ -23,9 +25,12 @@ import hashlib
 import hmac
 import itertools
 import logging
+import os
+import tempfile
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -87,6 +92,11 @@ class CheckBack:
         return {"time": self.time, "checkTimes": self.check_times, "url": self.url, "status": self.status,
                 "answer": self.answer.name, "latencyMs": self.latency_ms, "detail": self.detail}
 
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> CheckBack:
+        return cls(value["time"], value["checkTimes"], value["url"], value["status"], State[value["answer"]],
+                   value["latencyMs"], value["detail"])
+
 
 @dataclass(slots=True)
 class Transaction:
@@ -119,6 +129,52 @@ class Transaction:
                 "createdAt": self.created_at, "resolvedAt": self.resolved_at,
                 "checkBacks": [c.to_json() for c in self.check_backs]}
 
+    def to_record(self) -> dict[str, Any]:
+        """What :class:`TransactionFile` keeps: :meth:`to_json` and where the half message's newest copy is."""
+        return {**self.to_json(), "offsetMsgId": self.offset_msg_id, "queueOffset": self.queue_offset}
+
+    @classmethod
+    def from_record(cls, value: dict[str, Any]) -> Transaction:
+        tx = cls(value["transactionId"], value["msgId"], value["topic"], value["tag"], value["keys"],
+                 value["producerGroup"], value["checkBackUrl"], value["brokerName"], value["offsetMsgId"],
+                 value["queueOffset"], value["createdAt"], State[value["state"]], value["resolvedBy"],
+                 value["resolvedAt"])
+        tx.check_backs.extend(CheckBack.from_json(c) for c in value["checkBacks"])
+        return tx
+
+
+class TransactionFile:
+    """The open transactions on disk, rewritten whole after each change: written aside, the previous
+    version kept as ``.bak``, then renamed over, as the HTTP consumers' offset files are. A killed
+    process leaves the old or the new file, never a torn one; the write is not fsync'd, so a power loss
+    may take the latest change with it."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._backup = self.path.with_name(self.path.name + ".bak")
+
+    def load(self) -> list[Transaction]:
+        for path in (self.path, self._backup):
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            try:
+                return [Transaction.from_record(value) for value in orjson.loads(data)["transactions"]]
+            except (orjson.JSONDecodeError, TypeError, KeyError, ValueError) as exc:
+                log.warning("transaction file %s is unreadable (%s); trying its backup", path, exc)
+        return []
+
+    def save(self, transactions: list[Transaction]) -> None:
+        data = orjson.dumps({"transactions": [tx.to_record() for tx in transactions]})
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            os.replace(self.path, self._backup)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, self.path)
+
 
 def check_back_body(tx: Transaction, msg: MessageExt, check_times: int) -> bytes:
     """The JSON a receiver gets (schema ``CheckBackRequest``), as the exact bytes that are signed."""
@@ -133,18 +189,35 @@ def check_back_body(tx: Transaction, msg: MessageExt, check_times: int) -> bytes
 
 
 class Transactions:
-    """The gateway's transactions, and :meth:`check`, the transactional producers' checker."""
+    """The gateway's transactions, and :meth:`check`, the transactional producers' checker. With a
+    ``file``, each change of an open transaction is saved before it is answered or acted on."""
 
-    def __init__(self, secret: str, timeout: float):
+    def __init__(self, secret: str, timeout: float, file: TransactionFile | None = None):
         self.secret = secret.encode()
         self.timeout = timeout
+        self.file = file
         self._records: OrderedDict[str, Transaction] = OrderedDict()
         self._http: httpx.AsyncClient | None = None
+
+    def load(self) -> list[Transaction]:
+        """Take back the open transactions of the file (call before the first :meth:`add`); those are returned."""
+        if self.file is None:
+            return []
+        restored = self.file.load()
+        for tx in restored:
+            self._records[tx.id] = tx
+        return restored
+
+    def save(self) -> None:
+        """Write the open transactions to the file (none: nothing to do)."""
+        if self.file is not None:
+            self.file.save([tx for tx in self._records.values() if tx.state is State.UNKNOWN])
 
     def add(self, tx: Transaction) -> None:
         self._records[tx.id] = tx
         while len(self._records) > TRANSACTIONS_KEPT:
             self._records.popitem(last=False)
+        self.save()
 
     def get(self, tx_id: str) -> Transaction | None:
         return self._records.get(tx_id)
@@ -168,6 +241,7 @@ class Transactions:
                         "answered UNKNOWN", tx_id, check_times)
             return LocalTransactionState.UNKNOW
         tx.offset_msg_id, tx.queue_offset = msg.offset_msg_id, msg.queue_offset
+        self.save()  # the copy END_TRANSACTION must name from now on
         if tx.state is not State.UNKNOWN:
             record = CheckBack(_now_ms(), check_times, None, None, tx.state, 0,
                                f"resolved by the {tx.resolved_by} already; answered from the gateway's record")
@@ -178,6 +252,7 @@ class Transactions:
             elif tx.state is not record.answer and record.answer is not State.UNKNOWN:
                 record.detail = f"the {tx.resolved_by} resolved it {tx.state.name} meanwhile; that stands"
         tx.check_backs.append(record)
+        self.save()
         log.info("transaction %s check %d: %s answered %s (HTTP %s, %d ms)%s", tx.id, check_times,
                  record.url or "the gateway's record", record.answer.name, record.status, record.latency_ms,
                  f": {record.detail}" if record.detail else "")

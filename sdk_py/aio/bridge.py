@@ -21,6 +21,7 @@ import concurrent.futures
 import inspect
 import logging
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Self
 
@@ -33,85 +34,140 @@ from .. import reactor_thread
 log = logging.getLogger("ferrymq.sdk.aio")
 
 
+_reactor_module = None
+
+
 def _reactor():
-    from twisted.internet import reactor
+    global _reactor_module
+    if _reactor_module is None:
+        from twisted.internet import reactor
 
-    return reactor
+        _reactor_module = reactor
+    return _reactor_module
 
 
-class _Hops:
-    """Calls into the reactor thread, run in the order posted, the reactor woken once per burst.
+def _ensure_reactor() -> None:
+    """:func:`reactor_thread.ensure_running`, which takes a lock, only until the reactor runs."""
+    if not _reactor().running:
+        reactor_thread.ensure_running()
 
-    ``reactor.callFromThread`` writes to the reactor's wake-up pipe on every call, and the posting
-    thread gives up the interpreter lock for each write; the calls of many concurrent requests posted
-    here are run by one ``callFromThread`` instead, in one turn of the reactor.
+
+class _Mailbox:
+    """Calls posted from one thread, run in the order posted in another, which is woken once per burst.
+
+    A wake-up (``reactor.callFromThread``, ``loop.call_soon_threadsafe``) writes to the other thread's
+    wake-up pipe and hands it the interpreter lock; the calls of many concurrent requests posted here
+    are run by one wake-up instead, in one turn of the other thread's loop.
     """
 
-    def __init__(self) -> None:
+    __slots__ = ("_calls", "_lock", "_wake", "_woken")
+
+    def __init__(self, wake: Callable[[Callable[[], None]], Any]) -> None:
         self._calls: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
         self._lock = threading.Lock()
         self._woken = False
+        self._wake = wake
 
     def post(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Raises what the wake-up raises (RuntimeError for a closed loop) when it has to wake."""
         self._calls.append((fn, args))
         with self._lock:
             if self._woken:
                 return
             self._woken = True
-        _reactor().callFromThread(self._run)
+        try:
+            self._wake(self._run)
+        except BaseException:
+            with self._lock:
+                self._woken = False
+            raise
 
     def _run(self) -> None:
         with self._lock:
-            self._woken = False  # before taking the calls: one posted from now on wakes the reactor again
+            self._woken = False  # before taking the calls: one posted from now on wakes the thread again
         calls = self._calls
         while calls:
             fn, args = calls.popleft()
             try:
                 fn(*args)
             except Exception:  # noqa: BLE001 - one failing call must not stop the others
-                log.exception("call %r in the reactor thread failed", fn)
+                log.exception("call %r posted across threads failed", fn)
 
 
-_hops = _Hops()
+#: calls into the reactor thread
+_hops = _Mailbox(lambda run: _reactor().callFromThread(run))
+#: answers of :func:`call` to each event loop awaiting them, from the reactor thread
+_answers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Mailbox] = weakref.WeakKeyDictionary()
+
+
+def _answers_to(loop: asyncio.AbstractEventLoop) -> _Mailbox:
+    mailbox = _answers.get(loop)
+    if mailbox is None:
+        ref = weakref.ref(loop)  # the loop's entry goes with the loop
+
+        def wake(run: Callable[[], None]) -> None:
+            target = ref()
+            if target is None:
+                raise RuntimeError("the event loop is gone")
+            target.call_soon_threadsafe(run)
+
+        mailbox = _answers[loop] = _Mailbox(wake)
+    return mailbox
+
+
+def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
+    if future.done():  # cancelled meanwhile
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+class _Call:
+    """One :func:`call` in the reactor thread: runs ``fn`` and posts its outcome to the awaiting loop."""
+
+    __slots__ = ("answers", "args", "deferred", "fn", "future", "kwargs")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, future: asyncio.Future,
+                 answers: _Mailbox) -> None:
+        self.fn, self.args, self.kwargs, self.future, self.answers = fn, args, kwargs, future, answers
+        self.deferred: defer.Deferred | None = None
+
+    def run(self) -> None:
+        self.deferred = d = defer.maybeDeferred(self.fn, *self.args, **self.kwargs)
+        d.addCallbacks(self.answer, self.fail)
+
+    def answer(self, result: Any) -> None:
+        self._post(True, result)
+
+    def fail(self, failure: Failure) -> None:
+        self._post(False, failure.value)
+
+    def _post(self, ok: bool, value: Any) -> None:
+        try:
+            self.answers.post(_settle, self.future, ok, value)
+        except RuntimeError:  # the loop is closed: nobody awaits the answer any more
+            pass
+
+    def cancel(self) -> None:
+        if self.deferred is not None:
+            self.deferred.cancel()
 
 
 async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run ``fn(*args, **kwargs)`` in the reactor thread and return its result (a Deferred is waited on)."""
-    reactor_thread.ensure_running()
+    _ensure_reactor()
     if isInIOThread():
         return await _here(fn, args, kwargs)
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    running: list[defer.Deferred] = []
-
-    def settle(ok: bool, value: Any) -> None:
-        if future.done():  # cancelled meanwhile
-            return
-        if ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def post(ok: bool, value: Any) -> None:
-        try:
-            loop.call_soon_threadsafe(settle, ok, value)
-        except RuntimeError:  # the loop is closed: nobody awaits the answer any more
-            pass
-
-    def run() -> None:
-        d = defer.maybeDeferred(fn, *args, **kwargs)
-        running.append(d)
-        d.addCallbacks(lambda result: post(True, result), lambda f: post(False, f.value))
-
-    def cancel() -> None:
-        for d in running:
-            d.cancel()
-
-    _hops.post(run)
+    running = _Call(fn, args, kwargs, future, _answers_to(loop))
+    _hops.post(running.run)
     try:
         return await future
     except asyncio.CancelledError:
-        _hops.post(cancel)  # after run(): calls run in the order posted
+        _hops.post(running.cancel)  # after run(): calls run in the order posted
         raise
 
 
@@ -146,7 +202,7 @@ async def _here(fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
 
 def post(fn: Callable[..., Any], *args: Any) -> None:
     """Run ``fn(*args)`` in the reactor thread without waiting; calls posted run in the order posted."""
-    reactor_thread.ensure_running()
+    _ensure_reactor()
     if isInIOThread():  # at once, as call() runs there: the two keep the order they are made in
         fn(*args)
     else:

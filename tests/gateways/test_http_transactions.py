@@ -275,6 +275,21 @@ def test_no_secret_configured_refuses_transactions(ferrymq_factory, receiver):
         client.close()
 
 
+def test_the_transaction_file_falls_back_to_its_previous_version(tmp_path):
+    from ferrymq.gateways.http.transactions import CheckBack, State, TransactionFile
+
+    file = TransactionFile(tmp_path / "http-transactions.json")
+    assert file.load() == []
+    first = _record("TX-1", "http://127.0.0.1:9/a")
+    first.check_backs.append(CheckBack(1, 1, first.check_back_url, 200, State.UNKNOWN, 3))
+    second = _record("TX-2", "http://127.0.0.1:9/b")
+    file.save([first])
+    file.save([first, second])
+    assert [tx.to_record() for tx in file.load()] == [first.to_record(), second.to_record()]
+    file.path.write_bytes(b'{"transactions": [{"transactionId"')  # torn (a writer other than save)
+    assert [tx.to_record() for tx in file.load()] == [first.to_record()]
+
+
 # The gateway's record on its own (no broker): what a check answers when the client decides meanwhile,
 # and the bound on what is remembered.
 
