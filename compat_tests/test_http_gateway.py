@@ -29,7 +29,11 @@ from tests.gateways.http_client import Gateway
 from .conftest import _ferrymq_cli
 from .harness import finish_all
 from .http_gateway import CHECK_BACK_SECRET, GatewayProcess
-from .servers import TRANSACTION_CHECK_INTERVAL_MS, TRANSACTION_CHECK_MAX, TRANSACTION_TIMEOUT_MS
+from .servers import (
+    TRANSACTION_CHECK_INTERVAL_MS,
+    TRANSACTION_CHECK_MAX,
+    TRANSACTION_TIMEOUT_MS,
+)
 from .socket_client import call
 from .test_official_clients import WAIT, bodies, fresh, write_spec
 
@@ -376,8 +380,21 @@ def test_open_transactions_outlive_a_killed_gateway(server, compat_home, receive
     COMMIT is applied; both are received over HTTP. Checks made while the gateway was down count, as
     they do for a Java producer that is down; those the receiver answered before the kill stay in the
     transaction's history. The new gateway must be back before the broker's checks run out (2 s, then two
-    checks a second apart): on a machine so loaded that it is not (about 2.5 s is usual), the check-back
-    part is skipped, the client's commit proven."""
+    checks a second apart; about 2.5 s is usual): a round where it was not proves the client's commit and
+    is tried again on a fresh topic, three rounds at most."""
+    late = []
+    for _ in range(3):
+        back = _kill_and_restart_with_two_open_transactions(server, compat_home, receiver)
+        if back is None:
+            return
+        late.append(round(back, 1))
+    pytest.fail(f"the gateway was back {late} s after the publish in each round, when the broker's checks of the "
+                f"half message were over ({CHECKS_OVER_S:g} s): the check-back after a restart was never tried")
+
+
+def _kill_and_restart_with_two_open_transactions(server, compat_home, receiver) -> float | None:
+    """One round of the test above: None when all was proven, else the seconds the gateway took to come
+    back (too late for the check-back part; the client's commit was proven)."""
     topic, group = fresh("HttpTxRestart")
     producers = f"{group}_producer"
     home = compat_home / f"http-gateway-{server.kind}-{group}"
@@ -401,8 +418,7 @@ def test_open_transactions_outlive_a_killed_gateway(server, compat_home, receive
         if back > CHECKS_OVER_S:
             got = consume_over_http(gw, topic, group, {"committed by the client"})
             assert by_client["msgId"] in {m["msgId"] for m in got}, got
-            pytest.skip(f"the gateway was back {back:.1f} s after the publish, when the broker's checks of the "
-                        f"other half message were over ({CHECKS_OVER_S:g} s): its check-back is not proven here")
+            return back
         deadline = time.monotonic() + WAIT
         while (seen := transaction(gw, by_check["transactionId"]))["state"] == "UNKNOWN" and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -413,6 +429,7 @@ def test_open_transactions_outlive_a_killed_gateway(server, compat_home, receive
         got = consume_over_http(gw, topic, group, {"committed by the client", "committed by a check-back"})
         # at least once: a commit crossing a check of another copy of the half message delivers it twice
         assert {m["msgId"] for m in got} == {by_client["msgId"], by_check["msgId"]}, got
+        return None
     finally:
         gw.close()
         gateway.stop()
