@@ -46,7 +46,8 @@ def test_every_packet_round_trips_and_matches_the_construct_layout(version, data
 def test_the_strategies_cover_every_packet_type_of_the_version(version):
     seen = set()
 
-    @settings(max_examples=300, deadline=None)
+    # derandomized: a random run of 300 can miss one of 15 types now and then; a fixed one gives the same answer each time
+    @settings(max_examples=300, deadline=None, derandomize=True, database=None)
     @given(packets(version))
     def collect(packet):
         seen.add(packet.TYPE)
