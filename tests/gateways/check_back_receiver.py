@@ -14,7 +14,8 @@ from ferrymq.gateways.http.transactions import SIGNATURE_HEADER, TIMESTAMP_HEADE
 
 class Receiver:
     """Verifies each call's signature (401 when it does not verify, as a real receiver would) and answers
-    from a plan per transaction id: a state, an HTTP status, ``"garbled"`` or ``"slow"`` (COMMIT after
+    from a plan per transaction id (or per message body, for a plan made before the transaction begins: the
+    broker's first check may come before the test has the id): a state, an HTTP status, ``"garbled"`` or ``"slow"`` (COMMIT after
     ``slow`` seconds, past the gateway's timeout); UNKNOWN when the plan is used up.
 
     Each call is recorded in ``calls``: its raw body, headers, parsed JSON, whether the signature
@@ -34,7 +35,8 @@ class Receiver:
                         "signature": self.headers[SIGNATURE_HEADER], "json": json.loads(raw)}
                 call["verified"] = verify(receiver.secret, call["timestamp"], raw, call["signature"])
                 if call["verified"]:
-                    plan = receiver.plans.get(call["json"]["transactionId"], [])
+                    tx_id, body = call["json"]["transactionId"], call["json"].get("body")
+                    plan = receiver.plans.get(tx_id if tx_id in receiver.plans else body, [])
                     call["answered"] = plan.pop(0) if plan else "UNKNOWN"
                 else:
                     call["answered"] = 401

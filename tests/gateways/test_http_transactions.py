@@ -109,8 +109,8 @@ def test_rolled_back_by_the_client_is_never_delivered_and_resolving_again_is_409
 def test_check_back_commit_delivers_and_the_history_shows_the_call(server, gw, receiver):
     topic, group, producers = _names()
     server.create_topic(topic, 1)
-    tx = _begin(gw, topic, producers, receiver.url, tag="t")
-    receiver.plans[tx["transactionId"]] = ["COMMIT"]
+    receiver.plans[body := f"order-{topic}"] = ["COMMIT"]
+    tx = _begin(gw, topic, producers, receiver.url, body, tag="t")
     [msg] = gw.receive_all(topic, group, 1)
     assert msg["msgId"] == tx["msgId"]
     gw.ack(topic, group, [msg])
@@ -122,7 +122,7 @@ def test_check_back_commit_delivers_and_the_history_shows_the_call(server, gw, r
     assert 0 <= check["latencyMs"] < 400 and check["time"] >= seen["createdAt"]
     [call] = receiver.calls_of(tx["transactionId"])
     assert {k: call["json"][k] for k in ("msgId", "producerGroup", "topic", "tag", "body", "checkTimes")} == \
-        {"msgId": tx["msgId"], "producerGroup": producers, "topic": topic, "tag": "t", "body": "order-1",
+        {"msgId": tx["msgId"], "producerGroup": producers, "topic": topic, "tag": "t", "body": body,
          "checkTimes": 1}
     assert f"transaction {tx['transactionId']} check 1: {receiver.url} answered COMMIT" in server.log
     resolved = _end(gw, tx["transactionId"], "rollback")
@@ -132,8 +132,8 @@ def test_check_back_commit_delivers_and_the_history_shows_the_call(server, gw, r
 def test_check_back_rollback_is_never_delivered(server, gw, receiver):
     topic, group, producers = _names()
     server.create_topic(topic, 1)
-    tx = _begin(gw, topic, producers, receiver.url)
-    receiver.plans[tx["transactionId"]] = ["ROLLBACK"]
+    receiver.plans[body := f"order-{topic}"] = ["ROLLBACK"]
+    tx = _begin(gw, topic, producers, receiver.url, body)
     wait_for(lambda: _get(gw, tx["transactionId"])["state"] == "ROLLBACK")
     assert gw.receive(topic, group, wait=3) == []
     assert len(receiver.calls_of(tx["transactionId"])) == 1  # decided: not asked again
