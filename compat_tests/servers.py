@@ -30,10 +30,6 @@ FEATURE_CONFIG: dict[str, object] = {
     "autoCreateSubscriptionGroup": "true",
 }
 
-#: Apache 5.x writes transaction op records (commit/rollback marks) in batches every
-#: transactionOpBatchInterval (3 s); with the 2 s transaction timeout above its check-back would ask about
-#: transactions already decided. FerryMQ writes them at once and has no such key.
-APACHE_ONLY_CONFIG: dict[str, object] = {"transactionOpBatchInterval": 200}
 
 
 @dataclass
@@ -60,7 +56,7 @@ def start_apache(home: Path) -> tuple[ApacheNamesrv, ApacheBroker]:
     broker = None
     try:
         broker = ApacheBroker.launch(home / "broker", ns.addr, cluster="FeatureCluster", name="feature-broker-a",
-                                     extra={**FEATURE_CONFIG, **APACHE_ONLY_CONFIG})
+                                     extra=FEATURE_CONFIG)
         ns.wait_ready()
         broker.wait_ready()
     except BaseException:

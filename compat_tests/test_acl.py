@@ -196,10 +196,12 @@ def test_the_go_client_signs_with_its_credentials(acl_servers, go_harness):
         assert not wrong.of("sent") and "check signature failed." in wrong.explain(), wrong.explain()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def ferry_slave_of_apache(acl_servers, tmp_path_factory):
     """A FerryMQ slave (brokerId 1) of the authenticating Apache master, signing as the master's inner user;
-    Apache's 64 MiB commit-log segments, as a slave appends its master's bytes verbatim."""
+    Apache's 64 MiB commit-log segments, as a slave appends its master's bytes verbatim. A slave copies the
+    master's topic table when it starts and then once a minute (Apache's schedule), so a test asks for it
+    after making its topics."""
     apache = acl_servers["apache"]
     slave = BrokerProcess(tmp_path_factory.mktemp("acl-ferry-slave"), apache.namesrv_addr, {
         "brokerClusterName": apache.cluster, "brokerName": apache.broker_name, "brokerRole": "SLAVE",
@@ -214,7 +216,7 @@ def create_topic(server: Server, topic: str, credentials: Credentials | None) ->
 
 
 def test_ferrymqs_admin_client_signs_as_apaches_and_its_slave_syncs_from_an_apache_master(
-        acl_servers, ferry_slave_of_apache):
+        acl_servers, request):
     root = Credentials(*ROOT)
     for kind, server in acl_servers.items():
         with pytest.raises(MQResponseError) as refused:
@@ -222,6 +224,7 @@ def test_ferrymqs_admin_client_signs_as_apaches_and_its_slave_syncs_from_an_apac
         assert (refused.value.code, refused.value.remark) == (ResponseCode.NO_PERMISSION,
                                                               "username cannot be null."), kind
         create_topic(server, f"AclSdk_{kind}", root)
+    ferry_slave_of_apache = request.getfixturevalue("ferry_slave_of_apache")
 
     def slave_has_topic() -> bool:
         cmd = request(RequestCode.GET_TOPIC_CONFIG, {"topic": "AclSdk_apache"})

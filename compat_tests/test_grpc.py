@@ -45,9 +45,6 @@ MESSAGES = [
 ]
 #: both servers check a half message back after 2 s, every second (Apache's broker keys)
 TRANSACTION_CHECKS = {"transactionTimeOut": 2000, "transactionCheckInterval": 1000}
-#: Apache's broker writes the ends of transactions in batches, every 3 s by default: a check pass before
-#: the batch would ask about transactions the client has ended already
-APACHE_OP_BATCH = {"transactionOpBatchInterval": 200}
 #: how long the producer stays up for the check-back (ms)
 LINGER_MS = 5000
 
@@ -78,7 +75,7 @@ def grpc_server(request, compat_home):
         home = compat_home / "apache-grpc"
         ns = ApacheNamesrv.launch(home / "namesrv")
         proxy = ApacheProxy.launch(home / "proxy", ns.addr,
-                                   extra={"enableMixedMessageType": "true", **TRANSACTION_CHECKS, **APACHE_OP_BATCH})
+                                   extra={"enableMixedMessageType": "true", **TRANSACTION_CHECKS})
         try:
             ns.wait_ready()
             proxy.wait_ready()
