@@ -547,12 +547,20 @@ class AuthConfig:
     migrateAuthFromV1Enabled: bool = key(
         False, "At start, make the ACL 1.0 accounts of $ROCKETMQ_HOME/conf/plain_acl.yml (and conf/acl/*.yml) "
                "users and ACLs, unless a user of that name exists.")
+    metricsAuthEnabled: bool = key(
+        False, "Require HTTP Basic credentials of an enabled user on /metrics (httpListenPort), which is open by "
+               "default as Prometheus scrapes it; needs authenticationEnabled.")
     authenticationProvider: str = key("", _PROVIDER_HELP)
     authenticationMetadataProvider: str = key("", _PROVIDER_HELP)
     authenticationStrategy: str = key("", _PROVIDER_HELP)
     authorizationProvider: str = key("", _PROVIDER_HELP)
     authorizationMetadataProvider: str = key("", _PROVIDER_HELP)
     authorizationStrategy: str = key("", _PROVIDER_HELP)
+
+    def __post_init__(self) -> None:
+        if self.metricsAuthEnabled and not self.authenticationEnabled:
+            raise ConfigError("metricsAuthEnabled=true: needs authenticationEnabled=true (without it no user's "
+                              "credentials are checked)")
 
     @property
     def enabled(self) -> bool:

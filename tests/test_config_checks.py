@@ -101,6 +101,7 @@ def test_standalone_refuses_a_bad_value_in_one_line(tmp_path, line, expected):
     ("broker", "listenPort=99999"),
     ("broker", "brokerRole=SLAVE"),
     ("broker", "maxIndexNum=many"),
+    ("broker", "metricsAuthEnabled=true"),  # without authenticationEnabled
     ("namesrv", "listenPort=99999"),
     ("namesrv", "scanNotActiveBrokerInterval=5s"),
     ("namesrv", "notifyMinBrokerIdChanged=true"),

@@ -21,7 +21,9 @@ from twisted.python.threadable import isInIOThread
 from ferrymq.sdk.producer import select_by_hash
 from ferrymq.wire.topics import validate_topic
 
-from ..access import PUB, SUB
+from ..access import CREATE, GET, LIST, PUB, SUB
+from ..access import group as group_key
+from ..access import topic as topic_key
 from . import auth, groups, messages, metrics, schema, sse
 from .gateway import Gateway
 from .problems import Problem, from_client_error
@@ -251,6 +253,9 @@ class Routes:
         problem = validate_topic(body["topic"])
         if problem:
             raise Problem(400, problem, "/topic")
+        access = self.gateway.access
+        if access is not None:
+            auth.authorize(access, request.state.user, CREATE, topic_key(body["topic"]), _client_ip(request), "/topic")
         try:
             await self.gateway.admin.create_topic(body["topic"], body["queueNums"], perm=body["perm"],
                                                   order=body["order"])
@@ -318,11 +323,22 @@ class Routes:
         return _json(groups.detail(name, stats))
 
 
-def _guarded(handler: Callable[[Request], Awaitable[Response]],
-             action: str | None = None) -> Callable[[Request], Awaitable[Response]]:
+def _client_ip(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+def _path_topic(request: Request) -> str | None:
+    name = request.path_params.get("topic")
+    return None if name is None else topic_key(name)
+
+
+def _guarded(handler: Callable[[Request], Awaitable[Response]], action: str | None = None,
+             resource: Callable[[Request], str | None] = _path_topic,
+             field: str | None = "path.topic") -> Callable[[Request], Awaitable[Response]]:
     """Problems become problem+json answers; anything else is logged and answered 500, never a hang.
-    When the gateway checks users, the request's credentials are checked first, and ``action`` (``Pub``
-    or ``Sub``) on the topic of the path."""
+    When the gateway checks users, the request's credentials are checked first (the user they prove is
+    ``request.state.user``), and ``action`` on the ``resource`` the request names (by default the topic of
+    the path)."""
 
     async def run(request: Request) -> Response:
         try:
@@ -330,8 +346,8 @@ def _guarded(handler: Callable[[Request], Awaitable[Response]],
                 gateway = handler.__self__.gateway
                 gateway.require_started()
                 if gateway.access is not None:
-                    auth.check(gateway.access, request.headers.get("authorization"), action,
-                               request.path_params.get("topic"), request.client.host if request.client else "")
+                    request.state.user = auth.check(gateway.access, request.headers.get("authorization"), action,
+                                                    resource(request), _client_ip(request), field)
             return await handler(request)
         except Problem as problem:
             return problem.response(request.url.path)
@@ -401,7 +417,7 @@ class _PublishFirst:
                 authorization = next((value.decode("latin-1") for name, value in scope["headers"]
                                       if name == b"authorization"), None)
                 client = scope.get("client")
-                auth.check(gateway.access, authorization, PUB, topic, client[0] if client else "")
+                auth.check(gateway.access, authorization, PUB, topic_key(topic), client[0] if client else "")
             answer = await self.routes.publish(topic, scope["query_string"], content_type,
                                                lambda limit: _receive_body(receive, declared, limit))
         except ClientDisconnect:
@@ -431,12 +447,13 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
     routes = [
         Route("/openapi.json", _guarded(r.openapi), methods=["GET"]),
         Route("/metrics", metrics.endpoint(gateway), methods=["GET"]),
-        Route("/v1/topics", _guarded(r.list_topics), methods=["GET"]),
+        Route("/v1/topics", _guarded(r.list_topics, LIST, lambda _: topic_key("*"), None), methods=["GET"]),
         Route("/v1/topics", _guarded(r.create_topic), methods=["POST"]),
         Route("/v1/topics/{topic}/messages", _guarded(r.consume, SUB), methods=["GET"]),
         Route("/v1/topics/{topic}/stream", _guarded(r.stream, SUB), methods=["GET"]),
-        Route("/v1/groups", _guarded(r.list_groups), methods=["GET"]),
-        Route("/v1/groups/{group}", _guarded(r.group_progress), methods=["GET"]),
+        Route("/v1/groups", _guarded(r.list_groups, LIST, lambda _: group_key("*"), None), methods=["GET"]),
+        Route("/v1/groups/{group}", _guarded(r.group_progress, GET, lambda request: group_key(
+            request.path_params["group"]), "path.group"), methods=["GET"]),
         Route("/v1/topics/{topic}/ack", _guarded(r.ack, SUB), methods=["POST"]),
         Route("/v1/topics/{topic}/nack", _guarded(r.nack, SUB), methods=["POST"]),
         Route("/v1/topics/{topic}/transactions", _guarded(r.publish_transaction, PUB), methods=["POST"]),

@@ -92,7 +92,8 @@ class Gateway:
         self._instance = reactor_thread.call(lambda: self._client_instance(config))
         self.producer = Producer(PRODUCER_GROUP, max_message_size=self.max_message_size, **self._client_kwargs())
         await self.producer.start()
-        self.admin = MQAdmin(self.namesrv_addr)
+        # the instance's connections: the admin requests go with its TLS and are signed with its credentials
+        self.admin = MQAdmin(self.namesrv_addr, client=self._instance.remoting)
         await self._restore_transactions()
         self._idle_task = asyncio.get_running_loop().create_task(self._stop_idle_groups())
         log.info("HTTP gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)

@@ -3,6 +3,9 @@
 Inside a broker the families are the broker's (:mod:`ferrymq.server.broker.metrics`, collected by the
 reactor thread that owns its state), then the process's (CPU, memory, open files, the interpreter's GC).
 A gateway serving alone (``ferrymq gateway http -n``) has no broker: it shows the process's figures only.
+
+The route is open, as Prometheus scrapes it and Apache's rocketmq-exporter serves it; a broker with
+``metricsAuthEnabled`` asks for a user's HTTP Basic credentials on it (Prometheus's ``basic_auth``).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from prometheus_client.registry import Collector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from . import auth
 from .gateway import Gateway
 from .problems import Problem
 
@@ -53,6 +57,13 @@ def endpoint(gateway: Gateway):
     process = _process_registry()
 
     async def metrics(request: Request) -> Response:
+        access = gateway.access
+        if access is not None and access.metrics_authenticating:
+            try:
+                auth.check(access, request.headers.get("authorization"), None, None,
+                           request.client.host if request.client else "")
+            except Problem as problem:
+                return problem.response(request.url.path)
         text = b""
         if gateway.broker_metrics is not None:
             try:

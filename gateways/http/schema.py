@@ -428,14 +428,15 @@ _GROUP_PATHS = {
     "/v1/groups": {
         "get": {"operationId": "listGroups",
                 "summary": "Every subscription group the brokers know, with its lag (mqadmin consumerProgress).",
-                "responses": {"200": _json("Groups", "The groups, sorted by name."), **_problems(400, 401, 503, 504)}},
+                "responses": {"200": _json("Groups", "The groups, sorted by name."),
+                              **_problems(400, 401, 403, 503, 504)}},
     },
     "/v1/groups/{group}": {
         "parameters": [GROUP_PATH],
         "get": {"operationId": "groupProgress",
                 "summary": "One group's offsets and lag per queue (mqadmin consumerProgress -g).",
                 "responses": {"200": _json("GroupProgress", "The group's queues, by topic, broker and queue."),
-                              **_problems(400, 401, 404, 503, 504)}},
+                              **_problems(400, 401, 403, 404, 503, 504)}},
     },
 }
 
@@ -454,11 +455,11 @@ DOCUMENT: dict[str, Any] = {
                     "summary": "Prometheus metrics: the broker's figures and the process's (docs/metrics.md).",
                     "responses": {"200": {"description": "Prometheus text exposition format 0.0.4.",
                                           "content": {"text/plain": {"schema": {"type": "string"}}}},
-                                  **_problems(500, 503)}},
+                                  **_problems(401, 500, 503)}},
         },
         "/v1/topics": {
             "get": {"operationId": "listTopics", "summary": "Topics the name servers know.",
-                    "responses": {"200": _json("Topics", "The topic names, sorted."), **_problems(401, 503, 504)}},
+                    "responses": {"200": _json("Topics", "The topic names, sorted."), **_problems(401, 403, 503, 504)}},
             "post": {"operationId": "createTopic", "summary": "Create (or update) a topic on every master.",
                      "requestBody": {"required": True, "content": {"application/json": {
                          "schema": {"$ref": "#/components/schemas/NewTopic"}}}},

@@ -32,6 +32,7 @@ from typing import Any
 from ferrymq.sdk.message import Message
 
 from ..access import PUB, SUB, Access
+from ..access import topic as topic_resource
 from . import mapping, topics
 from .connection import Decoder, ProtocolViolation
 from .packet import MQTT_3_1_1, MQTT_5, Packet
@@ -425,7 +426,8 @@ class ServerConnection:
 
     def _allowed(self, action: str, topic: str) -> bool:
         access = self.access
-        return access is None or not access.authorizing or access.allows(self.user, action, topic, self.peer_ip)
+        return access is None or not access.authorizing or access.allows(self.user, action, topic_resource(topic),
+                                                                          self.peer_ip)
 
     def _publish_denied(self, qos: int, packet_identifier: int | None) -> list[Action]:
         """A PUBLISH the user may not make is dropped, as mosquitto drops it: MQTT 5 says Not authorized in

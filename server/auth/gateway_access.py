@@ -13,14 +13,14 @@ import logging
 
 from ferrymq.wire.signature import sign
 
-from .acls import Action, Resource, ResourceType
+from .acls import Action, Resource
 from .control import AccessControl
 from .errors import AuthorizationError
 from .users import UserStatus
 
 log = logging.getLogger("ferrymq.auth")
 
-_ACTIONS = {"Pub": Action.PUB, "Sub": Action.SUB}
+_ACTIONS = {action.value: action for action in (Action.PUB, Action.SUB, Action.CREATE, Action.LIST, Action.GET)}
 
 
 class GatewayAccess:
@@ -28,6 +28,7 @@ class GatewayAccess:
         self.control = control
         self.authenticating = control.config.authenticationEnabled
         self.authorizing = control.config.authorizationEnabled
+        self.metrics_authenticating = control.config.metricsAuthEnabled
 
     def login(self, username: str | None, password: bytes | None, client_id: str = "") -> str | None:
         user = self.control.users.get(username) if username else None
@@ -42,12 +43,11 @@ class GatewayAccess:
         log.info("gateway login as %r refused: wrong password", username)
         return None
 
-    def allows(self, username: str | None, action: str, topic: str, ip: str) -> bool:
+    def allows(self, username: str | None, action: str, resource: str, ip: str) -> bool:
         try:
-            self.control.authorizer.authorize(username, Resource(ResourceType.TOPIC, topic), (_ACTIONS[action],),
-                                              ip)
+            self.control.authorizer.authorize(username, Resource.parse(resource), (_ACTIONS[action],), ip)
         except AuthorizationError as exc:
-            log.info("gateway %s on %s refused: %s", action, topic, exc)
+            log.info("gateway %s on %s refused: %s", action, resource, exc)
             return False
         return True
 

@@ -309,7 +309,7 @@ def test_the_gateways_log_users_in_by_password_or_signed_client_id_and_check_the
     for user, password in (("alice", b"guess"), ("alice", b""), ("alice", None), ("mallory", b"pw"),
                            ("nobody", b"x"), (None, b"alice-secret")):
         assert gateways.login(user, password) is None, (user, password)
-    assert gateways.allows("alice", "Pub", "orders", "10.0.0.1")
-    assert not gateways.allows("alice", "Sub", "orders", "10.0.0.1")
-    assert not gateways.allows("alice", "Pub", "payments", "10.0.0.1")
-    assert gateways.allows("rocketmq", "Sub", "payments", "10.0.0.1")  # the initial user is a super user
+    assert gateways.allows("alice", "Pub", "Topic:orders", "10.0.0.1")
+    assert not gateways.allows("alice", "Sub", "Topic:orders", "10.0.0.1")
+    assert not gateways.allows("alice", "Pub", "Topic:payments", "10.0.0.1")
+    assert gateways.allows("rocketmq", "Sub", "Topic:payments", "10.0.0.1")  # the initial user is a super user

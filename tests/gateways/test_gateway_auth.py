@@ -27,6 +27,7 @@ from .mqtt.mosquitto import Mosquitto
 ROOT = ("rocketmq", "12345678")
 INNER = {"accessKey": "broker-inner", "secretKey": "inner-secret"}
 AUTH = {"authenticationEnabled": True, "authorizationEnabled": True, "autoCreateTopicEnable": True,
+        "metricsAuthEnabled": True,
         "initAuthenticationUser": json.dumps({"username": ROOT[0], "password": ROOT[1]}),
         "innerClientAuthenticationCredentials": json.dumps(INNER)}
 
@@ -39,10 +40,15 @@ def server(tmp_path_factory):
         for command in (("createUser", "-u", ALICE[0], "-p", ALICE[1]),
                         ("createAcl", "-s", "User:alice", "-r", "Topic:AuthOk", "-a", "Pub,Sub", "-d", "Allow"),
                         ("createUser", "-u", BOB[0], "-p", BOB[1], "-t", "Super")):
-            out, err = io.StringIO(), io.StringIO()
-            assert admin_main([command[0], "-n", server.namesrv_addr, "-b", server.broker_addr, "--access-key",
-                               ROOT[0], "--secret-key", ROOT[1], *command[1:]], out, err) == 0, err.getvalue()
+            mqadmin(server, *command)
         yield server
+
+
+def mqadmin(server, command: str, *args: str) -> None:
+    """``ferrymq admin command args`` against ``server``, as its initial super user."""
+    out, err = io.StringIO(), io.StringIO()
+    assert admin_main([command, "-n", server.namesrv_addr, "-b", server.broker_addr, "--access-key", ROOT[0],
+                       "--secret-key", ROOT[1], *args], out, err) == 0, err.getvalue()
 
 
 #: alice may publish and subscribe on AuthOk; bob on anything (a super user; mosquitto: readwrite #)
@@ -178,3 +184,50 @@ def test_the_web_console_is_for_super_users(server):
     assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Basic ")
     assert httpx.get(f"{server.http_url}/console/", auth=ALICE, timeout=20).status_code == 403
     assert httpx.get(f"{server.http_url}/console/topics", auth=BOB, timeout=20).status_code == 200
+
+
+def test_the_admin_routes_need_create_list_and_get_on_the_topic_or_group(server):
+    # FerryMQ only: Apache has no HTTP gateway; the actions are those of the broker's admin request codes
+    carol_login = ("carol", "carol-secret")
+    mqadmin(server, "createUser", "-u", carol_login[0], "-p", carol_login[1])
+    carol, bob = Gateway(server.http_url, auth=carol_login), Gateway(server.http_url, auth=BOB)
+    topic, group = names("AuthAdmin", "AuthAdminGroup")
+    calls = {  # (method, path, body): (what is refused, the request's part that named it, status when allowed)
+        ("GET", "/v1/topics", None): ("List on Topic:*", None, 200),
+        ("POST", "/v1/topics", topic): (f"Create on Topic:{topic}", "/topic", 201),
+        ("GET", "/v1/groups", None): ("List on Group:*", None, 200),
+        ("GET", f"/v1/groups/{group}", None): (f"Get on Group:{group}", "path.group", 404),
+    }
+
+    def call(client: Gateway, method: str, path: str, new_topic: str | None) -> httpx.Response:
+        body = {"json": {"topic": new_topic, "queueNums": 2}} if new_topic else {}
+        return client.request(method, path, **body)
+
+    try:
+        for (method, path, new_topic), (refused, field, _) in calls.items():
+            answer = call(carol, method, path, new_topic)
+            assert answer.status_code == 403, answer.text
+            assert answer.headers["content-type"] == "application/problem+json"
+            assert answer.json()["detail"] == f"User:carol may not {refused}"
+            assert answer.json().get("field") == field
+        created = call(bob, "POST", "/v1/topics", f"{topic}Bob")
+        assert created.status_code == 201, created.text  # a super user may do anything
+        mqadmin(server, "createAcl", "-s", "User:carol", "-r", f"Topic:*,Group:*,Topic:{topic},Group:{group}",
+                "-a", "List,Create,Get", "-d", "Allow")
+        for (method, path, new_topic), (_, _, allowed) in calls.items():
+            answer = call(carol, method, path, new_topic)
+            assert answer.status_code == allowed, (path, answer.text)
+        assert topic in carol.request("GET", "/v1/topics").json()["topics"]
+    finally:
+        carol.close()
+        bob.close()
+
+
+def test_metrics_need_a_users_credentials_with_metrics_auth_enabled(server):
+    # open by default (tests/gateways/test_http_metrics.py), as Apache's rocketmq-exporter serves them
+    url = f"{server.http_url}/metrics"
+    anonymous = httpx.get(url, timeout=20)
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Basic "), anonymous.text
+    assert httpx.get(url, auth=(ALICE[0], "guess"), timeout=20).status_code == 401
+    scraped = httpx.get(url, auth=ALICE, timeout=20)  # any user: reading the figures needs no ACL entry
+    assert scraped.status_code == 200 and "rocketmq_" in scraped.text, scraped.text[:300]
