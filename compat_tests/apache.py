@@ -259,8 +259,10 @@ class ApacheProxy:
 
     @classmethod
     def launch(cls, home: Path, namesrv_addr: str, *, name: str = "proxy-broker-a",
-               extra: dict[str, object] | None = None, version: str = toolchain.ROCKETMQ_5) -> ApacheProxy:
-        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register."""
+               extra: dict[str, object] | None = None, proxy_extra: dict[str, object] | None = None,
+               version: str = toolchain.ROCKETMQ_5) -> ApacheProxy:
+        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register.
+        ``extra``: more keys of its broker's config file; ``proxy_extra``: of the proxy's (rmq-proxy.json)."""
         home.mkdir(parents=True, exist_ok=True)
         broker_port, grpc_port, remoting_port = free_port(also_free=(-2, 1)), free_port(), free_port()
         store = store_root(home)
@@ -274,7 +276,8 @@ class ApacheProxy:
         })
         proxy_conf = home / "rmq-proxy.json"
         proxy_conf.write_text(json.dumps({"rocketMQClusterName": "CompatCluster", "namesrvAddr": namesrv_addr,
-                                          "grpcServerPort": grpc_port, "remotingListenPort": remoting_port}))
+                                          "grpcServerPort": grpc_port, "remotingListenPort": remoting_port,
+                                          **(proxy_extra or {})}))
         command = [
             toolchain.require("java"), *SERVER_JVM_FLAGS, f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
             f"-Djava.io.tmpdir={home}", "-cp", toolchain.apache_proxy_classpath(version), PROXY_MAIN,

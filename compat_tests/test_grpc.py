@@ -14,6 +14,7 @@ import concurrent.futures
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -90,13 +91,12 @@ def grpc_server(request, compat_home):
         yield GrpcServer("ferrymq", server.namesrv_addr, server.grpc_endpoint)
 
 
-@pytest.fixture(scope="module")
-def grpc_java(compat_home):
+def grpc_java_runner(home: Path):
+    """``run(*args, timeout=60) -> ScenarioResult``: GrpcScenarios (rocketmq-client-java) with ``args``."""
     from .conftest import _need
 
     _need("java", "javac", "mvn")
     clients = toolchain.grpc_java_client()
-    home = compat_home / "grpc-java"
 
     def run(*args: str, timeout: float = 60) -> ScenarioResult:
         argv = clients.command("ferrymq.compat.grpc.GrpcScenarios", list(args), home=home)
@@ -104,6 +104,11 @@ def grpc_java(compat_home):
         return ScenarioResult(argv, proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture(scope="module")
+def grpc_java(compat_home):
+    return grpc_java_runner(compat_home / "grpc-java")
 
 
 @dataclass

@@ -17,7 +17,9 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
@@ -40,6 +42,10 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  * push -endpoint host:port -t TOPIC -g GROUP -count N [-fail BODY,...] [-attempts N] [-timeout MS] [-linger MS]
  * SCENARIO ARGS -- SCENARIO ARGS ...
  * </pre>
+ * Every scenario also takes {@code -ak KEY -sk SECRET} (signing its calls with a
+ * {@link StaticSessionCredentialsProvider}) and {@code -ssl true} (TLS, the server's certificate unchecked, as
+ * the client always does). A scenario that fails before its first line ends with an {@code error} line naming
+ * the innermost cause (a refusal reads {@code [request-id=..., response-code=40100] reason}).
  * Scenarios separated by {@code --} run at once, each on its own thread, each line saying its
  * {@code scenario} (index).
  * FILE has one message a line, its fields tab-separated {@code name=value}: {@code body}, {@code tag},
@@ -71,7 +77,12 @@ public final class GrpcScenarios {
         }
         boolean ok;
         if (scenarios.size() == 1) {
-            ok = run(scenarios.get(0));
+            try {
+                ok = run(scenarios.get(0));
+            } catch (Exception e) {
+                emit("event", "error", "error", innermost(e).toString());
+                ok = false;
+            }
         } else {
             List<Thread> threads = new ArrayList<>();
             boolean[] results = new boolean[scenarios.size()];
@@ -82,7 +93,7 @@ public final class GrpcScenarios {
                     try {
                         results[index] = run(scenarios.get(index));
                     } catch (Exception e) {
-                        emit("event", "error", "error", e.toString());
+                        emit("event", "error", "error", innermost(e).toString());
                     }
                 });
                 thread.start();
@@ -124,11 +135,7 @@ public final class GrpcScenarios {
 
     private static boolean send(Map<String, String> args) throws Exception {
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration configuration = ClientConfiguration.newBuilder()
-            .setEndpoints(args.get("endpoint"))
-            .enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(5))
-            .build();
+        ClientConfiguration configuration = configuration(args);
         String topic = args.get("t");
         List<Map<String, String>> spec = new ArrayList<>();
         for (String line : Files.readAllLines(Paths.get(args.get("spec")), StandardCharsets.UTF_8)) {
@@ -171,7 +178,7 @@ public final class GrpcScenarios {
                     emit("event", "sent", "index", i, "sentAt", sentAt, "msgId", receipt.getMessageId().toString());
                 } catch (Exception e) {
                     allSent = false;
-                    emit("event", "send_error", "index", i, "error", e.toString());
+                    emit("event", "send_error", "index", i, "error", innermost(e).toString());
                 }
             }
             if (args.containsKey("linger")) {
@@ -182,11 +189,21 @@ public final class GrpcScenarios {
     }
 
     private static ClientConfiguration configuration(Map<String, String> args) {
-        return ClientConfiguration.newBuilder()
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder()
             .setEndpoints(args.get("endpoint"))
-            .enableSsl(false)
-            .setRequestTimeout(Duration.ofSeconds(5))
-            .build();
+            .enableSsl(Boolean.parseBoolean(args.getOrDefault("ssl", "false")))
+            .setRequestTimeout(Duration.ofSeconds(5));
+        if (args.containsKey("ak")) {
+            builder.setCredentialProvider(new StaticSessionCredentialsProvider(args.get("ak"), args.get("sk")));
+        }
+        return builder.build();
+    }
+
+    private static Throwable innermost(Throwable t) {
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        return t;
     }
 
     private static void received(String event, MessageView view) {

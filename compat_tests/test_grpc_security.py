@@ -1,0 +1,157 @@
+"""Issue 26, the gRPC port under ACL 2.0 and TLS: the official gRPC client (rocketmq-client-java) signing its
+calls with a ``StaticSessionCredentialsProvider`` against Apache 5.5.0's proxy in local mode and FerryMQ's
+grpcListenPort, both with authenticationEnabled and authorizationEnabled. A normal user sends and receives
+on the topic and group its ACL allows; a topic it does not allow, a wrong secret and no credentials are
+refused with the proxy's status (UNAUTHORIZED, 40100) and reason. With TLS on (``enableSsl``) the client is
+served by the proxy's gRPC port in its default mode, which tells TLS from plain on one port.
+
+The proxy's own settings (rmq-proxy.json) turn its checks on; its broker in the same JVM keeps the users
+and ACLs. One client JVM per server runs every scenario at once, and the tests check what each saw.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pytest
+from ferrymq.sdk import BlockingMQAdmin, Credentials
+from ferrymq.sdk.admin_cli import main as admin_main
+
+from .harness import ScenarioResult
+from .test_acl import AUTH_CONFIG, ROOT
+
+pytest.importorskip("grpc", reason="the grpc extra is not installed")
+
+ALICE = ("alice", "alice-secret")
+SIGNED = ("-ak", ALICE[0], "-sk", ALICE[1])
+TOPIC, DENIED, GROUP = "GrpcAclOk", "GrpcAclDenied", "GrpcAclGroup"
+#: the proxy's settings: its checks on, reading users and ACLs from its broker
+PROXY_AUTH = {
+    "authenticationEnabled": True,
+    "authorizationEnabled": True,
+    "authenticationProvider": "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
+    "authenticationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider",
+    "authorizationProvider": "org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider",
+    "authorizationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthorizationMetadataProvider",
+}
+#: each scenario of the client's run (its index in the run is its position here): name -> arguments
+SCENARIOS = {
+    "send": ("send", "-t", TOPIC, *SIGNED),
+    "receive": ("simple", "-t", TOPIC, "-g", GROUP, "-count", "2", "-timeout", "40000", *SIGNED),
+    "denied topic": ("send", "-t", DENIED, *SIGNED),
+    "wrong secret": ("send", "-t", TOPIC, "-ak", ALICE[0], "-sk", "guess"),
+    "no credentials": ("send", "-t", TOPIC),
+    "tls": ("send", "-t", TOPIC, *SIGNED, "-ssl", "true"),
+}
+BODIES = ["acl-0", "acl-1"]
+
+
+@dataclass
+class Secured:
+    kind: str
+    namesrv_addr: str
+    broker_addr: str
+    grpc_endpoint: str
+
+
+def _prepare(server: Secured) -> None:
+    """The topics, the group, and alice with Pub and Sub on TOPIC and GROUP, made as the initial super user."""
+    from ferrymq.wire.bodies import SubscriptionGroupConfig
+
+    with BlockingMQAdmin(server.namesrv_addr, credentials=Credentials(*ROOT)) as admin:
+        for topic in (TOPIC, DENIED):
+            admin.create_topic(topic, 2)
+        admin.api.create_subscription_group(server.broker_addr, SubscriptionGroupConfig(group_name=GROUP))
+        for topic in (TOPIC, DENIED):
+            admin.wait_for_route(topic)
+    for command in (("createUser", "-u", ALICE[0], "-p", ALICE[1]),
+                    ("createAcl", "-s", f"User:{ALICE[0]}", "-r", f"Topic:{TOPIC},Group:{GROUP}", "-a", "Pub,Sub",
+                     "-d", "Allow")):
+        out, err = io.StringIO(), io.StringIO()
+        assert admin_main([command[0], "-n", server.namesrv_addr, "-b", server.broker_addr, "--access-key", ROOT[0],
+                           "--secret-key", ROOT[1], *command[1:]], out, err) == 0, err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def secured(compat_home):
+    """Apache's name server and proxy (local mode) with ACL 2.0, booted side by side with ``ferrymq standalone``
+    with the same keys and grpcListenPort: {"apache": Secured, "ferrymq": Secured}."""
+    from ferrymq.testing import FerryMQServer
+
+    from .apache import ApacheNamesrv, ApacheProxy
+    from .conftest import _need
+
+    _need("java", "mvn")
+    home = compat_home / "grpc-security"
+    ns = ApacheNamesrv.launch(home / "apache-namesrv")
+    proxy = ApacheProxy.launch(home / "apache-proxy", ns.addr, extra=AUTH_CONFIG, proxy_extra=PROXY_AUTH)
+    try:
+        # registering again soon when the first registration times out while the JVMs start
+        with FerryMQServer(home / "ferrymq", {**AUTH_CONFIG, "registerNameServerPeriod": 2000}, grpc=True) as ferry:
+            ns.wait_ready()
+            proxy.wait_ready()
+            yield {"apache": Secured("apache", ns.addr, proxy.broker.addr, proxy.grpc_endpoint),
+                   "ferrymq": Secured("ferrymq", ferry.namesrv_addr, ferry.broker_addr, ferry.grpc_endpoint)}
+    finally:
+        proxy.stop()
+        ns.stop()
+
+
+@pytest.fixture(scope="module")
+def runs(secured, tmp_path_factory) -> dict[str, dict[str, ScenarioResult]]:
+    """Every scenario of :data:`SCENARIOS` in one client JVM per server, both servers at once:
+    {kind: {scenario name: its lines}}."""
+    from .test_grpc import grpc_java_runner
+
+    grpc_java = grpc_java_runner(tmp_path_factory.mktemp("grpc-security-java"))
+    spec = tmp_path_factory.mktemp("grpc-security-spec") / "messages.tsv"
+    spec.write_text("".join(f"body={body}\n" for body in BODIES))
+
+    def run(server: Secured) -> dict[str, ScenarioResult]:
+        _prepare(server)
+        argv: list[str] = []
+        for scenario, *args in SCENARIOS.values():
+            extra = ("-spec", str(spec)) if scenario == "send" else ()
+            argv += [*(("--",) if argv else ()), scenario, "-endpoint", server.grpc_endpoint, *args, *extra]
+        result = grpc_java(*argv, timeout=90)
+        return {name: ScenarioResult(result.argv, result.returncode,
+                                     "\n".join(json.dumps(e) for e in result.events if e.get("scenario") == index),
+                                     result.stderr)
+                for index, name in enumerate(SCENARIOS)}
+
+    with ThreadPoolExecutor(len(secured)) as pool:
+        futures = {kind: pool.submit(run, server) for kind, server in secured.items()}
+        return {kind: future.result() for kind, future in futures.items()}
+
+
+def refusal(result: ScenarioResult) -> str:
+    """The proxy's reason in the client's error: ``[request-id=..., response-code=40100] <reason>``."""
+    errors = result.of("error") + result.of("send_error")
+    assert errors and not result.of("sent"), result.explain()
+    text = errors[0]["error"]
+    assert "response-code=40100]" in text, result.explain()  # UNAUTHORIZED
+    return text.split("response-code=40100]", 1)[1].strip()
+
+
+def test_a_user_sends_and_receives_on_the_topic_and_group_its_acl_allows(runs):
+    for kind, result in runs.items():
+        sent, received = result["send"], result["receive"]
+        assert len(sent.of("sent")) == len(BODIES), (kind, sent.explain())
+        assert sorted(e["body"] for e in received.of("received")) == BODIES, (kind, received.explain())
+
+
+@pytest.mark.parametrize("scenario", ["denied topic", "wrong secret", "no credentials"])
+def test_refused_with_the_proxys_status_and_reason(runs, scenario):
+    reasons = {kind: refusal(result[scenario]) for kind, result in runs.items()}
+    assert reasons["ferrymq"] == reasons["apache"], reasons
+
+
+@pytest.mark.parametrize("kind", ["apache", pytest.param("ferrymq", marks=pytest.mark.xfail(
+    strict=True, reason="grpcio serves a port with TLS or without: in tls.server.mode=permissive FerryMQ's gRPC "
+                        "port serves plain gRPC only (docs/tls.md)"))])
+def test_the_default_mode_serves_a_tls_client_on_the_grpc_port(runs, kind):
+    result = runs[kind]["tls"]
+    assert len(result.of("sent")) == len(BODIES), result.explain()
