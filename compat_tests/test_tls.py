@@ -1,7 +1,9 @@
 """TLS on the remoting port (issue 26): Apache 5.5.0 and FerryMQ with ``tls.server.mode=enforcing`` and the
 certificate and key of a ``tls.config.file``, driven by the official Java 5.5.0 client and mqadmin with
 ``-Dtls.enable=true``; a plain connection is closed by both; the default mode (permissive) serves TLS and
-plain clients on one port on both.
+plain clients on one port on both. Mutual TLS (``tls.server.need.client.auth=require``) on both name
+servers: the Java client presenting a certificate of the trusted CA (``tls.client.certPath``/``keyPath``)
+is served, a client presenting none is refused.
 
 Apache reads the tls.* keys as JVM system properties only; FerryMQ reads the same names from its config file.
 """
@@ -9,11 +11,12 @@ Apache reads the tls.* keys as JVM system properties only; FerryMQ reads the sam
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
 
-from ferrymq.testing.certs import make_certs
+from ferrymq.testing.certs import CertSet, make_certs
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 
@@ -33,11 +36,14 @@ class Enforcing:
 
 
 @pytest.fixture(scope="module")
-def tls_file(tmp_path_factory):
+def certs(tmp_path_factory) -> CertSet:
+    return make_certs(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def tls_file(certs):
     """A ``tls.config.file`` with a CA-signed server certificate (test mode off), for both servers."""
-    home = tmp_path_factory.mktemp("tls")
-    certs = make_certs(home)
-    return write_conf(home / "tls.properties", {
+    return write_conf(certs.ca.parent / "tls.properties", {
         "tls.test.mode.enable": "false",
         "tls.server.certPath": certs.server.cert,
         "tls.server.keyPath": certs.server.key,
@@ -110,3 +116,55 @@ def test_the_default_mode_serves_tls_and_plain_clients_on_one_port(server):
     assert _route_code(server.namesrv_addr, tls=False) == ResponseCode.SUCCESS
     assert _route_code(server.namesrv_addr, tls=True) == ResponseCode.SUCCESS
     assert _route_code(server.broker_addr, tls=False) == _route_code(server.broker_addr, tls=True)
+
+
+# ---------------------------------------------------------------------- mutual TLS
+
+
+@pytest.fixture(scope="module")
+def mutual_namesrvs(certs, compat_home):
+    """Apache's and FerryMQ's name servers requiring a client certificate signed by the test CA, booted side
+    by side: {kind: address}. Name servers alone: the handshake is the remoting port's, the same on a broker."""
+    from .apache import ApacheNamesrv
+    from .conftest import FerryNamesrv
+
+    mutual = write_conf(certs.ca.parent / "mutual.properties", {
+        "tls.test.mode.enable": "false",
+        "tls.server.certPath": certs.server.cert,
+        "tls.server.keyPath": certs.server.key,
+        "tls.server.need.client.auth": "require",
+        "tls.server.authClient": "true",
+        "tls.server.trustCertPath": certs.ca,
+        # what the server's own client connections present (Apache's name server connects to itself)
+        "tls.client.certPath": certs.client.cert,
+        "tls.client.keyPath": certs.client.key,
+    })
+    settings = {"tls.server.mode": "enforcing", "tls.config.file": str(mutual)}
+    home = compat_home / "mutual-tls"
+    apache = ApacheNamesrv.launch(home / "apache-namesrv", system_properties=settings)
+    try:
+        ferry = FerryNamesrv(home / "ferrymq-namesrv", settings)
+        try:
+            apache.wait_ready()
+            yield {"apache": apache.addr, "ferrymq": ferry.addr}
+        finally:
+            ferry.stop()
+    finally:
+        apache.stop()
+
+
+def test_mutual_tls_serves_a_client_certificate_of_the_trusted_ca_and_refuses_none(mutual_namesrvs, certs, java5):
+    """The Java client asks for TBW102's route, which a name server without brokers answers TOPIC_NOT_EXIST:
+    that answer shows the handshake passed (a first handshake on a busy machine can pass the client's default
+    3 s). A TLS client presenting no certificate is refused."""
+    with_certificate = {**TLS_CLIENT, "tls.test.mode.enable": "false", "tls.client.certPath": str(certs.client.cert),
+                        "tls.client.keyPath": str(certs.client.key), "tls.client.authServer": "true",
+                        "tls.client.trustCertPath": str(certs.ca)}
+    with ThreadPoolExecutor(len(mutual_namesrvs)) as pool:
+        served = dict(zip(mutual_namesrvs, pool.map(
+            lambda addr: java5("route", "-n", addr, "-t", "TBW102", "-timeout", "15000",
+                               system_properties=with_certificate), mutual_namesrvs.values())))
+    for kind, addr in mutual_namesrvs.items():
+        assert "No topic route info in name server for the topic: TBW102" in served[kind].stderr, served[kind].explain()
+        with pytest.raises(OSError):  # the server's alert: certificate required
+            _route_code(addr, tls=True)

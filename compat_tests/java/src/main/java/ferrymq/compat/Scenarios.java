@@ -32,7 +32,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * 0 only when the scenario did what it was asked. Source compatible with rocketmq-client 4.9.x and 5.x.
  *
  * <pre>
- *   route   -n ADDR -t TOPIC
+ *   route   -n ADDR -t TOPIC [-timeout MS]
  *   send    -n ADDR -t TOPIC [-count N] [-tag T] [-keys K] [-body TEXT] [-group G]
  *           [-mode sync|async|oneway|batch]
  *   consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr *] [-timeout MILLIS] [-from first|last]
@@ -161,7 +161,8 @@ public final class Scenarios {
 
     /** GET_ROUTEINFO_BY_TOPIC through the admin client; prints the route as the client decoded it. */
     private static boolean route(Map<String, String> args) throws Exception {
-        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        DefaultMQAdminExt admin = args.containsKey("timeout")
+            ? new DefaultMQAdminExt(Long.parseLong(args.get("timeout"))) : new DefaultMQAdminExt();
         admin.setNamesrvAddr(need(args, "n"));
         admin.setInstanceName(instance("admin"));
         admin.start();
