@@ -63,8 +63,9 @@ def both_enforcing(tls_file, compat_home):
     try:
         broker = ApacheBroker.launch(home / "apache-broker", ns.addr, cluster="TlsCluster", name="tls-broker-a",
                                      system_properties=settings, namesrv_tls=True)
+        # registering again soon when the first registration times out while the JVMs start
         ferry = FerryMQServer(home / "ferrymq", {"brokerClusterName": "TlsCluster", "brokerName": "tls-broker-a",
-                                                 **settings}).start()
+                                                 "registerNameServerPeriod": 2000, **settings}).start()
         ns.wait_ready()
         broker.wait_ready()
         yield {"apache": Enforcing("apache", ns.addr, broker.addr, broker.name),
