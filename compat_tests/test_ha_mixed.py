@@ -26,7 +26,12 @@ from tests.ha.helpers import commitlog_bytes, commitlog_range, send, wait_for
 from .apache import ApacheBroker, ApacheNamesrv
 from .partition import Partition
 from .processes import LOOPBACK, free_port
-from .test_ha_controller import CONTROLLER_TIMING, SEGMENT, ControllerBroker, controller_sync_state_set
+from .test_ha_controller import (
+    CONTROLLER_TIMING,
+    SEGMENT,
+    ControllerBroker,
+    controller_sync_state_set,
+)
 
 CLUSTER = "MixCluster"
 MIXED = "mix-group"
