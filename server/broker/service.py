@@ -278,12 +278,14 @@ class Broker:
             self.ctx.pop.stop()
         if self.ctx.holder is not None:
             self.ctx.holder.wake_all()
-        if self.controller_mode is not None:
-            yield self.controller_mode.stop()
         if self.registration is not None:
             yield self.registration.unregister_all()
             yield self.registration.close()
         yield self.server.stop(grace)
+        # replication stops after the last send is answered: a send taken without it would be acknowledged
+        # with no slave holding it
+        if self.controller_mode is not None:
+            yield self.controller_mode.stop()
         if self.ha_slave is not None:
             self.ha_slave.stop()
         if self.slave_sync is not None:

@@ -54,7 +54,12 @@ class BrokerProcess:
         except FileNotFoundError:
             return ""
 
-    def start(self) -> BrokerProcess:
+    def start(self, timeout: float = 20.0) -> BrokerProcess:
+        """:meth:`launch`, then :meth:`wait_registered`."""
+        return self.launch().wait_registered(timeout)
+
+    def launch(self) -> BrokerProcess:
+        """Start the child process and return at once."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.port = self.port or free_port(also_free=(-2, 1))
         keys = {**SMALL_STORE, "bindAddress": LOOPBACK, "brokerIP1": LOOPBACK, "namesrvAddr": self.namesrv_addr,
@@ -68,9 +73,14 @@ class BrokerProcess:
                 [sys.executable, "-m", "ferrymq.testing.child", str(os.getpid()), "broker", "-c", str(conf)],
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return self
+
+    def wait_registered(self, timeout: float = 20.0) -> BrokerProcess:
+        """Wait until the name server lists the broker; kill it if it does not in ``timeout`` s."""
         broker_id = int(self.conf.get("brokerId", 0))
         try:
-            wait_for(lambda: self._registered(broker_id), f"broker {self.addr} registered as id {broker_id}")
+            wait_for(lambda: self._registered(broker_id), f"broker {self.addr} registered as id {broker_id}",
+                     timeout)
         except BaseException:
             self.kill()
             raise

@@ -16,7 +16,7 @@ from ferrymq.server.ha.autoswitch.protocol import (
 )
 from ferrymq.server.store import MessageStore
 from twisted.internet.task import Clock
-from twisted.internet.testing import StringTransport
+from twisted.internet.testing import MemoryReactorClock, StringTransport
 
 from tests.store.conftest import small_config
 
@@ -61,5 +61,42 @@ def test_a_slave_gets_the_epochs_then_frames_stamped_with_them_and_every_member_
         conn.dataReceived(encode_slave_report(end))
         assert waits[0].result is True
         assert master.in_sync_slaves() == {2}
+    finally:
+        store.shutdown()
+
+
+def test_an_idle_slave_gets_heartbeats_naming_the_epoch_and_the_transfer_rate_rolls(tmp_path):
+    """With nothing to send, the master's housekeeping heartbeats each haSendHeartbeatInterval (a slave closes
+    a silent connection after haHousekeepingInterval), and its once-a-second roll of the bytes sent keeps
+    running past the slave's transfer."""
+    store = MessageStore(small_config(tmp_path / "m"))
+    store.start()
+    try:
+        store.put_message("T", 0, b"epoch 1", {})
+        end = store.get_max_phy_offset()
+        epochs = EpochFile(tmp_path / "epochs")
+        epochs.append(1, 0)
+        clock = MemoryReactorClock()
+        master = AutoSwitchMaster(store, epochs, clock, heartbeat_ms=1000)
+        master.listen(0, "127.0.0.1")
+        try:
+            conn = SlaveConnection(master)
+            transport = StringTransport()
+            conn.makeConnection(transport)
+            reader = MasterFrameReader()
+            conn.dataReceived(encode_slave_handshake(2))
+            conn.dataReceived(encode_slave_report(0))
+            reader.feed(transport.value())
+            transport.clear()
+            assert conn.sent == end
+            conn.last_write -= 2  # idle for longer than the heartbeat interval
+            master._second -= 2  # and a second has passed since the last roll
+            clock.advance(1)
+            heartbeat, = reader.feed(transport.value())
+            assert (heartbeat.offset, heartbeat.epoch, heartbeat.epoch_start, bytes(heartbeat.data)) == (end, 1, 0, b"")
+            assert (conn.sent_in_second, conn.sent) == (end, 0)
+            assert master._loop.running
+        finally:
+            master.stop()
     finally:
         store.shutdown()
