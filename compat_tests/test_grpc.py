@@ -480,6 +480,7 @@ GO5_MESSAGES = [
     *({"body": f"go-fifo-{i}", "group": "go-order"} for i in range(3)),
     {"body": "go-committed", "txn": "commit"},
     {"body": "go-delayed", "delayMs": str(DELAY_MS)},
+    {"body": "go-checked", "txn": "open"},
 ]
 
 
@@ -549,12 +550,33 @@ def test_go5_message_group_stays_on_one_queue_in_order(go5_exchange):
     assert {go5_exchange.got(e["body"])["messageGroup"] for e in fifo} == {"go-order"}
 
 
+def test_go5_received_user_properties_are_the_proxys(go5_exchange):
+    """What the SimpleConsumer gets as user properties: the sender's, and the broker's names that Apache's
+    proxy does not reserve (a message group's sharding key, a transaction's id)."""
+    explain = go5_exchange.explain()
+    assert go5_exchange.got("go-plain")["properties"] == {"color": "blue"}, explain
+    for body in ("go-fifo-0", "go-fifo-1", "go-fifo-2"):
+        assert go5_exchange.got(body)["properties"] == {"__SHARDINGKEY": "go-order"}, explain
+    assert go5_exchange.got("go-committed")["properties"] == {
+        "__transactionId__": go5_exchange.sent("go-committed")["msgId"]}, explain
+
+
 def test_go5_committed_transaction_and_delayed_message(go5_exchange):
     """The committed half message is delivered; the delayed one not before its delivery time."""
     assert go5_exchange.remoting_got("go-committed")["properties"].get("TRAN_MSG") == "true", go5_exchange.explain()
+    assert not {"REAL_TOPIC", "REAL_QID"} & set(go5_exchange.remoting_got("go-committed")["properties"])
     delayed = go5_exchange.remoting_got("go-delayed")
     assert delayed["storeTimestamp"] - go5_exchange.sent("go-delayed")["sentAt"] >= DELAY_MS - 500, go5_exchange.explain()
     assert go5_exchange.got("go-delayed")["at"] - go5_exchange.sent("go-delayed")["sentAt"] >= DELAY_MS - 500
+
+
+def test_go5_open_transaction_is_checked_back_and_committed(go5_exchange):
+    """The producer's checker is asked about the half message it left open (with the user properties the
+    proxy gives it) and commits it: both consumers get it."""
+    [checked] = go5_exchange.go.of("checked")
+    print(checked)
+    assert (checked["body"], checked["msgId"]) == ("go-checked", go5_exchange.sent("go-checked")["msgId"])
+    assert go5_exchange.got("go-checked")["msgId"] == go5_exchange.remoting_got("go-checked")["msgId"] == checked["msgId"]
 
 
 def test_nodejs_sdk_sends_commits_a_transaction_and_its_simple_consumer_acks(grpc_server, compat_home):

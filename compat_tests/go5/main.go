@@ -6,8 +6,9 @@
 //	go5harness exchange -endpoint HOST:PORT -t TOPIC -g GROUP -spec FILE [-timeout 30s]
 //
 // FILE has one message a line, its fields tab-separated name=value: body, tag, keys (comma-separated),
-// group (message group), delayMs (delivery after), txn=commit (sent in a transaction, then committed),
-// prop.NAME. The consumer receives until it has acked one delivery of every body.
+// group (message group), delayMs (delivery after), txn=commit (sent in a transaction, then committed) or
+// txn=open (left open: the server checks it back, the checker answers COMMIT), prop.NAME. The producer
+// stays up while the consumer receives until it has acked one delivery of every body.
 package main
 
 import (
@@ -32,6 +33,16 @@ func emit(v map[string]any) {
 		line, _ = json.Marshal(map[string]any{"event": "error", "error": err.Error()})
 	}
 	fmt.Println(string(line))
+}
+
+// requestTimeout is each call's deadline (the SDK's default is 3 s): the test machine may be loaded.
+const requestTimeout = 10 * time.Second
+
+// withRequestTimeout sets requestTimeout on a client before its start (a method outside the SDK's interfaces).
+func withRequestTimeout(client any) {
+	if c, ok := client.(interface{ SetRequestTimeout(time.Duration) }); ok {
+		c.SetRequestTimeout(requestTimeout)
+	}
 }
 
 func readSpec(path string) ([]map[string]string, error) {
@@ -76,40 +87,43 @@ func message(topic string, fields map[string]string) *rmq.Message {
 	return msg
 }
 
-func send(config *rmq.Config, topic string, spec []map[string]string) error {
+// send starts a producer and sends the spec's messages; the caller stops the producer.
+func send(config *rmq.Config, topic string, spec []map[string]string) (rmq.Producer, error) {
 	producer, err := rmq.NewProducer(config, rmq.WithTopics(topic),
 		rmq.WithTransactionChecker(&rmq.TransactionChecker{
 			Check: func(view *rmq.MessageView) rmq.TransactionResolution {
-				emit(map[string]any{"event": "checked", "msgId": view.GetMessageId(), "body": string(view.GetBody())})
+				emit(map[string]any{"event": "checked", "msgId": view.GetMessageId(), "body": string(view.GetBody()),
+					"properties": view.GetProperties()})
 				return rmq.COMMIT
 			},
 		}))
 	if err != nil {
-		return fmt.Errorf("NewProducer: %w", err)
+		return nil, fmt.Errorf("NewProducer: %w", err)
 	}
+	withRequestTimeout(producer)
 	if err := producer.Start(); err != nil {
-		return fmt.Errorf("producer start: %w", err)
+		return nil, fmt.Errorf("producer start: %w", err)
 	}
-	defer producer.GracefulStop()
 	for i, fields := range spec {
 		msg := message(topic, fields)
 		sentAt := time.Now().UnixMilli()
 		var receipts []*rmq.SendReceipt
-		if fields["txn"] == "commit" {
+		if txn := fields["txn"]; txn != "" {
 			transaction := producer.BeginTransaction()
 			receipts, err = producer.SendWithTransaction(context.Background(), msg, transaction)
-			if err == nil {
+			if err == nil && txn == "commit" {
 				err = transaction.Commit()
 			}
 		} else {
 			receipts, err = producer.Send(context.Background(), msg)
 		}
 		if err != nil {
-			return fmt.Errorf("send %q: %w", fields["body"], err)
+			producer.GracefulStop()
+			return nil, fmt.Errorf("send %q: %w", fields["body"], err)
 		}
 		emit(map[string]any{"event": "sent", "index": i, "sentAt": sentAt, "msgId": receipts[0].MessageID})
 	}
-	return nil
+	return producer, nil
 }
 
 func receive(config *rmq.Config, topic string, count int, timeout time.Duration) error {
@@ -118,6 +132,7 @@ func receive(config *rmq.Config, topic string, count int, timeout time.Duration)
 	if err != nil {
 		return fmt.Errorf("NewSimpleConsumer: %w", err)
 	}
+	withRequestTimeout(consumer)
 	if err := consumer.Start(); err != nil {
 		return fmt.Errorf("consumer start: %w", err)
 	}
@@ -168,9 +183,11 @@ func exchange(args []string) error {
 		return err
 	}
 	credential := &credentials.SessionCredentials{}
-	if err := send(&rmq.Config{Endpoint: *endpoint, Credentials: credential}, *topic, spec); err != nil {
+	producer, err := send(&rmq.Config{Endpoint: *endpoint, Credentials: credential}, *topic, spec)
+	if err != nil {
 		return err
 	}
+	defer producer.GracefulStop() // up for the check-back of an open transaction
 	return receive(&rmq.Config{Endpoint: *endpoint, ConsumerGroup: *group, Credentials: credential}, *topic,
 		len(spec), *timeout)
 }
