@@ -475,3 +475,185 @@ def test_apaches_python_sdk_simple_consumer_receives_renews_and_acks(grpc_server
         consumer.ack(again)
     finally:
         consumer.shutdown()
+
+
+# ---------------------------------------------------------------------- the Go v5, Node.js and Python SDKs
+
+#: what the Go v5 Producer sends to a MIXED topic; each reaches its SimpleConsumer and a remoting consumer
+GO5_MESSAGES = [
+    {"body": "go-plain", "tag": "TagGo", "keys": "gk1,gk2", "prop.color": "blue"},
+    *({"body": f"go-fifo-{i}", "group": "go-order"} for i in range(3)),
+    {"body": "go-committed", "txn": "commit"},
+    {"body": "go-delayed", "delayMs": str(DELAY_MS)},
+    {"body": "go-checked", "txn": "open"},
+]
+
+
+@dataclass
+class GoExchange:
+    """The Go v5 harness's run (``sent`` and ``received`` by its SimpleConsumer) and a remoting consumer's."""
+
+    go: ScenarioResult
+    remoting: ScenarioResult
+
+    def explain(self) -> str:
+        return self.go.explain() + "\n" + self.remoting.explain()
+
+    def sent(self, body: str) -> dict:
+        index = [fields["body"] for fields in GO5_MESSAGES].index(body)
+        return self.go.of("sent")[index]
+
+    def got(self, body: str) -> dict:
+        return next(e for e in self.go.of("received") if e["body"] == body)
+
+    def remoting_got(self, body: str) -> dict:
+        return next(e for e in self.remoting.of("received") if e["body"] == body)
+
+
+@pytest.fixture(scope="module")
+def go5_exchange(grpc_server, compat_home, go_harness, tmp_path_factory) -> GoExchange:
+    """:data:`GO5_MESSAGES` sent by the Go v5 Producer, then received and acked by its SimpleConsumer, while
+    the Go remoting push consumer (rocketmq-client-go v2) reads the topic from its first offset."""
+    from . import grpc_sdks
+    from .conftest import _need
+
+    _need("go")
+    go5 = grpc_sdks.go5(toolchain.go5_harness(), compat_home / f"go5-{grpc_server.kind}")
+    topic = grpc_server.create_topic("MIXED")
+    spec = tmp_path_factory.mktemp("go5-spec") / "messages.tsv"
+    spec.write_text("".join("\t".join(f"{k}={v}" for k, v in fields.items()) + "\n" for fields in GO5_MESSAGES))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        remoting = pool.submit(go_harness, "consume", "-n", grpc_server.namesrv_addr, "-t", topic,
+                               "-g", f"go5_check_{uuid.uuid4().hex[:8]}", "-count", str(len(GO5_MESSAGES)),
+                               "-timeout", f"{WAIT}s")
+        go = go5("exchange", "-endpoint", grpc_server.grpc_endpoint, "-t", topic, "-g", create_group(grpc_server),
+                 "-spec", str(spec), "-timeout", f"{WAIT}s", timeout=WAIT + 30)
+        exchanged = GoExchange(go, remoting.result())
+    assert go.returncode == 0 and exchanged.remoting.returncode == 0, exchanged.explain()
+    return exchanged
+
+
+def test_go5_sends_reach_its_simple_consumer_and_a_remoting_consumer(go5_exchange):
+    """Every message, with its tag, keys and properties and the message id the send reported, received
+    over gRPC (and acked) and over remoting."""
+    bodies = {fields["body"] for fields in GO5_MESSAGES}
+    explain = go5_exchange.explain()
+    assert {e["body"] for e in go5_exchange.go.of("received")} == bodies, explain
+    assert {e["body"] for e in go5_exchange.remoting.of("received")} == bodies, explain
+    plain, remote = go5_exchange.got("go-plain"), go5_exchange.remoting_got("go-plain")
+    assert (plain["tag"], sorted(plain["keys"]), plain["properties"]["color"]) == ("TagGo", ["gk1", "gk2"], "blue"), explain
+    assert (remote["tags"], remote["keys"], remote["properties"]["color"]) == ("TagGo", "gk1 gk2", "blue"), explain
+    for body in bodies:
+        assert go5_exchange.got(body)["msgId"] == go5_exchange.remoting_got(body)["msgId"] == go5_exchange.sent(body)["msgId"]
+
+
+def test_go5_message_group_stays_on_one_queue_in_order(go5_exchange):
+    fifo = sorted((e for e in go5_exchange.remoting.of("received") if e["body"].startswith("go-fifo-")),
+                  key=lambda e: e["queueOffset"])
+    assert [e["body"] for e in fifo] == ["go-fifo-0", "go-fifo-1", "go-fifo-2"], go5_exchange.explain()
+    assert len({e["queueId"] for e in fifo}) == 1
+    assert {go5_exchange.got(e["body"])["messageGroup"] for e in fifo} == {"go-order"}
+
+
+def test_go5_received_user_properties_are_the_proxys(go5_exchange):
+    """What the SimpleConsumer gets as user properties: the sender's, and the broker's names that Apache's
+    proxy does not reserve (a message group's sharding key, a transaction's id)."""
+    explain = go5_exchange.explain()
+    assert go5_exchange.got("go-plain")["properties"] == {"color": "blue"}, explain
+    for body in ("go-fifo-0", "go-fifo-1", "go-fifo-2"):
+        assert go5_exchange.got(body)["properties"] == {"__SHARDINGKEY": "go-order"}, explain
+    assert go5_exchange.got("go-committed")["properties"] == {
+        "__transactionId__": go5_exchange.sent("go-committed")["msgId"]}, explain
+
+
+def test_go5_committed_transaction_and_delayed_message(go5_exchange):
+    """The committed half message is delivered; the delayed one not before its delivery time."""
+    assert go5_exchange.remoting_got("go-committed")["properties"].get("TRAN_MSG") == "true", go5_exchange.explain()
+    assert not {"REAL_TOPIC", "REAL_QID"} & set(go5_exchange.remoting_got("go-committed")["properties"])
+    delayed = go5_exchange.remoting_got("go-delayed")
+    assert delayed["storeTimestamp"] - go5_exchange.sent("go-delayed")["sentAt"] >= DELAY_MS - 500, go5_exchange.explain()
+    assert go5_exchange.got("go-delayed")["at"] - go5_exchange.sent("go-delayed")["sentAt"] >= DELAY_MS - 500
+
+
+def test_go5_open_transaction_is_checked_back_and_committed(go5_exchange):
+    """The producer's checker is asked about the half message it left open (with the user properties the
+    proxy gives it) and commits it: both consumers get it."""
+    checks = go5_exchange.go.of("checked")  # a second check may come before the first answer is in
+    sent_id = go5_exchange.sent("go-checked")["msgId"]
+    assert {(e["body"], e["msgId"]) for e in checks} == {("go-checked", sent_id)}, go5_exchange.explain()
+    assert checks[0]["properties"] == {"TRANSACTION_CHECK_TIMES": "1", "__transactionId__": sent_id}
+    assert go5_exchange.got("go-checked")["msgId"] == go5_exchange.remoting_got("go-checked")["msgId"] == sent_id
+
+
+def test_nodejs_sdk_sends_commits_a_transaction_and_its_simple_consumer_acks(grpc_server, compat_home):
+    """rocketmq-client-nodejs: a message with tag, keys and a property and a committed transaction, both
+    received and acked by its SimpleConsumer."""
+    from . import grpc_sdks
+    from .conftest import _need
+
+    _need("node", "npm")
+    node = grpc_sdks.node(toolchain.node_modules(), compat_home / f"node-{grpc_server.kind}")
+    topic = grpc_server.create_topic("MIXED")
+    run = node("exchange", grpc_server.grpc_endpoint, topic, create_group(grpc_server), timeout=WAIT + 30).check()
+    sent = {e["body"]: e["msgId"] for e in run.of("sent")}
+    received = {e["body"]: e for e in run.of("received")}
+    assert set(received) == set(sent) == {"node-plain", "node-committed"}, run.explain()
+    plain = received["node-plain"]
+    assert (plain["tag"], sorted(plain["keys"]), plain["properties"]["color"]) == ("TagNode", ["nk1", "nk2"], "green")
+    assert {body: e["msgId"] for body, e in received.items()} == sent
+
+
+def test_apaches_python_sdk_producer_sends_and_commits_a_transaction(grpc_server):
+    """rocketmq-python-client's Producer: a message with tag, keys and a property, and one in a transaction
+    it commits, received by its SimpleConsumer."""
+    from rocketmq.v5.client import ClientConfiguration, Credentials
+    from rocketmq.v5.consumer.simple.simple_consumer import SimpleConsumer
+    from rocketmq.v5.exception.client_exception import InternalErrorException
+    from rocketmq.v5.model import FilterExpression, Message
+    from rocketmq.v5.producer import Producer, TransactionChecker
+
+    class Commit(TransactionChecker):
+        def check(self, message):
+            from rocketmq.grpc_protocol import TransactionResolution
+
+            return TransactionResolution.COMMIT
+
+    def message(body: bytes) -> Message:
+        msg = Message()
+        msg.topic, msg.body, msg.tag = topic, body, "TagPy"
+        return msg
+
+    topic = grpc_server.create_topic("MIXED")
+    configuration = ClientConfiguration(grpc_server.grpc_endpoint, Credentials())
+    producer = Producer(configuration, (topic,), Commit())
+    producer.startup()
+    try:
+        plain = message(b"py-plain")
+        plain.keys = "pk1"
+        plain.add_property("color", "yellow")
+        sent = {b"py-plain": producer.send(plain).message_id}
+        transaction = producer.begin_transaction()
+        sent[b"py-committed"] = producer.send(message(b"py-committed"), transaction).message_id
+        transaction.commit()
+    finally:
+        producer.shutdown()
+    consumer = SimpleConsumer(configuration, create_group(grpc_server), {topic: FilterExpression("TagPy")},
+                              await_duration=5)
+    consumer.startup()
+    received = {}
+    try:
+        deadline = time.monotonic() + WAIT
+        while len(received) < len(sent) and time.monotonic() < deadline:
+            try:
+                views = consumer.receive(16, 15)
+            except InternalErrorException:  # the SDK's start does not wait for its settings to reach the server
+                time.sleep(0.1)
+                continue
+            for view in views:
+                consumer.ack(view)
+                received[view.body] = view
+    finally:
+        consumer.shutdown()
+    assert {body: view.message_id for body, view in received.items()} == sent
+    plain = received[b"py-plain"]
+    assert (plain.tag, set(plain.keys), plain.properties["color"]) == ("TagPy", {"pk1"}, "yellow")

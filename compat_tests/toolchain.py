@@ -8,7 +8,9 @@ Everything comes from the public registries on first use, so a fresh clone needs
   text files.
 * ``javac`` compiles the scenario program (``java/src``) once per client version, and the
   testcontainers-java check (``java/testcontainers``, its own pom) once.
-* ``go build`` compiles the Go harness (``go/``) once.
+* ``go build`` compiles the Go harnesses once: ``go/`` on the remoting client, ``go5/`` on the gRPC client
+  ``rocketmq-clients/golang/v5`` (modules from the Go module proxy).
+* ``npm ci`` installs the Node.js gRPC client ``rocketmq-client-nodejs`` (``node/``, its lock file) once.
 
 Build outputs live in ``compat_tests/.cache/`` (gitignored), keyed by a hash of their inputs so that an
 edited pom or source file triggers a rebuild. A file lock serialises concurrent builders.
@@ -32,6 +34,8 @@ HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
 JAVA_DIR = HERE / "java"
 GO_DIR = HERE / "go"
+GO5_DIR = HERE / "go5"
+NODE_DIR = HERE / "node"
 
 #: Latest 5.x release of rocketmq-client / rocketmq-tools / namesrv / broker on Maven Central (all four).
 ROCKETMQ_5 = "5.5.0"
@@ -273,11 +277,38 @@ def apache_server_classpath(version: str = ROCKETMQ_5) -> str:
 
 def go_harness() -> Path:
     """Build (first time: download modules and compile) the Go harness binary; return its path."""
+    return _go_binary(GO_DIR, "goharness", "the Go harness")
+
+
+def go5_harness() -> Path:
+    """The Go harness of the gRPC client (``go5/``), built on first use; its path."""
+    return _go_binary(GO5_DIR, "go5harness", "the Go gRPC harness")
+
+
+def _go_binary(src: Path, name: str, what: str) -> Path:
     with _build_lock():
         go = require("go")
-        binary = CACHE / f"goharness-{_digest(GO_DIR)}"
+        binary = CACHE / f"{name}-{_digest(src)}"
         if not binary.exists():
             tmp = binary.with_name(binary.name + ".tmp")
-            _run([go, "build", "-buildvcs=false", "-o", str(tmp), "."], "building the Go harness (go build)", cwd=GO_DIR)
+            _run([go, "build", "-buildvcs=false", "-o", str(tmp), "."], f"building {what} (go build)", cwd=src)
             tmp.rename(binary)
     return binary
+
+
+def node_modules() -> Path:
+    """The ``node_modules`` of ``node/package-lock.json`` (the Node.js gRPC client), installed on first use."""
+    with _build_lock():
+        npm = require("npm")
+        lock = NODE_DIR / "package-lock.json"
+        installed = CACHE / f"node-{_digest(NODE_DIR / 'package.json', lock)}"
+        if not installed.exists():
+            tmp = installed.with_name(installed.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            for name in ("package.json", "package-lock.json"):
+                shutil.copy(NODE_DIR / name, tmp / name)
+            _run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], "installing the Node.js client (npm ci)",
+                 cwd=tmp)
+            tmp.rename(installed)
+    return installed / "node_modules"

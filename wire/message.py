@@ -185,6 +185,28 @@ class MessageConst:
 #: and more): what is left of a message's properties are its user properties.
 SYSTEM_PROPERTIES = frozenset(v for k, v in vars(MessageConst).items() if k.isupper() and isinstance(v, str))
 
+#: The property names Java's ``MessageConst.STRING_HASH_SET`` holds: Apache's gRPC proxy refuses them as a
+#: sent message's user properties and leaves them out of a received one's. The other names the broker
+#: uses (``__SHARDINGKEY``, ``__transactionId__``, ``TRACE_CONTEXT``, ...) are user properties to it.
+RESERVED_PROPERTIES = frozenset({
+    MessageConst.TRACE_SWITCH, MessageConst.MSG_REGION, MessageConst.KEYS, MessageConst.TAGS,
+    MessageConst.WAIT_STORE_MSG_OK, MessageConst.DELAY_TIME_LEVEL, MessageConst.RETRY_TOPIC, MessageConst.REAL_TOPIC,
+    MessageConst.REAL_QUEUE_ID, MessageConst.TRANSACTION_PREPARED, MessageConst.PRODUCER_GROUP,
+    MessageConst.MIN_OFFSET, MessageConst.MAX_OFFSET, MessageConst.BUYER_ID, MessageConst.ORIGIN_MESSAGE_ID,
+    MessageConst.TRANSFER_FLAG, MessageConst.CORRECTION_FLAG, MessageConst.MQ2_FLAG, MessageConst.RECONSUME_TIME,
+    MessageConst.UNIQ_KEY, MessageConst.MAX_RECONSUME_TIMES, MessageConst.CONSUME_START_TIMESTAMP,
+    MessageConst.POP_CK, MessageConst.POP_CK_OFFSET, MessageConst.FIRST_POP_TIME,
+    MessageConst.TRANSACTION_PREPARED_QUEUE_OFFSET, MessageConst.DUP_INFO, MessageConst.EXTEND_UNIQ_INFO,
+    MessageConst.INSTANCE_ID, MessageConst.CORRELATION_ID, MessageConst.MESSAGE_REPLY_TO_CLIENT,
+    MessageConst.MESSAGE_TTL, MessageConst.REPLY_MESSAGE_ARRIVE_TIME, MessageConst.PUSH_REPLY_TIME,
+    MessageConst.CLUSTER, MessageConst.MESSAGE_TYPE, MessageConst.INNER_MULTI_QUEUE_OFFSET,
+    MessageConst.TIMER_DELAY_MS, MessageConst.TIMER_DELAY_SEC, MessageConst.TIMER_DELIVER_MS,
+    MessageConst.TIMER_ENQUEUE_MS, MessageConst.TIMER_DEQUEUE_MS, MessageConst.TIMER_ROLL_TIMES,
+    MessageConst.TIMER_OUT_MS, MessageConst.TIMER_DEL_UNIQKEY, MessageConst.TIMER_DELAY_LEVEL,
+    MessageConst.BORN_HOST, MessageConst.BORN_TIMESTAMP, MessageConst.DLQ_ORIGIN_TOPIC,
+    MessageConst.DLQ_ORIGIN_MESSAGE_ID, MessageConst.CRC32,
+})
+
 
 # ---------------------------------------------------------------------------------------------
 # Properties string

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from ferrymq.wire.message import SYSTEM_PROPERTIES, MessageConst, MessageExt, MessageSysFlag
+from ferrymq.wire.message import RESERVED_PROPERTIES, MessageConst, MessageExt, MessageSysFlag
 
 from .protocol import Code, pb
 from .status import Refused
@@ -88,7 +88,7 @@ def _user_properties(message: pb.Message, limits: Limits) -> tuple[dict[str, str
         raise Refused(Code.MESSAGE_PROPERTIES_TOO_LARGE, f"too many user properties, max is {limits.userPropertyMaxNum}")
     size = 0
     for key, value in users.items():
-        if key in SYSTEM_PROPERTIES:
+        if key in RESERVED_PROPERTIES:
             raise Refused(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, f"property is used by system: {key}")
         if _has_control_character(key):
             raise Refused(Code.ILLEGAL_MESSAGE_PROPERTY_KEY, "the key of property cannot contain control character")
@@ -178,7 +178,8 @@ def _message_type(props: dict[str, str]) -> int:
 
 def to_message(msg: MessageExt, receipt_handle: str = "", delivery_attempt: int | None = None) -> pb.Message:
     """A stored message as a v2 ``Message`` (a received one, or a transaction check-back's): the
-    properties the proxy maps back (its GrpcConverter), the others as user properties, and the body's
+    properties the proxy maps back (its GrpcConverter), the others but :data:`RESERVED_PROPERTIES` as user
+    properties (a message group's ``__SHARDINGKEY`` too, as the proxy's), and the body's
     CRC32 digest the SDKs verify. ``delivery_attempt`` defaults to reconsumeTimes + 1."""
     props = msg.properties
     system = pb.SystemProperties(
@@ -208,6 +209,6 @@ def to_message(msg: MessageExt, receipt_handle: str = "", delivery_attempt: int 
     if MessageConst.DLQ_ORIGIN_TOPIC in props and MessageConst.DLQ_ORIGIN_MESSAGE_ID in props:
         system.dead_letter_queue.CopyFrom(pb.DeadLetterQueue(topic=props[MessageConst.DLQ_ORIGIN_TOPIC],
                                                              message_id=props[MessageConst.DLQ_ORIGIN_MESSAGE_ID]))
-    users = {key: value for key, value in props.items() if key not in SYSTEM_PROPERTIES}
+    users = {key: value for key, value in props.items() if key not in RESERVED_PROPERTIES}
     return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=users, system_properties=system,
                       body=msg.body)

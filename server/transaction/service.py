@@ -168,7 +168,7 @@ class TransactionalMessageService:
         if half.queue_offset in self.done:
             return EndResult(ResponseCode.SUCCESS)  # already decided: never deliver twice
         if commit_or_rollback == COMMIT:
-            result = self._commit(half, peek_record(view).properties)
+            result = self._commit(half)
             if not result.ok:
                 return EndResult(ResponseCode.SYSTEM_ERROR, f"storing the committed message failed: {result.status.name}")
         self._mark_done(half.queue_offset)
@@ -184,23 +184,25 @@ class TransactionalMessageService:
             return False
         return self._now() - half.born_timestamp > immunity_ms
 
-    def _commit(self, half: MessageExt, properties: str):
+    def _commit(self, half: MessageExt):
+        """Store the committed message in its own topic and queue; the half's REAL_TOPIC and REAL_QID go,
+        as Apache's broker drops them (a delay or timer ``park`` sets them again for its own topic)."""
+        props = dict(half.properties)
+        topic = props.pop(MessageConst.REAL_TOPIC, "")
         try:
-            real_queue = int(half.properties.get(MessageConst.REAL_QUEUE_ID, "0"))
+            real_queue = int(props.pop(MessageConst.REAL_QUEUE_ID, "0"))
         except ValueError:
             real_queue = 0
-        topic = half.properties.get(MessageConst.REAL_TOPIC, "")
         sys_flag = (half.sys_flag & ~MessageSysFlag.TRANSACTION_MASK) | COMMIT
         if self.park is not None:
-            props = dict(half.properties)
             where = self.park(topic, real_queue, props, sys_flag)
             if where is not None:
-                (topic, real_queue), properties = where, encode_properties(props)
+                topic, real_queue = where
         return self.store.append(
             topic,
             real_queue,
             half.body,
-            properties,
+            encode_properties(props),
             flag=half.flag,
             sys_flag=sys_flag,
             born_timestamp=half.born_timestamp,

@@ -65,6 +65,8 @@ def test_half_message_is_invisible_until_commit(env):
     assert msg.sys_flag & MessageSysFlag.TRANSACTION_MASK == COMMIT
     assert msg.prepared_transaction_offset == half.commitlog_offset
     assert msg.properties[MessageConst.TRANSACTION_ID] == "UNIQ0001"
+    # the half's own topic and queue are not the committed message's properties (as Apache's broker)
+    assert MessageConst.REAL_TOPIC not in msg.properties and MessageConst.REAL_QUEUE_ID not in msg.properties
     # a repeated commit does not deliver twice
     service.end_transaction("pg", half.queue_offset, half.commitlog_offset, COMMIT)
     assert len(delivered(store)) == 1
