@@ -470,3 +470,83 @@ def test_apaches_python_sdk_simple_consumer_receives_renews_and_acks(grpc_server
         consumer.ack(again)
     finally:
         consumer.shutdown()
+
+
+# ---------------------------------------------------------------------- the rest of MessagingService (issue 27)
+
+
+def test_the_pull_consumer_methods_are_not_served(grpc_server, stub, normal_topic):
+    """Apache 5.5.0's proxy serves no PullMessage, QueryOffset, GetOffset or UpdateOffset (its
+    GrpcMessagingApplication leaves them to the generated base): UNIMPLEMENTED, as FerryMQ answers them."""
+    group, topic = pb.Resource(name=create_group(grpc_server)), pb.Resource(name=normal_topic)
+    queue = pb.MessageQueue(topic=topic, id=0, broker=pb.Broker(name="any"))
+    calls = {
+        "QueryOffset": (stub.QueryOffset, service.QueryOffsetRequest(message_queue=queue,
+                                                                      query_offset_policy=pb.BEGINNING)),
+        "GetOffset": (stub.GetOffset, service.GetOffsetRequest(group=group, message_queue=queue)),
+        "UpdateOffset": (stub.UpdateOffset, service.UpdateOffsetRequest(group=group, message_queue=queue, offset=1)),
+        "PullMessage": (lambda request, **kw: list(stub.PullMessage(request, **kw)), service.PullMessageRequest(
+            group=group, message_queue=queue, offset=0, batch_size=1,
+            filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))),
+    }
+    codes = {}
+    for name, (call, request) in calls.items():
+        with pytest.raises(grpc.RpcError) as refused:
+            call(request, metadata=CLIENT, timeout=10)
+        codes[name] = refused.value.code()
+    assert codes == dict.fromkeys(calls, grpc.StatusCode.UNIMPLEMENTED)
+
+
+def _receive(stub, client: tuple, group: pb.Resource, topic: pb.Resource, wait: float, **extra) -> list[pb.Message]:
+    """The messages of ReceiveMessage calls (long polling 5 s each) until some come or ``wait`` s pass."""
+    deadline = time.monotonic() + wait
+    while True:
+        request = service.ReceiveMessageRequest(
+            group=group, message_queue=pb.MessageQueue(topic=topic, id=-1), batch_size=16,
+            filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+            long_polling_timeout=Duration(seconds=5), **extra)
+        got = [r.message for r in stub.ReceiveMessage(request, metadata=client, timeout=15)
+               if r.WhichOneof("content") == "message"]
+        if got or time.monotonic() > deadline:
+            return got
+
+
+def test_a_terminated_clients_auto_renewed_messages_come_back_at_once(grpc_server, stub):
+    """A message received with auto_renew is held invisible for its client (60 s, renewed while it is
+    there); once the client says it terminates, the message is visible again within seconds
+    (invisibleTimeMillisWhenClear) and another client of the group gets it as attempt 2. A termination
+    from a client the server has no settings of is refused UNRECOGNIZED_CLIENT_TYPE."""
+    topic, group = pb.Resource(name=grpc_server.create_topic("NORMAL")), pb.Resource(name=create_group(grpc_server))
+    answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(topic.name, b"held")]), metadata=CLIENT)
+    assert answer.status.code == pb.OK, answer.status.message
+    clients, streams = [], []  # each client's Telemetry stream stays open (FerryMQ forgets a client without)
+    for _ in range(2):
+        client = (("x-mq-client-id", f"compat-grpc-renew-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+        commands, stream = _consumer_telemetry(stub, group, topic, client)
+        streams.append((commands, stream))
+        assert next(stream).status.code == pb.OK
+        heartbeat = stub.Heartbeat(service.HeartbeatRequest(group=group, client_type=pb.SIMPLE_CONSUMER),
+                                   metadata=client)
+        assert heartbeat.status.code == pb.OK, heartbeat.status.message
+        clients.append(client)
+    try:
+        [first] = _receive(stub, clients[0], group, topic, 10, auto_renew=True)
+        gone = time.monotonic()
+        ended = stub.NotifyClientTermination(service.NotifyClientTerminationRequest(group=group), metadata=clients[0])
+        assert ended.status.code == pb.OK, ended.status.message
+        [again] = _receive(stub, clients[1], group, topic, 15, invisible_duration=Duration(seconds=10))
+        back_after = time.monotonic() - gone
+        acked = stub.AckMessage(service.AckMessageRequest(group=group, topic=topic, entries=[service.AckMessageEntry(
+            message_id=again.system_properties.message_id, receipt_handle=again.system_properties.receipt_handle)]),
+            metadata=clients[1])
+    finally:
+        for commands, _stream in streams:
+            commands.put(None)
+    assert (first.body, first.system_properties.delivery_attempt) == (b"held", 1)
+    assert (again.body, again.system_properties.delivery_attempt) == (b"held", 2)
+    assert again.system_properties.message_id == first.system_properties.message_id
+    assert back_after < 10, back_after  # not after the 60 s it was received invisible for
+    assert acked.status.code == pb.OK, acked.status.message
+    unknown = (("x-mq-client-id", f"compat-grpc-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+    assert stub.NotifyClientTermination(service.NotifyClientTerminationRequest(group=group),
+                                        metadata=unknown).status.code == pb.UNRECOGNIZED_CLIENT_TYPE

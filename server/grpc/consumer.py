@@ -4,14 +4,13 @@ ReceiveMessage pops from every queue of the topic on this broker (queue id -1, a
 broker), long polling as the proxy computes it; AckMessage, ChangeInvisibleDuration and
 ForwardMessageToDeadLetterQueue take back the handle a received message carries (:mod:`.receipts`);
 QueryAssignment tells a PushConsumer which queues to receive from. Every call on the broker's state runs
-in the reactor thread (:func:`.reactor.in_reactor`).
-
-Not done as the proxy does: a receive with ``auto_renew`` (the PushConsumer's) gets the default invisible
-time once, without the proxy's renewals while the client still processes the message.
+in the reactor thread (:func:`.reactor.in_reactor`). A message received with ``auto_renew`` (the
+PushConsumer's receives) is kept invisible for its client until handed back (:mod:`.renewals`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -31,7 +30,8 @@ from .messages import timestamp, to_message
 from .protocol import Code, pb, service
 from .reactor import in_reactor
 from .receipts import GrpcReceipt, check_current, parse
-from .settings import ConsumerPolicy
+from .renewals import Held, Renewal, Renewals
+from .settings import ConsumerPolicy, retry_delay_ms
 from .status import OK, Refused, from_remoting, status
 
 log = logging.getLogger("ferrymq.grpc")
@@ -105,6 +105,9 @@ class ConsumerMethods:
     QueryAssignment of :class:`.service.MessagingService`."""
 
     consumer: ConsumerPolicy
+    renewals: Renewals
+    #: the task renewing the held messages, while there are some
+    _renewing: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ receive
 
@@ -122,7 +125,8 @@ class ConsumerMethods:
         yield service.ReceiveMessageResponse(delivery_timestamp=timestamp(_now_ms()))
 
     async def _receive(self, request, context) -> list:
-        client = self.clients.get(self._client_id(context))
+        client_id = self._client_id(context)
+        client = self.clients.get(client_id)
         settings = client.settings if client is not None else None
         if settings is None or not settings.HasField("subscription"):
             # the proxy fails on the missing settings: an internal error
@@ -158,24 +162,70 @@ class ConsumerMethods:
         if not result.found:
             return [service.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))]
         responses = [service.ReceiveMessageResponse(status=OK)]
+        now = _now_ms()
         for popped in result.messages:
             msg, _ = decode_record(popped.record)
             receipt = GrpcReceipt(popped.handle, msg.commitlog_offset)
-            responses.append(service.ReceiveMessageResponse(
-                message=to_message(msg, str(receipt), popped.attempts + 1)))
+            message = to_message(msg, str(receipt), popped.attempts + 1)
+            if request.auto_renew:
+                self.renewals.hold(client_id, group, message.system_properties.message_id,
+                                   Held(topic, receipt, now, popped.attempts))
+            responses.append(service.ReceiveMessageResponse(message=message))
+        if request.auto_renew and self._renewing is None:
+            self._renewing = asyncio.ensure_future(self._renew_held())
         return responses
+
+    # ------------------------------------------------------------------ auto-renew
+
+    async def _renew_held(self) -> None:
+        """Every renewSchedulePeriodMillis while messages are held: hand back those of clients gone, renew
+        those due."""
+        try:
+            while self.renewals:
+                await asyncio.sleep(self.renewals.policy.renewSchedulePeriodMillis / 1000)
+                for client_id in self.renewals.client_ids():
+                    if client_id not in self.clients:
+                        await self._renew(self.renewals.clear(client_id))
+                await self._renew(self.renewals.due(_now_ms(), self._retry_delay_ms))
+        except Exception:  # noqa: BLE001 - the next receive with auto_renew starts it again
+            log.exception("gRPC auto-renew failed")
+        finally:
+            self._renewing = None
+
+    def _retry_delay_ms(self, group: str, reconsume_times: int) -> int:
+        return retry_delay_ms(self.broker.groups.table.get(group), reconsume_times)  # a dict lookup
+
+    async def _renew(self, renewals: list[Renewal]) -> None:
+        if not renewals:
+            return
+        pop = self.broker.pop
+
+        def change():
+            return [pop.change_invisible(r.group, r.held.topic, r.held.receipt.handle, r.invisible_ms)
+                    for r in renewals]
+
+        for renewal, handle in zip(renewals, await in_reactor(change)):
+            if handle is None or renewal.last:
+                self.renewals.forget(renewal)
+            else:
+                self.renewals.renewed(renewal, GrpcReceipt(handle, renewal.held.receipt.commit_log_offset))
+
+    def _held_receipt(self, client_id: str, group: str, message_id: str, handle: str) -> GrpcReceipt:
+        """The receipt to act on for a handle the client hands back: the latest one of a held message."""
+        held = self.renewals.release(client_id, group, message_id, handle)
+        return held.receipt if held is not None else parse(handle)
 
     # ------------------------------------------------------------------ ack, invisibility, DLQ
 
-    def _consumer_request(self, request, context) -> tuple[str, str]:
-        self._client_id(context)
+    def _consumer_request(self, request, context) -> tuple[str, str, str]:
+        client_id = self._client_id(context)
         check_topic(request.topic)
         check_group(request.group)
-        return request.group.name, request.topic.name
+        return client_id, request.group.name, request.topic.name
 
     async def AckMessage(self, request, context):
         try:
-            group, topic = self._consumer_request(request, context)
+            client_id, group, topic = self._consumer_request(request, context)
         except Refused as refused:
             return service.AckMessageResponse(status=refused.status())
         now = _now_ms()
@@ -183,7 +233,7 @@ class ConsumerMethods:
         handles = []
         for entry in request.entries:
             try:
-                receipt = parse(entry.receipt_handle)
+                receipt = self._held_receipt(client_id, group, entry.message_id, entry.receipt_handle)
                 check_current(receipt, now)
                 statuses.append(None)
                 handles.append(receipt.handle)
@@ -214,10 +264,10 @@ class ConsumerMethods:
 
     async def ChangeInvisibleDuration(self, request, context):
         try:
-            group, topic = self._consumer_request(request, context)
+            client_id, group, topic = self._consumer_request(request, context)
             invisible_ms = _millis(request.invisible_duration)
             check_invisible_time(invisible_ms, 0, self.consumer)
-            receipt = parse(request.receipt_handle)
+            receipt = self._held_receipt(client_id, group, request.message_id, request.receipt_handle)
             check_current(receipt, _now_ms())
         except Refused as refused:
             return service.ChangeInvisibleDurationResponse(status=refused.status())
@@ -241,8 +291,8 @@ class ConsumerMethods:
         """The message to the group's DLQ through the broker's CONSUMER_SEND_MSG_BACK (no attempts left),
         then acked, as the proxy does."""
         try:
-            group, topic = self._consumer_request(request, context)
-            receipt = parse(request.receipt_handle)
+            client_id, group, topic = self._consumer_request(request, context)
+            receipt = self._held_receipt(client_id, group, request.message_id, request.receipt_handle)
             if receipt.commit_log_offset < 0:
                 raise Refused(Code.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
         except Refused as refused:

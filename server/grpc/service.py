@@ -51,6 +51,7 @@ from .consumer import ConsumerMethods, check_group
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
 from .reactor import in_reactor
+from .renewals import RenewalPolicy, Renewals
 from .settings import ConsumerPolicy, ProducerPolicy, answer
 from .status import OK, SEND_STATUS, Refused, from_remoting, status
 
@@ -147,8 +148,10 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
     meanwhile."""
 
     def __init__(self, broker: BrokerSide | None = None, limits: Limits | None = None,
-                 producer: ProducerPolicy | None = None, consumer: ConsumerPolicy | None = None):
+                 producer: ProducerPolicy | None = None, consumer: ConsumerPolicy | None = None,
+                 renewal: RenewalPolicy | None = None):
         self._broker = broker
+        self.renewals = Renewals(renewal or RenewalPolicy())
         self.consumer = consumer or ConsumerPolicy()
         self.limits = limits or Limits()
         self.producer = producer or ProducerPolicy(maxBodySize=self.limits.maxMessageSize)
@@ -184,9 +187,17 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
 
     @_answers(service.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request, context):
-        client = self.clients.pop(self._client_id(context), None)
-        if client is not None:
-            self._unregister_producer(client)
+        """The client is gone: out of the producer table, and the messages it was receiving with auto_renew
+        visible again shortly (invisibleTimeMillisWhenClear)."""
+        client_id = self._client_id(context)
+        client = self.clients.get(client_id)
+        if client is None or client.settings is None:
+            raise Refused(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
+        if client.settings.HasField("subscription"):
+            check_group(request.group)
+        del self.clients[client_id]
+        self._unregister_producer(client)
+        await self._renew(self.renewals.clear(client_id))
         return service.NotifyClientTerminationResponse(status=OK)
 
     async def Telemetry(self, request_iterator, context):
