@@ -6,8 +6,8 @@ END_TRANSACTION) runs in the reactor thread through the broker's own request tab
 and answers are the ones a remoting producer gets. Topic configs are read directly: a dict lookup.
 
 Every unary method answers with gRPC status OK and the outcome in the response's ``status``, as the
-proxy does; the consumer methods are :class:`.consumer.ConsumerMethods`; a method neither serves
-(PullMessage, the offset methods) answers gRPC UNIMPLEMENTED, the servicer's default.
+proxy does; the consumer methods are :class:`.consumer.ConsumerMethods`. PullMessage and the offset
+methods answer gRPC UNIMPLEMENTED, the servicer's default, as Apache 5.5.0's proxy answers them.
 """
 
 from __future__ import annotations
