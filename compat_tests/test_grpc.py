@@ -11,6 +11,7 @@ check one behaviour each on what both saw.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -550,3 +551,110 @@ def test_a_terminated_clients_auto_renewed_messages_come_back_at_once(grpc_serve
     unknown = (("x-mq-client-id", f"compat-grpc-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
     assert stub.NotifyClientTermination(service.NotifyClientTerminationRequest(group=group),
                                         metadata=unknown).status.code == pb.UNRECOGNIZED_CLIENT_TYPE
+
+
+SECOND_BROKER = "grpc-broker-b"
+
+
+@contextlib.contextmanager
+def second_broker(grpc_server: GrpcServer, home, topic: str, queues: int):
+    """A second master joining the server's name server for the test's time, with ``topic``; its address.
+    FerryMQ's is ``ferrymq broker``. Apache's is its registration alone (REGISTER_BROKER on a connection
+    kept open, with the topic): the proxy knows the other brokers from the name server's routes only, and
+    a broker JVM costs 20 to 50 s to boot here. It leaves the routes when it stops (the connection
+    closes), so later tests see one broker again."""
+    from .apache import _routes_to
+    from .processes import LOOPBACK, Child, free_port
+    from .socket_client import Connection, TopicSpec, register_broker_request
+
+    if grpc_server.kind == "apache":
+        addr = f"{LOOPBACK}:{free_port()}"
+        registration = Connection(grpc_server.namesrv_addr)
+        # more than one topic: Apache's name server takes a single-topic update from a broker it knows only
+        reply = registration.call(register_broker_request("CompatCluster", SECOND_BROKER, addr, [
+            TopicSpec(topic, queues, queues), TopicSpec(f"{topic}_other", 1, 1)]))
+        assert reply.code == 0, reply.remark
+        stop = registration.close
+    else:
+        import os
+        import sys
+
+        from ferrymq.testing.server import SMALL_STORE
+
+        home.mkdir(parents=True, exist_ok=True)
+        port = free_port(also_free=(-2, 1))
+        addr = f"{LOOPBACK}:{port}"
+        conf = home / "broker.conf"
+        conf.write_text("".join(f"{key}={value}\n" for key, value in {
+            **SMALL_STORE, "brokerName": SECOND_BROKER, "namesrvAddr": grpc_server.namesrv_addr, "listenPort": port,
+            "bindAddress": LOOPBACK, "brokerIP1": LOOPBACK, "storePathRootDir": home / "store",
+            "grpcListenPort": 0, "httpListenPort": 0, "mqttListenPort": 0}.items()))
+        child = Child("FerryMQ broker", [sys.executable, "-m", "ferrymq.testing.child", str(os.getpid()), "broker",
+                                         "-c", str(conf)], home / "broker.out").start()
+        stop = child.stop
+        try:
+            child.wait_until(lambda: _routes_to(grpc_server.namesrv_addr, "TBW102", SECOND_BROKER),
+                             "registered with the name server", 30)
+            with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+                admin.create_topic(topic, queues, broker_addr=addr, attributes={"message.type": "NORMAL"})
+        except BaseException:
+            child.kill()
+            raise
+    try:
+        yield addr
+    finally:
+        stop()
+        deadline = time.monotonic() + 10
+        while _routes_to(grpc_server.namesrv_addr, "TBW102", SECOND_BROKER) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def test_route_and_assignment_list_every_broker_and_a_send_to_either_is_served(grpc_server, stub, tmp_path):
+    """With a second broker in the cluster, QueryRoute lists the queues of both (queue ids from 0 on each,
+    every broker at the endpoint the client asked with: this server serves them all, as the proxy's local
+    mode) and QueryAssignment a queue -1 on each; a send aimed at either broker's endpoint is stored by
+    this server's own broker, where a receive naming the other broker finds it."""
+    host, port = grpc_server.grpc_endpoint.rsplit(":", 1)
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+    topic = pb.Resource(name=grpc_server.create_topic("NORMAL"))
+    group = pb.Resource(name=create_group(grpc_server))
+    with second_broker(grpc_server, tmp_path / "broker-b", topic.name, 4) as second_addr:
+        with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+            deadline = time.monotonic() + 20
+            while len(admin.wait_for_route(topic.name).queue_datas) < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        routed = stub.QueryRoute(service.QueryRouteRequest(topic=topic, endpoints=endpoints), metadata=CLIENT)
+        assert routed.status.code == pb.OK, routed.status.message
+        brokers = {q.broker.name for q in routed.message_queues}
+        assert len(brokers) == 2 and SECOND_BROKER in brokers
+        assert sorted((q.broker.name, q.broker.id, q.id, q.permission) for q in routed.message_queues) == sorted(
+            (name, 0, queue_id, pb.READ_WRITE) for name in brokers for queue_id in range(4))
+        assert all(q.broker.endpoints == endpoints and list(q.accept_message_types) == [pb.NORMAL]
+                   for q in routed.message_queues)
+        client = (("x-mq-client-id", f"compat-grpc-two-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+        commands, stream = _consumer_telemetry(stub, group, topic, client)
+        try:
+            assert next(stream).status.code == pb.OK
+            assigned = stub.QueryAssignment(service.QueryAssignmentRequest(topic=topic, group=group,
+                                                                           endpoints=endpoints), metadata=client)
+            for name in sorted(brokers):  # the SDK sends to the endpoints of the queue it picked
+                sent = stub.SendMessage(service.SendMessageRequest(messages=[_message(topic.name, name.encode())]),
+                                        metadata=CLIENT)
+                assert sent.status.code == pb.OK, sent.status.message
+            received = []
+            deadline = time.monotonic() + 15
+            while len(received) < 2 and time.monotonic() < deadline:
+                request = service.ReceiveMessageRequest(
+                    group=group, message_queue=pb.MessageQueue(topic=topic, id=-1, broker=pb.Broker(name=SECOND_BROKER)),
+                    batch_size=16, filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+                    invisible_duration=Duration(seconds=10), long_polling_timeout=Duration(seconds=5))
+                received += [r.message for r in stub.ReceiveMessage(request, metadata=client, timeout=15)
+                             if r.WhichOneof("content") == "message"]
+        finally:
+            commands.put(None)
+    assert assigned.status.code == pb.OK, assigned.status.message
+    assert sorted((a.message_queue.broker.name, a.message_queue.id, a.message_queue.permission)
+                  for a in assigned.assignments) == sorted((name, -1, pb.READ_WRITE) for name in brokers)
+    assert sorted(m.body for m in received) == sorted(name.encode() for name in brokers)
+    stored_at = {m.system_properties.store_host for m in received}
+    assert len(stored_at) == 1 and second_addr not in stored_at, stored_at

@@ -17,7 +17,7 @@ from typing import Any
 
 from ferrymq.server.broker.pop import PopError, PopResult
 from ferrymq.server.broker.pop.service import INIT_MAX, MAX_POP_NUMS
-from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
+from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request as new_request
 from ferrymq.wire.extra_info import real_topic
 from ferrymq.wire.headers import ConsumerSendMsgBackRequestHeader
@@ -25,6 +25,7 @@ from ferrymq.wire.message import decode_record
 from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.topics import SYS_GROUP_PREFIX, validate_group
 
+from . import route
 from .calls import check_topic, metadata, peer
 from .messages import timestamp, to_message
 from .protocol import Code, pb, service
@@ -48,8 +49,6 @@ _POP_REFUSALS = {
     "param": Code.BAD_REQUEST,
     "filter": Code.ILLEGAL_FILTER_EXPRESSION,
 }
-
-_PERMISSION = {Perm.READ: pb.READ, Perm.WRITE: pb.WRITE, Perm.READ | Perm.WRITE: pb.READ_WRITE}
 
 
 def check_group(group: pb.Resource) -> None:
@@ -319,8 +318,8 @@ class ConsumerMethods:
     # ------------------------------------------------------------------ assignment
 
     async def QueryAssignment(self, request, context):
-        """The queues a PushConsumer receives from: one entry (queue -1: every queue of the broker), or each
-        queue for a FIFO group (``consumeMessageOrderly``), on this broker at the endpoints asked with."""
+        """The queues a PushConsumer receives from (:func:`.route.assignments`), on every broker of the topic
+        at the endpoints asked with; FIFO for a group with ``consumeMessageOrderly``."""
         try:
             check_topic(request.topic)
             check_group(request.group)
@@ -330,13 +329,9 @@ class ConsumerMethods:
         groups = self.broker.groups
         group_config: Any = await in_reactor(groups.find, request.group.name)
         fifo = group_config is not None and group_config.consume_message_orderly
-        if not config.perm & Perm.READ or config.read_queue_nums <= 0:
+        brokers = await self._cluster_queues(request.topic.name, config)
+        assignments = route.assignments(brokers, request.topic, request.endpoints, fifo)
+        if not assignments:
             return service.QueryAssignmentResponse(status=status(Code.FORBIDDEN, "no readable queue"))
-        broker = pb.Broker(name=self.broker.name, id=0, endpoints=request.endpoints)
-        permission = _PERMISSION.get(config.perm & (Perm.READ | Perm.WRITE), pb.NONE)
-        ids = range(config.read_queue_nums) if fifo else (-1,)
-        assignments = [pb.Assignment(message_queue=pb.MessageQueue(topic=request.topic, id=queue_id,
-                                                                   permission=permission, broker=broker))
-                       for queue_id in ids]
         return service.QueryAssignmentResponse(status=OK, assignments=assignments)
 

@@ -20,6 +20,7 @@ import logging
 import time
 import zlib
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import grpc
@@ -66,7 +67,8 @@ BROKER_TIMEOUT = 3.0
 @dataclass(frozen=True, slots=True)
 class BrokerSide:
     """What the service needs of the broker: its name, topic, producer and request (``processor``) tables,
-    its consumer groups and its POP."""
+    its consumer groups, its POP and its name servers (``namesrvs()``: NamesrvPeer's, read in the reactor
+    thread)."""
 
     name: str
     topics: Any  # TopicConfigManager
@@ -74,6 +76,7 @@ class BrokerSide:
     processor: Any
     groups: Any = None  # SubscriptionGroupManager
     pop: Any = None  # PopService
+    namesrvs: Callable[[], Sequence[Any]] = tuple
 
     def call(self, cmd: RemotingCommand, remote: str):
         """``cmd`` answered by the broker's request table; call in the reactor thread."""
@@ -303,8 +306,14 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
     async def QueryRoute(self, request, context):
         check_topic(request.topic)
         config = self._topic(request.topic.name)
-        broker = pb.Broker(name=self.broker.name, id=0, endpoints=request.endpoints)
-        return service.QueryRouteResponse(status=OK, message_queues=route.message_queues(config, request.topic, broker))
+        brokers = await self._cluster_queues(request.topic.name, config)
+        queues = route.message_queues(brokers, request.topic, request.endpoints, route.topic_message_type(config))
+        return service.QueryRouteResponse(status=OK, message_queues=queues)
+
+    async def _cluster_queues(self, topic: str, config) -> list[route.BrokerQueues]:
+        broker = self.broker
+        found = await in_reactor(lambda: route.ask_route(broker.namesrvs(), topic))
+        return route.cluster_queues(broker.name, config, found)
 
     def _topic(self, name: str):
         config = self.broker.topics.get(name)
