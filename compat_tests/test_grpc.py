@@ -658,3 +658,53 @@ def test_route_and_assignment_list_every_broker_and_a_send_to_either_is_served(g
     assert sorted(m.body for m in received) == sorted(name.encode() for name in brokers)
     stored_at = {m.system_properties.store_host for m in received}
     assert len(stored_at) == 1 and second_addr not in stored_at, stored_at
+
+
+def test_an_admins_verify_request_reaches_a_grpc_consumer_over_telemetry(grpc_server, stub):
+    """A gRPC consumer is in the broker's consumer table (mqadmin consumerConnection lists it), and
+    mqadmin's consumeMessage (CONSUME_MESSAGE_DIRECTLY, sent here as mqadmin sends it) reaches it over its
+    Telemetry stream as a VerifyMessageCommand with the stored message; its answer comes back as
+    CR_SUCCESS. (consumerStatus -s, a PrintThreadStackTraceCommand, is relayed the same way by FerryMQ:
+    Apache's local mode never asks the client, its broker forwarding the request without the decoded
+    header the proxy reads jstackEnable from, so mqadmin times out there.)"""
+    from ferrymq.sdk.blocking_clients import BlockingProducer
+    from ferrymq.sdk.message import Message
+    from ferrymq.wire.bodies import ConsumeMessageDirectlyResult
+    from ferrymq.wire.codes import RequestCode, ResponseCode
+    from ferrymq.wire.command import request
+    from ferrymq.wire.headers import ConsumeMessageDirectlyResultRequestHeader
+
+    from .socket_client import call
+
+    topic, group = pb.Resource(name=grpc_server.create_topic("NORMAL")), pb.Resource(name=create_group(grpc_server))
+    producer = BlockingProducer(f"compat_grpc_{uuid.uuid4().hex[:8]}", grpc_server.namesrv_addr, send_msg_timeout=15)
+    producer.start()
+    try:
+        sent = producer.send(Message(topic.name, b"to-verify", tags="TagV"))
+    finally:
+        producer.shutdown()
+    client_id = f"compat-grpc-admin-{uuid.uuid4().hex}"
+    client = (("x-mq-client-id", client_id), ("x-mq-language", "JAVA"))
+    commands, stream = _consumer_telemetry(stub, group, topic, client)
+    with BlockingMQAdmin(grpc_server.namesrv_addr, timeout=10) as admin, \
+            concurrent.futures.ThreadPoolExecutor(1) as pool:
+        [broker_addr] = admin.master_addrs()
+        try:
+            assert next(stream).status.code == pb.OK
+            heartbeat = stub.Heartbeat(service.HeartbeatRequest(group=group, client_type=pb.SIMPLE_CONSUMER),
+                                       metadata=client)
+            assert heartbeat.status.code == pb.OK, heartbeat.status.message
+            listed = admin.api.get_consumer_connections(broker_addr, group.name)
+            header = ConsumeMessageDirectlyResultRequestHeader(group.name, client_id, sent.offset_msg_id, topic=topic.name)
+            verifying = pool.submit(call, broker_addr, request(RequestCode.CONSUME_MESSAGE_DIRECTLY, header.to_ext()), 10)
+            verify = next(stream).verify_message_command
+            commands.put(service.TelemetryCommand(status=pb.Status(code=pb.OK), verify_message_result=service.VerifyMessageResult(
+                nonce=verify.nonce)))
+            verified = verifying.result(15)
+        finally:
+            commands.put(None)
+    assert client_id in {c.client_id for c in listed.connection_set}
+    assert verify.nonce
+    assert (verify.message.body, verify.message.system_properties.tag) == (b"to-verify", "TagV")
+    assert verified.code == ResponseCode.SUCCESS, verified.remark
+    assert ConsumeMessageDirectlyResult.decode(verified.body).consume_result == "CR_SUCCESS"

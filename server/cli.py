@@ -188,7 +188,7 @@ def _with_grpc(grpc, broker):
             interceptor.control = broker.access
         ctx = broker.ctx
         grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, broker.table, ctx.groups,
-                                         ctx.pop, lambda: broker.registration.peers)
+                                         ctx.pop, lambda: broker.registration.peers, ctx.consumers)
     return broker
 
 
