@@ -203,7 +203,7 @@ class ConsumerMethods:
             return [pop.change_invisible(r.group, r.held.topic, r.held.receipt.handle, r.invisible_ms)
                     for r in renewals]
 
-        for renewal, handle in zip(renewals, await in_reactor(change)):
+        for renewal, handle in zip(renewals, await in_reactor(change), strict=True):
             if handle is None or renewal.last:
                 self.renewals.forget(renewal)
             else:

@@ -19,8 +19,8 @@ import itertools
 import logging
 import time
 import zlib
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import grpc
