@@ -11,6 +11,7 @@ check one behaviour each on what both saw.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -657,3 +658,240 @@ def test_apaches_python_sdk_producer_sends_and_commits_a_transaction(grpc_server
     assert {body: view.message_id for body, view in received.items()} == sent
     plain = received[b"py-plain"]
     assert (plain.tag, set(plain.keys), plain.properties["color"]) == ("TagPy", {"pk1"}, "yellow")
+
+
+# ---------------------------------------------------------------------- the rest of MessagingService (issue 27)
+
+
+def test_the_pull_consumer_methods_are_not_served(grpc_server, stub, normal_topic):
+    """Apache 5.5.0's proxy serves no PullMessage, QueryOffset, GetOffset or UpdateOffset (its
+    GrpcMessagingApplication leaves them to the generated base): UNIMPLEMENTED, as FerryMQ answers them."""
+    group, topic = pb.Resource(name=create_group(grpc_server)), pb.Resource(name=normal_topic)
+    queue = pb.MessageQueue(topic=topic, id=0, broker=pb.Broker(name="any"))
+    calls = {
+        "QueryOffset": (stub.QueryOffset, service.QueryOffsetRequest(message_queue=queue,
+                                                                      query_offset_policy=pb.BEGINNING)),
+        "GetOffset": (stub.GetOffset, service.GetOffsetRequest(group=group, message_queue=queue)),
+        "UpdateOffset": (stub.UpdateOffset, service.UpdateOffsetRequest(group=group, message_queue=queue, offset=1)),
+        "PullMessage": (lambda request, **kw: list(stub.PullMessage(request, **kw)), service.PullMessageRequest(
+            group=group, message_queue=queue, offset=0, batch_size=1,
+            filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"))),
+    }
+    codes = {}
+    for name, (call, request) in calls.items():
+        with pytest.raises(grpc.RpcError) as refused:
+            call(request, metadata=CLIENT, timeout=10)
+        codes[name] = refused.value.code()
+    assert codes == dict.fromkeys(calls, grpc.StatusCode.UNIMPLEMENTED)
+
+
+def _receive(stub, client: tuple, group: pb.Resource, topic: pb.Resource, wait: float, **extra) -> list[pb.Message]:
+    """The messages of ReceiveMessage calls (long polling 5 s each) until some come or ``wait`` s pass."""
+    deadline = time.monotonic() + wait
+    while True:
+        request = service.ReceiveMessageRequest(
+            group=group, message_queue=pb.MessageQueue(topic=topic, id=-1), batch_size=16,
+            filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+            long_polling_timeout=Duration(seconds=5), **extra)
+        got = [r.message for r in stub.ReceiveMessage(request, metadata=client, timeout=15)
+               if r.WhichOneof("content") == "message"]
+        if got or time.monotonic() > deadline:
+            return got
+
+
+def test_a_terminated_clients_auto_renewed_messages_come_back_at_once(grpc_server, stub):
+    """A message received with auto_renew is held invisible for its client (60 s, renewed while it is
+    there); once the client says it terminates, the message is visible again within seconds
+    (invisibleTimeMillisWhenClear) and another client of the group gets it as attempt 2. A termination
+    from a client the server has no settings of is refused UNRECOGNIZED_CLIENT_TYPE."""
+    topic, group = pb.Resource(name=grpc_server.create_topic("NORMAL")), pb.Resource(name=create_group(grpc_server))
+    answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(topic.name, b"held")]), metadata=CLIENT)
+    assert answer.status.code == pb.OK, answer.status.message
+    clients, streams = [], []  # each client's Telemetry stream stays open (FerryMQ forgets a client without)
+    for _ in range(2):
+        client = (("x-mq-client-id", f"compat-grpc-renew-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+        commands, stream = _consumer_telemetry(stub, group, topic, client)
+        streams.append((commands, stream))
+        assert next(stream).status.code == pb.OK
+        heartbeat = stub.Heartbeat(service.HeartbeatRequest(group=group, client_type=pb.SIMPLE_CONSUMER),
+                                   metadata=client)
+        assert heartbeat.status.code == pb.OK, heartbeat.status.message
+        clients.append(client)
+    try:
+        [first] = _receive(stub, clients[0], group, topic, 10, auto_renew=True)
+        gone = time.monotonic()
+        ended = stub.NotifyClientTermination(service.NotifyClientTerminationRequest(group=group), metadata=clients[0])
+        assert ended.status.code == pb.OK, ended.status.message
+        [again] = _receive(stub, clients[1], group, topic, 15, invisible_duration=Duration(seconds=10))
+        back_after = time.monotonic() - gone
+        acked = stub.AckMessage(service.AckMessageRequest(group=group, topic=topic, entries=[service.AckMessageEntry(
+            message_id=again.system_properties.message_id, receipt_handle=again.system_properties.receipt_handle)]),
+            metadata=clients[1])
+    finally:
+        for commands, _stream in streams:
+            commands.put(None)
+    assert (first.body, first.system_properties.delivery_attempt) == (b"held", 1)
+    assert (again.body, again.system_properties.delivery_attempt) == (b"held", 2)
+    assert again.system_properties.message_id == first.system_properties.message_id
+    assert back_after < 10, back_after  # not after the 60 s it was received invisible for
+    assert acked.status.code == pb.OK, acked.status.message
+    unknown = (("x-mq-client-id", f"compat-grpc-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+    assert stub.NotifyClientTermination(service.NotifyClientTerminationRequest(group=group),
+                                        metadata=unknown).status.code == pb.UNRECOGNIZED_CLIENT_TYPE
+
+
+SECOND_BROKER = "grpc-broker-b"
+
+
+@contextlib.contextmanager
+def second_broker(grpc_server: GrpcServer, home, topic: str, queues: int):
+    """A second master joining the server's name server for the test's time, with ``topic``; its address.
+    FerryMQ's is ``ferrymq broker``. Apache's is its registration alone (REGISTER_BROKER on a connection
+    kept open, with the topic): the proxy knows the other brokers from the name server's routes only, and
+    a broker JVM costs 20 to 50 s to boot here. It leaves the routes when it stops (the connection
+    closes), so later tests see one broker again."""
+    from .apache import _routes_to
+    from .processes import LOOPBACK, Child, free_port
+    from .socket_client import Connection, TopicSpec, register_broker_request
+
+    if grpc_server.kind == "apache":
+        addr = f"{LOOPBACK}:{free_port()}"
+        registration = Connection(grpc_server.namesrv_addr)
+        # more than one topic: Apache's name server takes a single-topic update from a broker it knows only
+        reply = registration.call(register_broker_request("CompatCluster", SECOND_BROKER, addr, [
+            TopicSpec(topic, queues, queues), TopicSpec(f"{topic}_other", 1, 1)]))
+        assert reply.code == 0, reply.remark
+        stop = registration.close
+    else:
+        import os
+        import sys
+
+        from ferrymq.testing.server import SMALL_STORE
+
+        home.mkdir(parents=True, exist_ok=True)
+        port = free_port(also_free=(-2, 1))
+        addr = f"{LOOPBACK}:{port}"
+        conf = home / "broker.conf"
+        conf.write_text("".join(f"{key}={value}\n" for key, value in {
+            **SMALL_STORE, "brokerName": SECOND_BROKER, "namesrvAddr": grpc_server.namesrv_addr, "listenPort": port,
+            "bindAddress": LOOPBACK, "brokerIP1": LOOPBACK, "storePathRootDir": home / "store",
+            "grpcListenPort": 0, "httpListenPort": 0, "mqttListenPort": 0}.items()))
+        child = Child("FerryMQ broker", [sys.executable, "-m", "ferrymq.testing.child", str(os.getpid()), "broker",
+                                         "-c", str(conf)], home / "broker.out").start()
+        stop = child.stop
+        try:
+            child.wait_until(lambda: _routes_to(grpc_server.namesrv_addr, "TBW102", SECOND_BROKER),
+                             "registered with the name server", 30)
+            with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+                admin.create_topic(topic, queues, broker_addr=addr, attributes={"message.type": "NORMAL"})
+        except BaseException:
+            child.kill()
+            raise
+    try:
+        yield addr
+    finally:
+        stop()
+        deadline = time.monotonic() + 10
+        while _routes_to(grpc_server.namesrv_addr, "TBW102", SECOND_BROKER) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def test_route_and_assignment_list_every_broker_and_a_send_to_either_is_served(grpc_server, stub, tmp_path):
+    """With a second broker in the cluster, QueryRoute lists the queues of both (queue ids from 0 on each,
+    every broker at the endpoint the client asked with: this server serves them all, as the proxy's local
+    mode) and QueryAssignment a queue -1 on each; a send aimed at either broker's endpoint is stored by
+    this server's own broker, where a receive naming the other broker finds it."""
+    host, port = grpc_server.grpc_endpoint.rsplit(":", 1)
+    endpoints = pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
+    topic = pb.Resource(name=grpc_server.create_topic("NORMAL"))
+    group = pb.Resource(name=create_group(grpc_server))
+    with second_broker(grpc_server, tmp_path / "broker-b", topic.name, 4) as second_addr:
+        with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+            deadline = time.monotonic() + 20
+            while len(admin.wait_for_route(topic.name).queue_datas) < 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        routed = stub.QueryRoute(service.QueryRouteRequest(topic=topic, endpoints=endpoints), metadata=CLIENT)
+        assert routed.status.code == pb.OK, routed.status.message
+        brokers = {q.broker.name for q in routed.message_queues}
+        assert len(brokers) == 2 and SECOND_BROKER in brokers
+        assert sorted((q.broker.name, q.broker.id, q.id, q.permission) for q in routed.message_queues) == sorted(
+            (name, 0, queue_id, pb.READ_WRITE) for name in brokers for queue_id in range(4))
+        assert all(q.broker.endpoints == endpoints and list(q.accept_message_types) == [pb.NORMAL]
+                   for q in routed.message_queues)
+        client = (("x-mq-client-id", f"compat-grpc-two-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
+        commands, stream = _consumer_telemetry(stub, group, topic, client)
+        try:
+            assert next(stream).status.code == pb.OK
+            assigned = stub.QueryAssignment(service.QueryAssignmentRequest(topic=topic, group=group,
+                                                                           endpoints=endpoints), metadata=client)
+            for name in sorted(brokers):  # the SDK sends to the endpoints of the queue it picked
+                sent = stub.SendMessage(service.SendMessageRequest(messages=[_message(topic.name, name.encode())]),
+                                        metadata=CLIENT)
+                assert sent.status.code == pb.OK, sent.status.message
+            received = []
+            deadline = time.monotonic() + 15
+            while len(received) < 2 and time.monotonic() < deadline:
+                request = service.ReceiveMessageRequest(
+                    group=group, message_queue=pb.MessageQueue(topic=topic, id=-1, broker=pb.Broker(name=SECOND_BROKER)),
+                    batch_size=16, filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"),
+                    invisible_duration=Duration(seconds=10), long_polling_timeout=Duration(seconds=5))
+                received += [r.message for r in stub.ReceiveMessage(request, metadata=client, timeout=15)
+                             if r.WhichOneof("content") == "message"]
+        finally:
+            commands.put(None)
+    assert assigned.status.code == pb.OK, assigned.status.message
+    assert sorted((a.message_queue.broker.name, a.message_queue.id, a.message_queue.permission)
+                  for a in assigned.assignments) == sorted((name, -1, pb.READ_WRITE) for name in brokers)
+    assert sorted(m.body for m in received) == sorted(name.encode() for name in brokers)
+    stored_at = {m.system_properties.store_host for m in received}
+    assert len(stored_at) == 1 and second_addr not in stored_at, stored_at
+
+
+def test_an_admins_verify_request_reaches_a_grpc_consumer_over_telemetry(grpc_server, stub):
+    """A gRPC consumer is in the broker's consumer table (mqadmin consumerConnection lists it), and
+    mqadmin's consumeMessage (CONSUME_MESSAGE_DIRECTLY, sent here as mqadmin sends it) reaches it over its
+    Telemetry stream as a VerifyMessageCommand with the stored message; its answer comes back as
+    CR_SUCCESS. (consumerStatus -s, a PrintThreadStackTraceCommand, is relayed the same way by FerryMQ:
+    Apache's local mode never asks the client, its broker forwarding the request without the decoded
+    header the proxy reads jstackEnable from, so mqadmin times out there.)"""
+    from ferrymq.sdk.blocking_clients import BlockingProducer
+    from ferrymq.sdk.message import Message
+    from ferrymq.wire.bodies import ConsumeMessageDirectlyResult
+    from ferrymq.wire.codes import RequestCode, ResponseCode
+    from ferrymq.wire.command import request
+    from ferrymq.wire.headers import ConsumeMessageDirectlyResultRequestHeader
+
+    from .socket_client import call
+
+    topic, group = pb.Resource(name=grpc_server.create_topic("NORMAL")), pb.Resource(name=create_group(grpc_server))
+    producer = BlockingProducer(f"compat_grpc_{uuid.uuid4().hex[:8]}", grpc_server.namesrv_addr, send_msg_timeout=15)
+    producer.start()
+    try:
+        sent = producer.send(Message(topic.name, b"to-verify", tags="TagV"))
+    finally:
+        producer.shutdown()
+    client_id = f"compat-grpc-admin-{uuid.uuid4().hex}"
+    client = (("x-mq-client-id", client_id), ("x-mq-language", "JAVA"))
+    commands, stream = _consumer_telemetry(stub, group, topic, client)
+    with BlockingMQAdmin(grpc_server.namesrv_addr, timeout=10) as admin, \
+            concurrent.futures.ThreadPoolExecutor(1) as pool:
+        [broker_addr] = admin.master_addrs()
+        try:
+            assert next(stream).status.code == pb.OK
+            heartbeat = stub.Heartbeat(service.HeartbeatRequest(group=group, client_type=pb.SIMPLE_CONSUMER),
+                                       metadata=client)
+            assert heartbeat.status.code == pb.OK, heartbeat.status.message
+            listed = admin.api.get_consumer_connections(broker_addr, group.name)
+            header = ConsumeMessageDirectlyResultRequestHeader(group.name, client_id, sent.offset_msg_id, topic=topic.name)
+            verifying = pool.submit(call, broker_addr, request(RequestCode.CONSUME_MESSAGE_DIRECTLY, header.to_ext()), 10)
+            verify = next(stream).verify_message_command
+            commands.put(service.TelemetryCommand(status=pb.Status(code=pb.OK), verify_message_result=service.VerifyMessageResult(
+                nonce=verify.nonce)))
+            verified = verifying.result(15)
+        finally:
+            commands.put(None)
+    assert client_id in {c.client_id for c in listed.connection_set}
+    assert verify.nonce
+    assert (verify.message.body, verify.message.system_properties.tag) == (b"to-verify", "TagV")
+    assert verified.code == ResponseCode.SUCCESS, verified.remark
+    assert ConsumeMessageDirectlyResult.decode(verified.body).consume_result == "CR_SUCCESS"

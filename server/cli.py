@@ -187,7 +187,8 @@ def _with_grpc(grpc, broker):
         for interceptor in grpc.interceptors:  # first: no call reaches the broker unchecked
             interceptor.control = broker.access
         ctx = broker.ctx
-        grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, broker.table, ctx.groups, ctx.pop)
+        grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, broker.table, ctx.groups,
+                                         ctx.pop, lambda: broker.registration.peers, ctx.consumers)
     return broker
 
 

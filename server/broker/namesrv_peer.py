@@ -1,5 +1,6 @@
 """The broker's calls to a name server (Apache's BrokerOuterAPI): REGISTER_BROKER, UNREGISTER_BROKER,
-QUERY_DATA_VERSION. The broker owns them; the SDK's admin client does not register brokers."""
+QUERY_DATA_VERSION, and GET_ROUTEINFO_BY_TOPIC for the gRPC service's routes (the proxy's local mode
+asks its name server too). The broker owns them; the SDK's admin client does not register brokers."""
 
 from __future__ import annotations
 
@@ -10,10 +11,22 @@ from dataclasses import dataclass
 from twisted.internet import defer
 
 from ferrymq.remoting import RemotingClient
-from ferrymq.wire.bodies import DataVersion, KVTable, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
-from ferrymq.wire.codes import RequestCode
+from ferrymq.wire.bodies import (
+    DataVersion,
+    KVTable,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicRouteData,
+)
+from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand, request
-from ferrymq.wire.headers import QueryDataVersionRequestHeader, RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from ferrymq.wire.headers import (
+    GetRouteInfoRequestHeader,
+    QueryDataVersionRequestHeader,
+    RegisterBrokerRequestHeader,
+    UnRegisterBrokerRequestHeader,
+)
 
 
 @dataclass(slots=True)
@@ -82,6 +95,13 @@ class NamesrvPeer:
     def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int = 0):
         header = UnRegisterBrokerRequestHeader(broker_name, broker_addr, cluster_name, broker_id)
         return self._call(request(RequestCode.UNREGISTER_BROKER, header.to_ext())).addCallback(lambda _: None)
+
+    def topic_route(self, topic: str) -> defer.Deferred:
+        """Fires with the topic's TopicRouteData, or None when the name server has no route for it."""
+        d = self.client.call(self.addr, request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                GetRouteInfoRequestHeader(topic).to_ext()),
+                             self.timeout, accept=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST))
+        return d.addCallback(lambda r: TopicRouteData.decode(r.body) if r.code == ResponseCode.SUCCESS else None)
 
     def query_data_version(
         self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int, version: DataVersion

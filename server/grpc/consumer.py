@@ -4,21 +4,20 @@ ReceiveMessage pops from every queue of the topic on this broker (queue id -1, a
 broker), long polling as the proxy computes it; AckMessage, ChangeInvisibleDuration and
 ForwardMessageToDeadLetterQueue take back the handle a received message carries (:mod:`.receipts`);
 QueryAssignment tells a PushConsumer which queues to receive from. Every call on the broker's state runs
-in the reactor thread (:func:`.reactor.in_reactor`).
-
-Not done as the proxy does: a receive with ``auto_renew`` (the PushConsumer's) gets the default invisible
-time once, without the proxy's renewals while the client still processes the message.
+in the reactor thread (:func:`.reactor.in_reactor`). A message received with ``auto_renew`` (the
+PushConsumer's receives) is kept invisible for its client until handed back (:mod:`.renewals`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
 
 from ferrymq.server.broker.pop import PopError, PopResult
 from ferrymq.server.broker.pop.service import INIT_MAX, MAX_POP_NUMS
-from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
+from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request as new_request
 from ferrymq.wire.extra_info import real_topic
 from ferrymq.wire.headers import ConsumerSendMsgBackRequestHeader
@@ -26,12 +25,14 @@ from ferrymq.wire.message import decode_record
 from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.topics import SYS_GROUP_PREFIX, validate_group
 
+from . import route
 from .calls import check_topic, metadata, peer
 from .messages import timestamp, to_message
 from .protocol import Code, pb, service
 from .reactor import in_reactor
 from .receipts import GrpcReceipt, check_current, parse
-from .settings import ConsumerPolicy
+from .renewals import Held, Renewal, Renewals
+from .settings import ConsumerPolicy, retry_delay_ms
 from .status import OK, Refused, from_remoting, status
 
 log = logging.getLogger("ferrymq.grpc")
@@ -48,8 +49,6 @@ _POP_REFUSALS = {
     "param": Code.BAD_REQUEST,
     "filter": Code.ILLEGAL_FILTER_EXPRESSION,
 }
-
-_PERMISSION = {Perm.READ: pb.READ, Perm.WRITE: pb.WRITE, Perm.READ | Perm.WRITE: pb.READ_WRITE}
 
 
 def check_group(group: pb.Resource) -> None:
@@ -105,6 +104,9 @@ class ConsumerMethods:
     QueryAssignment of :class:`.service.MessagingService`."""
 
     consumer: ConsumerPolicy
+    renewals: Renewals
+    #: the task renewing the held messages, while there are some
+    _renewing: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ receive
 
@@ -122,7 +124,8 @@ class ConsumerMethods:
         yield service.ReceiveMessageResponse(delivery_timestamp=timestamp(_now_ms()))
 
     async def _receive(self, request, context) -> list:
-        client = self.clients.get(self._client_id(context))
+        client_id = self._client_id(context)
+        client = self.clients.get(client_id)
         settings = client.settings if client is not None else None
         if settings is None or not settings.HasField("subscription"):
             # the proxy fails on the missing settings: an internal error
@@ -158,24 +161,70 @@ class ConsumerMethods:
         if not result.found:
             return [service.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))]
         responses = [service.ReceiveMessageResponse(status=OK)]
+        now = _now_ms()
         for popped in result.messages:
             msg, _ = decode_record(popped.record)
             receipt = GrpcReceipt(popped.handle, msg.commitlog_offset)
-            responses.append(service.ReceiveMessageResponse(
-                message=to_message(msg, str(receipt), popped.attempts + 1)))
+            message = to_message(msg, str(receipt), popped.attempts + 1)
+            if request.auto_renew:
+                self.renewals.hold(client_id, group, message.system_properties.message_id,
+                                   Held(topic, receipt, now, popped.attempts))
+            responses.append(service.ReceiveMessageResponse(message=message))
+        if request.auto_renew and self._renewing is None:
+            self._renewing = asyncio.ensure_future(self._renew_held())
         return responses
+
+    # ------------------------------------------------------------------ auto-renew
+
+    async def _renew_held(self) -> None:
+        """Every renewSchedulePeriodMillis while messages are held: hand back those of clients gone, renew
+        those due."""
+        try:
+            while self.renewals:
+                await asyncio.sleep(self.renewals.policy.renewSchedulePeriodMillis / 1000)
+                for client_id in self.renewals.client_ids():
+                    if client_id not in self.clients:
+                        await self._renew(self.renewals.clear(client_id))
+                await self._renew(self.renewals.due(_now_ms(), self._retry_delay_ms))
+        except Exception:  # noqa: BLE001 - the next receive with auto_renew starts it again
+            log.exception("gRPC auto-renew failed")
+        finally:
+            self._renewing = None
+
+    def _retry_delay_ms(self, group: str, reconsume_times: int) -> int:
+        return retry_delay_ms(self.broker.groups.table.get(group), reconsume_times)  # a dict lookup
+
+    async def _renew(self, renewals: list[Renewal]) -> None:
+        if not renewals:
+            return
+        pop = self.broker.pop
+
+        def change():
+            return [pop.change_invisible(r.group, r.held.topic, r.held.receipt.handle, r.invisible_ms)
+                    for r in renewals]
+
+        for renewal, handle in zip(renewals, await in_reactor(change), strict=True):
+            if handle is None or renewal.last:
+                self.renewals.forget(renewal)
+            else:
+                self.renewals.renewed(renewal, GrpcReceipt(handle, renewal.held.receipt.commit_log_offset))
+
+    def _held_receipt(self, client_id: str, group: str, message_id: str, handle: str) -> GrpcReceipt:
+        """The receipt to act on for a handle the client hands back: the latest one of a held message."""
+        held = self.renewals.release(client_id, group, message_id, handle)
+        return held.receipt if held is not None else parse(handle)
 
     # ------------------------------------------------------------------ ack, invisibility, DLQ
 
-    def _consumer_request(self, request, context) -> tuple[str, str]:
-        self._client_id(context)
+    def _consumer_request(self, request, context) -> tuple[str, str, str]:
+        client_id = self._client_id(context)
         check_topic(request.topic)
         check_group(request.group)
-        return request.group.name, request.topic.name
+        return client_id, request.group.name, request.topic.name
 
     async def AckMessage(self, request, context):
         try:
-            group, topic = self._consumer_request(request, context)
+            client_id, group, topic = self._consumer_request(request, context)
         except Refused as refused:
             return service.AckMessageResponse(status=refused.status())
         now = _now_ms()
@@ -183,7 +232,7 @@ class ConsumerMethods:
         handles = []
         for entry in request.entries:
             try:
-                receipt = parse(entry.receipt_handle)
+                receipt = self._held_receipt(client_id, group, entry.message_id, entry.receipt_handle)
                 check_current(receipt, now)
                 statuses.append(None)
                 handles.append(receipt.handle)
@@ -214,10 +263,10 @@ class ConsumerMethods:
 
     async def ChangeInvisibleDuration(self, request, context):
         try:
-            group, topic = self._consumer_request(request, context)
+            client_id, group, topic = self._consumer_request(request, context)
             invisible_ms = _millis(request.invisible_duration)
             check_invisible_time(invisible_ms, 0, self.consumer)
-            receipt = parse(request.receipt_handle)
+            receipt = self._held_receipt(client_id, group, request.message_id, request.receipt_handle)
             check_current(receipt, _now_ms())
         except Refused as refused:
             return service.ChangeInvisibleDurationResponse(status=refused.status())
@@ -241,8 +290,8 @@ class ConsumerMethods:
         """The message to the group's DLQ through the broker's CONSUMER_SEND_MSG_BACK (no attempts left),
         then acked, as the proxy does."""
         try:
-            group, topic = self._consumer_request(request, context)
-            receipt = parse(request.receipt_handle)
+            client_id, group, topic = self._consumer_request(request, context)
+            receipt = self._held_receipt(client_id, group, request.message_id, request.receipt_handle)
             if receipt.commit_log_offset < 0:
                 raise Refused(Code.INVALID_RECEIPT_HANDLE, "commit log offset is empty")
         except Refused as refused:
@@ -269,8 +318,8 @@ class ConsumerMethods:
     # ------------------------------------------------------------------ assignment
 
     async def QueryAssignment(self, request, context):
-        """The queues a PushConsumer receives from: one entry (queue -1: every queue of the broker), or each
-        queue for a FIFO group (``consumeMessageOrderly``), on this broker at the endpoints asked with."""
+        """The queues a PushConsumer receives from (:func:`.route.assignments`), on every broker of the topic
+        at the endpoints asked with; FIFO for a group with ``consumeMessageOrderly``."""
         try:
             check_topic(request.topic)
             check_group(request.group)
@@ -280,13 +329,9 @@ class ConsumerMethods:
         groups = self.broker.groups
         group_config: Any = await in_reactor(groups.find, request.group.name)
         fifo = group_config is not None and group_config.consume_message_orderly
-        if not config.perm & Perm.READ or config.read_queue_nums <= 0:
+        brokers = await self._cluster_queues(request.topic.name, config)
+        assignments = route.assignments(brokers, request.topic, request.endpoints, fifo)
+        if not assignments:
             return service.QueryAssignmentResponse(status=status(Code.FORBIDDEN, "no readable queue"))
-        broker = pb.Broker(name=self.broker.name, id=0, endpoints=request.endpoints)
-        permission = _PERMISSION.get(config.perm & (Perm.READ | Perm.WRITE), pb.NONE)
-        ids = range(config.read_queue_nums) if fifo else (-1,)
-        assignments = [pb.Assignment(message_queue=pb.MessageQueue(topic=request.topic, id=queue_id,
-                                                                   permission=permission, broker=broker))
-                       for queue_id in ids]
         return service.QueryAssignmentResponse(status=OK, assignments=assignments)
 

@@ -6,8 +6,8 @@ END_TRANSACTION) runs in the reactor thread through the broker's own request tab
 and answers are the ones a remoting producer gets. Topic configs are read directly: a dict lookup.
 
 Every unary method answers with gRPC status OK and the outcome in the response's ``status``, as the
-proxy does; the consumer methods are :class:`.consumer.ConsumerMethods`; a method neither serves
-(PullMessage, the offset methods) answers gRPC UNIMPLEMENTED, the servicer's default.
+proxy does; the consumer methods are :class:`.consumer.ConsumerMethods`. PullMessage and the offset
+methods answer gRPC UNIMPLEMENTED, the servicer's default, as Apache 5.5.0's proxy answers them.
 """
 
 from __future__ import annotations
@@ -19,13 +19,17 @@ import itertools
 import logging
 import time
 import zlib
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import grpc
+from twisted.internet import defer
+
 from ferrymq.remoting.errors import RemotingTimeoutError
 from ferrymq.remoting.local import LocalPeer
 from ferrymq.server.broker.clients import ClientChannelInfo
+from ferrymq.server.broker.tag_subscriptions import build_subscription
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
 from ferrymq.wire.command import request as new_request
@@ -45,12 +49,13 @@ from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.topics import AUTO_CREATE_TOPIC
 
-from . import route
+from . import admin_relay, route
 from .calls import CLIENT_ID, LANGUAGE, check_topic, metadata, peer
 from .consumer import ConsumerMethods, check_group
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
 from .reactor import in_reactor
+from .renewals import RenewalPolicy, Renewals
 from .settings import ConsumerPolicy, ProducerPolicy, answer
 from .status import OK, SEND_STATUS, Refused, from_remoting, status
 
@@ -65,7 +70,8 @@ BROKER_TIMEOUT = 3.0
 @dataclass(frozen=True, slots=True)
 class BrokerSide:
     """What the service needs of the broker: its name, topic, producer and request (``processor``) tables,
-    its consumer groups and its POP."""
+    its consumer groups, its POP and its name servers (``namesrvs()``: NamesrvPeer's, read in the reactor
+    thread)."""
 
     name: str
     topics: Any  # TopicConfigManager
@@ -73,6 +79,8 @@ class BrokerSide:
     processor: Any
     groups: Any = None  # SubscriptionGroupManager
     pop: Any = None  # PopService
+    namesrvs: Callable[[], Sequence[Any]] = tuple
+    consumers: Any = None  # ConsumerManager
 
     def call(self, cmd: RemotingCommand, remote: str):
         """``cmd`` answered by the broker's request table; call in the reactor thread."""
@@ -80,19 +88,36 @@ class BrokerSide:
 
 
 class TelemetryChannel:
-    """A gRPC producer as the broker's producer table holds it, under each topic it publishes to (the
-    producer group of its messages): the CHECK_TRANSACTION_STATE the broker writes to it, in the reactor
-    thread, reaches the client as a RecoverOrphanedTransactionCommand on its Telemetry stream."""
+    """A gRPC client as the broker's producer and consumer tables hold it: a producer under each topic it
+    publishes to (the producer group of its messages), a consumer under its group. What the broker writes
+    to it, in the reactor thread, reaches the client on its Telemetry stream: a CHECK_TRANSACTION_STATE
+    as a RecoverOrphanedTransactionCommand (``deliver``), an admin's question (:meth:`invoke`) as
+    :mod:`.admin_relay` words it (``ask``)."""
 
-    __slots__ = ("client_id", "remote_address", "_deliver")
+    __slots__ = ("client_id", "remote_address", "_deliver", "_ask", "_open")
 
-    def __init__(self, client_id: str, remote_address: str, deliver: Callable[[RemotingCommand], None]):
+    def __init__(self, client_id: str, remote_address: str, deliver: Callable[[RemotingCommand], None],
+                 ask: Callable[[RemotingCommand, defer.Deferred], None], is_open: Callable[[], bool]):
         self.client_id = client_id
         self.remote_address = remote_address
         self._deliver = deliver
+        self._ask = ask
+        self._open = is_open
+
+    @property
+    def is_active(self) -> bool:
+        return self._open()
 
     def invoke_oneway(self, cmd: RemotingCommand) -> None:
-        self._deliver(cmd)
+        if cmd.code == RequestCode.CHECK_TRANSACTION_STATE:  # the rest (rebalance notices) is for remoting clients
+            self._deliver(cmd)
+
+    def invoke(self, cmd: RemotingCommand, timeout: float) -> defer.Deferred:
+        """The client's answer to ``cmd`` as the broker's reply; fails after ``timeout`` s without one."""
+        answered: defer.Deferred = defer.Deferred()
+        answered.addTimeout(timeout, _reactor())
+        self._ask(cmd, answered)
+        return answered
 
     def __repr__(self) -> str:
         return f"<TelemetryChannel {self.client_id} {self.remote_address}>"
@@ -106,6 +131,8 @@ class _Client:
     #: the client in the broker's producer table, once its settings name the topics it publishes to
     channel: TelemetryChannel | None = None
     language: str = ""
+    #: the admin questions sent to the client, by nonce: (the broker's request, its answer to fire)
+    asked: dict[str, tuple[RemotingCommand, defer.Deferred]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +145,11 @@ def _reactor():
     from twisted.internet import reactor
 
     return reactor
+
+
+def _fire(answered: defer.Deferred, reply: RemotingCommand) -> None:
+    if not answered.called:  # not timed out meanwhile
+        answered.callback(reply)
 
 
 def _answers(response_type: type) -> Callable:
@@ -147,8 +179,10 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
     meanwhile."""
 
     def __init__(self, broker: BrokerSide | None = None, limits: Limits | None = None,
-                 producer: ProducerPolicy | None = None, consumer: ConsumerPolicy | None = None):
+                 producer: ProducerPolicy | None = None, consumer: ConsumerPolicy | None = None,
+                 renewal: RenewalPolicy | None = None):
         self._broker = broker
+        self.renewals = Renewals(renewal or RenewalPolicy())
         self.consumer = consumer or ConsumerPolicy()
         self.limits = limits or Limits()
         self.producer = producer or ProducerPolicy(maxBodySize=self.limits.maxMessageSize)
@@ -179,14 +213,22 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         client = self.clients.get(self._client_id(context))
         if client is None or client.settings is None:
             raise Refused(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
-        self._register_producer(client)  # a producer stays in the broker's table while it heartbeats
+        self._register(client)  # a client stays in the broker's tables while it heartbeats
         return service.HeartbeatResponse(status=OK)
 
     @_answers(service.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request, context):
-        client = self.clients.pop(self._client_id(context), None)
-        if client is not None:
-            self._unregister_producer(client)
+        """The client is gone: out of the broker's tables, and the messages it was receiving with auto_renew
+        visible again shortly (invisibleTimeMillisWhenClear)."""
+        client_id = self._client_id(context)
+        client = self.clients.get(client_id)
+        if client is None or client.settings is None:
+            raise Refused(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
+        if client.settings.HasField("subscription"):
+            check_group(request.group)
+        del self.clients[client_id]
+        self._unregister(client)
+        await self._renew(self.renewals.clear(client_id))
         return service.NotifyClientTerminationResponse(status=OK)
 
     async def Telemetry(self, request_iterator, context):
@@ -200,8 +242,10 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         client.language = metadata(context, LANGUAGE) or client.language
         if client.channel is None:
             loop = asyncio.get_running_loop()
-            client.channel = TelemetryChannel(client_id, peer(context),
-                                              lambda cmd: loop.call_soon_threadsafe(self._recover, client, cmd))
+            client.channel = TelemetryChannel(
+                client_id, peer(context), lambda cmd: loop.call_soon_threadsafe(self._recover, client, cmd),
+                lambda cmd, answered: loop.call_soon_threadsafe(self._ask, client, cmd, answered),
+                lambda: client.outbox is not None)
         outbox: asyncio.Queue = asyncio.Queue()
         client.outbox = outbox
         reader = asyncio.ensure_future(self._read_telemetry(client, request_iterator, outbox))
@@ -218,7 +262,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
             reader.cancel()
             if client.outbox is outbox:  # the client's stream, not a newer one: the client is gone
                 client.outbox = None
-                self._unregister_producer(client)
+                self._unregister(client)
                 if self.clients.get(client_id) is client:
                     del self.clients[client_id]
 
@@ -227,6 +271,9 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
             async for command in request_iterator:
                 if command.WhichOneof("command") == "settings":
                     outbox.put_nowait(await self._settings(client, command.settings))
+                elif (nonce := admin_relay.nonce_of(command)) is not None and nonce in client.asked:
+                    cmd, answered = client.asked.pop(nonce)
+                    _reactor().callFromThread(_fire, answered, admin_relay.reply(cmd, command))
             outbox.put_nowait(None)
         except asyncio.CancelledError:
             raise
@@ -245,7 +292,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
             check_group(settings.subscription.group)
             group = await in_reactor(self._consumer_group, settings.subscription.group.name)
         client.settings = settings
-        self._register_producer(client)
+        self._register(client)
         return service.TelemetryCommand(status=OK, settings=answer(settings, self.producer, self.consumer, group))
 
     def _consumer_group(self, name: str):
@@ -257,19 +304,45 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
             raise Refused(Code.CONSUMER_GROUP_NOT_FOUND, f"group not found: {name}")
         return config
 
-    def _register_producer(self, client: _Client) -> None:
-        """Put (or refresh) a publishing client in the broker's producer table under its topics."""
-        if client.channel is None or client.settings is None or not client.settings.HasField("publishing"):
+    def _register(self, client: _Client) -> None:
+        """Put (or refresh) a client in the broker's tables: a publishing one in the producer table under
+        its topics, a consumer in the consumer table under its group (as the proxy registers them: mqadmin
+        lists them, and reaches them with its questions)."""
+        if client.channel is None or client.settings is None:
             return
-        topics = [topic.name for topic in client.settings.publishing.topics]
         info = ClientChannelInfo(client.channel, client.channel.client_id, client.language, 0, int(time.time() * 1000),
                                  client.channel.remote_address)
-        producers = self.broker.producers
-        _reactor().callFromThread(lambda: [producers.register(topic, info) for topic in topics])
+        if client.settings.HasField("publishing"):
+            topics = [topic.name for topic in client.settings.publishing.topics]
+            producers = self.broker.producers
+            _reactor().callFromThread(lambda: [producers.register(topic, info) for topic in topics])
+        elif self.broker.consumers is not None:
+            subscription = client.settings.subscription
+            consume_type = "CONSUME_PASSIVELY" if client.settings.client_type == pb.PUSH_CONSUMER else "CONSUME_ACTIVELY"
+            subscriptions = [build_subscription(entry.topic.name, entry.expression.expression or "*",
+                                                "SQL92" if entry.expression.type == pb.SQL else "TAG")
+                             for entry in subscription.subscriptions]
+            _reactor().callFromThread(self.broker.consumers.register, subscription.group.name, info, consume_type,
+                                      "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", subscriptions)
 
-    def _unregister_producer(self, client: _Client) -> None:
-        if client.channel is not None and self._broker is not None:
-            _reactor().callFromThread(self._broker.producers.channel_closed, client.channel)
+    def _unregister(self, client: _Client) -> None:
+        broker = self._broker
+        if client.channel is not None and broker is not None:
+            _reactor().callFromThread(broker.producers.channel_closed, client.channel)
+            if broker.consumers is not None:
+                _reactor().callFromThread(broker.consumers.channel_closed, client.channel)
+
+    def _ask(self, client: _Client, cmd: RemotingCommand, answered: defer.Deferred) -> None:
+        """An admin's question (:mod:`.admin_relay`) to ``client`` over its Telemetry stream."""
+        try:
+            if client.outbox is None:
+                raise admin_relay.Unanswerable("its Telemetry stream is closed")
+            nonce, command = admin_relay.question(cmd)
+        except admin_relay.Unanswerable as exc:
+            _reactor().callFromThread(_fire, answered, cmd.response(ResponseCode.SYSTEM_ERROR, str(exc), {}))
+            return
+        client.asked[nonce] = (cmd, answered)
+        client.outbox.put_nowait(command)
 
     def _recover(self, client: _Client, cmd: RemotingCommand) -> None:
         """The broker asks ``client`` about a half message: remember the half (its copy is the open one)
@@ -292,8 +365,14 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
     async def QueryRoute(self, request, context):
         check_topic(request.topic)
         config = self._topic(request.topic.name)
-        broker = pb.Broker(name=self.broker.name, id=0, endpoints=request.endpoints)
-        return service.QueryRouteResponse(status=OK, message_queues=route.message_queues(config, request.topic, broker))
+        brokers = await self._cluster_queues(request.topic.name, config)
+        queues = route.message_queues(brokers, request.topic, request.endpoints, route.topic_message_type(config))
+        return service.QueryRouteResponse(status=OK, message_queues=queues)
+
+    async def _cluster_queues(self, topic: str, config) -> list[route.BrokerQueues]:
+        broker = self.broker
+        found = await in_reactor(lambda: route.ask_route(broker.namesrvs(), topic))
+        return route.cluster_queues(broker.name, config, found)
 
     def _topic(self, name: str):
         config = self.broker.topics.get(name)

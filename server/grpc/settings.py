@@ -67,6 +67,19 @@ def retry_policy(group) -> pb.RetryPolicy:
     return policy
 
 
+def retry_delay_ms(group, reconsume_times: int) -> int:
+    """The delay before a message of ``group`` is delivered again after ``reconsume_times`` (its
+    ``groupRetryPolicy``'s nextDelayDuration: a CUSTOMIZED list is read from its third delay on)."""
+    raw = getattr(group, "group_retry_policy", None) or {}
+    times = max(reconsume_times, 0)
+    if raw.get("type") == "EXPONENTIAL":
+        exp = raw.get("exponentialRetryPolicy") or {}
+        initial, ceiling = int(exp.get("initial", 5_000)), int(exp.get("max", 7_200_000))
+        return min(ceiling, initial * int(exp.get("multiplier", 2)) ** min(times, 32))
+    delays = (raw.get("customizedRetryPolicy") or {}).get("next") or DEFAULT_RETRY_DELAYS_MS
+    return int(delays[min(times + 2, len(delays) - 1)])
+
+
 def answer(settings: pb.Settings, producer: ProducerPolicy, consumer: ConsumerPolicy | None = None,
            group=None) -> pb.Settings:
     """The settings the server answers a client's with: a producer's completed by ``producer``; a
