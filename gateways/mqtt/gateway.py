@@ -1,6 +1,8 @@
 """The MQTT gateway's RocketMQ side, on the Deferred SDK in the reactor that serves the devices.
 
-One producer stores what devices publish. Deliveries to devices come from two kinds of consumer:
+One producer stores what devices publish; in a broker process the messages for that broker are
+stored through its send checks and store path without a request (:mod:`.store_send`). Deliveries to
+devices come from two kinds of consumer:
 
 - **one BROADCASTING consumer for the whole gateway** serves every non-shared subscription: it pulls
   each subscribed RocketMQ topic once (tag expression: the union of the exact filters' tags, or ``*``,

@@ -23,10 +23,10 @@ from typing import Any
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from ferrymq.remoting.client import split_address
 from ferrymq.remoting.errors import RemotingTimeoutError, ResponseCodeError
 from ferrymq.remoting.local import LocalChannel
 from ferrymq.remoting.pending import Pending
-from ferrymq.remoting.client import split_address
 from ferrymq.sdk.message import Message
 from ferrymq.sdk.producer import Producer, select_by_hash
 from ferrymq.wire.codes import RequestCode, ResponseCode
