@@ -228,6 +228,12 @@ class Producer:
             broker_name=mq.broker_name,
         )
 
+    def prepare(self, msg: Message) -> tuple[bytes, int]:
+        """The checks and encoding of a single message before it is sent: its body as stored and its
+        sys flag (compressed past ``compress_over``), its UNIQ_KEY set; raises MQClientError."""
+        self._check(msg)
+        return self._encode_single(msg)
+
     def _encode_single(self, msg: Message) -> tuple[bytes, int]:
         msg.properties.setdefault(MessageConst.UNIQ_KEY, _uniq.next())
         body, sys_flag = msg.body, 0
@@ -297,8 +303,7 @@ class Producer:
 
     def _send_single(self, msg: Message, attempts: int, timeout: float | None) -> defer.Deferred:
         try:
-            self._check(msg)
-            body, sys_flag = self._encode_single(msg)
+            body, sys_flag = self.prepare(msg)
         except Exception:  # noqa: BLE001 - surfaced through the Deferred
             return defer.fail()
         return self._send_with_retries(
@@ -308,16 +313,14 @@ class Producer:
     @defer.inlineCallbacks
     def send_oneway(self, msg: Message):
         """Write the message and fire (with None) once it is on the wire; the broker does not answer."""
-        self._check(msg)
-        body, sys_flag = self._encode_single(msg)
+        body, sys_flag = self.prepare(msg)
         info = yield self.find_publish_info(msg.topic)
         yield self._send_to(msg, info.select_queue(), body, sys_flag, self.send_msg_timeout, oneway=True)
 
     @defer.inlineCallbacks
     def send_to_queue(self, msg: Message, mq: MessageQueue, timeout: float | None = None):
         """Send to one given queue, no retries (Java ``send(msg, mq)``)."""
-        self._check(msg)
-        body, sys_flag = self._encode_single(msg)
+        body, sys_flag = self.prepare(msg)
         yield self.find_publish_info(msg.topic)
         result = yield self._send_to(msg, mq, body, sys_flag, timeout or self.send_msg_timeout)
         return result
@@ -328,8 +331,7 @@ class Producer:
         id), so messages with the same ``arg`` keep their order. No retry on another queue. Callbacks, not
         a generator: a gateway sends every message this way."""
         try:
-            self._check(msg)
-            body, sys_flag = self._encode_single(msg)
+            body, sys_flag = self.prepare(msg)
         except Exception:  # noqa: BLE001 - surfaced through the Deferred
             return defer.fail()
 

@@ -1,6 +1,8 @@
 """The MQTT gateway's RocketMQ side, on the Deferred SDK in the reactor that serves the devices.
 
-One producer stores what devices publish. Deliveries to devices come from two kinds of consumer:
+One producer stores what devices publish; in a broker process the messages for that broker are
+stored through its send checks and store path without a request (:mod:`.store_send`). Deliveries to
+devices come from two kinds of consumer:
 
 - **one BROADCASTING consumer for the whole gateway** serves every non-shared subscription: it pulls
   each subscribed RocketMQ topic once (tag expression: the union of the exact filters' tags, or ``*``,
@@ -62,6 +64,7 @@ from .retained import RetainedMessages
 from .fanout import FanOutIndex
 from .session import Ack, Release, Session, Sessions, deliver
 from .store_fanout import StoreFanOut
+from .store_send import StoreSend
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
 
@@ -206,6 +209,9 @@ class Gateway:
         self.access: Access | None = None
         #: the store of this process's broker, if the fan-out reads it: (its store port, its name, its queues)
         self._local_store: tuple[Any, str, Callable[[str], Iterable[int]]] | None = None
+        #: the send processor of this process's broker, if devices' messages are stored through it
+        self._local_sends: Any = None
+        self._store_send: StoreSend | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -230,6 +236,11 @@ class Gateway:
         socket. Queue selection, retries and the broker's answers stay the producer's."""
         self._local_broker = (addr, processor, born_host)
 
+    def store_in_process(self, sends: Any) -> None:
+        """Store what devices publish through ``sends``, the send processor of the broker that
+        :meth:`send_in_process` names, without a send request (call before :meth:`start`; :mod:`.store_send`)."""
+        self._local_sends = sends
+
     def deliver_in_process(self, store: Any, broker_name: str, queue_ids: Callable[[str], Iterable[int]]) -> None:
         """Read the non-shared subscriptions' messages from ``store``, the port of the broker named
         ``broker_name`` in this process, whose queues of a topic ``queue_ids`` gives (call before
@@ -247,6 +258,9 @@ class Gateway:
         self.producer = Producer(PRODUCER_GROUP, config=config, instance=self._instance,
                                  max_message_size=self.max_message_size)
         yield self.producer.start()
+        if self._local_sends is not None and self._local_broker is not None:
+            addr, _processor, born_host = self._local_broker
+            self._store_send = StoreSend(self._local_sends, addr, born_host, self.producer)
         if self.state is None:
             # a broadcasting consumer's offsets are local; the sessions they serve end with the process,
             # so every start begins at the subscriptions' own times
@@ -295,7 +309,7 @@ class Gateway:
         if self.state is not None:
             yield self.state.flush()
         if self.producer is not None:
-            producer, self.producer = self.producer, None
+            producer, self.producer, self._store_send = self.producer, None, None
             yield producer.shutdown()
         if self._instance is not None:
             yield self._instance.shutdown()
@@ -320,7 +334,11 @@ class Gateway:
             # RocketMQ stores no empty message: an empty retained PUBLISH only clears the retained one
             self._retain(message)
             return defer.succeed(None)
-        d = self.producer.send_orderly(message, select_by_hash, message.properties.get(mapping.MQTT_TOPIC))
+        key = message.properties.get(mapping.MQTT_TOPIC)
+        if self._store_send is not None:
+            d = self._store_send.send_orderly(message, key)
+        else:
+            d = self.producer.send_orderly(message, select_by_hash, key)
 
         def stored(result):
             if retain:

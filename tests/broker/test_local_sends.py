@@ -9,13 +9,16 @@ import pytest
 from twisted.internet import defer
 
 from ferrymq.remoting import RemotingTimeoutError
-from ferrymq.remoting.local import LocalPeer
+from ferrymq.remoting.local import LocalChannel, LocalPeer
+from ferrymq.server.broker.processors.send import SendProcessor
+from ferrymq.server.store.status import PutMessageStatus
 from ferrymq.sdk.broker_api import BrokerAPI
 from ferrymq.sdk.errors import MQResponseError
 from ferrymq.sdk.message import SendStatus
 from ferrymq.wire.codes import ResponseCode
+from ferrymq.wire.errors import Refusal
 from ferrymq.wire.headers import SendMessageRequestHeader
-from ferrymq.wire.message import decode_record, encode_batch, encode_properties
+from ferrymq.wire.message import MessageExt, decode_record, encode_batch, encode_properties
 from ferrymq.wire.msgid import parse_offset_msg_id
 
 ADDR = "127.0.0.1:10911"
@@ -79,3 +82,45 @@ def test_an_answer_that_does_not_come_times_out_as_a_remote_one(bk):
     with pytest.raises(RemotingTimeoutError):
         _result(d).raiseException()
 
+
+
+# ---------------------------------------------------------------- SendProcessor.store: no request at all
+
+
+def _ext(topic: str, body: bytes = b"payload", **props: str) -> MessageExt:
+    return MessageExt(topic=topic, body=body, properties=dict(props), born_timestamp=int(time.time() * 1000),
+                      born_host=("10.1.2.3", 0))
+
+
+def _store(bk, msg: MessageExt, queue_of=lambda queues: 1):
+    return SendProcessor(bk.ctx).store(msg, queue_of, "TBW102", 4, LocalChannel("10.1.2.3:0"))
+
+
+def test_store_writes_the_record_a_send_request_writes(bk):
+    props = {"mqttTopic": "Same/a", "TAGS": "a", "WAIT": "true", "region": "eu"}
+    _result(_api(bk).send_message(ADDR, "broker-a", _header("Same", **props, UNIQ_KEY="C0FFEE"), b"payload"))
+    queues = []
+    result = _store(bk, _ext("Same", **props, UNIQ_KEY="C0FFEE"), lambda n: queues.append(n) or 1)
+    assert result.status is PutMessageStatus.PUT_OK and result.queue_offset == 1 and queues == [4]
+    sent, stored = (decode_record(bk.store.select_one_message_by_offset(
+        bk.ctx.store.get_unit("Same", 1, offset)[0]))[0] for offset in (0, 1))
+    assert stored.properties == sent.properties and list(stored.properties) == list(sent.properties)
+    assert stored.properties["CLUSTER"] == "DefaultCluster"
+    assert (stored.body, stored.flag, stored.sys_flag, stored.born_host, stored.queue_id) == \
+        (sent.body, sent.flag, sent.sys_flag, sent.born_host, sent.queue_id)
+
+
+def test_store_refuses_with_the_code_and_remark_a_send_is_answered(make_bk):
+    bk = make_bk(autoCreateTopicEnable=False, maxMessageSize=16)
+    answer = _result(_api(bk).send_message(ADDR, "broker-a", _header("Nowhere"), b"x")).value
+    with pytest.raises(Refusal) as refused:
+        _store(bk, _ext("Nowhere", b"x"))
+    assert (refused.value.code, refused.value.remark) == (answer.code, answer.remark) == \
+        (ResponseCode.TOPIC_NOT_EXIST, answer.remark)
+    bk.ctx.topics.create_if_absent("Small", 4, 6)
+    answer = _result(_api(bk).send_message(ADDR, "broker-a", _header("Small"), b"x" * 17)).value
+    with pytest.raises(Refusal) as refused:
+        _store(bk, _ext("Small", b"x" * 17))
+    assert (refused.value.code, refused.value.remark) == (answer.code, answer.remark)
+    assert answer.code == ResponseCode.MESSAGE_ILLEGAL
+    assert bk.ctx.store.get_max_offset("Small", 1) == 0

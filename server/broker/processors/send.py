@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from ferrymq.wire import topics as names
 from ferrymq.wire.bodies import TopicConfig
@@ -53,14 +53,10 @@ def topic_not_exist_remark(topic: str) -> str:
 def put_result_response(ctx: BrokerContext, cmd: RemotingCommand, result: PutMessageResult, queue_id: int,
                         uniq_key: str | None, base_ext: dict[str, str]) -> RemotingCommand:
     """Map a store outcome to Apache's send answer; stored outcomes carry the send response header."""
-    status = result.status
-    code = _STORED.get(status)
+    code = _counted(ctx, result)
     if code is None:
-        code, remark = _failure(ctx, status)
-        if result.remark and status is PutMessageStatus.UNKNOWN_ERROR:
-            remark = result.remark
+        code, remark = put_failure(ctx, result)
         return cmd.response(code, remark, dict(base_ext))
-    ctx.stats.put.add(max(1, result.msg_num))
     header = SendMessageResponseHeader(
         msg_id=result.msg_id, queue_id=queue_id, queue_offset=result.queue_offset, transaction_id=uniq_key
     )
@@ -75,6 +71,22 @@ _STORED = {
     PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
     PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
 }
+
+
+def _counted(ctx: BrokerContext, result: PutMessageResult) -> int | None:
+    """The answer's code for a stored put, counted in the broker's put figures; ``None``: not stored."""
+    code = _STORED.get(result.status)
+    if code is not None:
+        ctx.stats.put.add(max(1, result.msg_num))
+    return code
+
+
+def put_failure(ctx: BrokerContext, result: PutMessageResult) -> tuple[int, str]:
+    """The code and remark answering a put the store did not take."""
+    code, remark = _failure(ctx, result.status)
+    if result.remark and result.status is PutMessageStatus.UNKNOWN_ERROR:
+        remark = result.remark
+    return code, remark
 
 
 def _failure(ctx: BrokerContext, status: PutMessageStatus) -> tuple[int, str]:
@@ -111,10 +123,11 @@ class SendProcessor:
 
     # ------------------------------------------------------------------ checks shared by both paths
 
-    def _check(self, h: SendMessageRequestHeader, channel: Any, base: dict[str, str]) -> TopicConfig:
-        """Apache's msgCheck: the topic's config (created when the producer may), else a refusal."""
+    def _check(self, topic: str, queue_id: int, default_topic: str, default_topic_queue_nums: int, channel: Any,
+               base: dict[str, str]) -> TopicConfig:
+        """Apache's msgCheck: the topic's config (created from ``default_topic`` when the producer may),
+        else a refusal."""
         ctx = self.ctx
-        topic = h.topic
         if not ctx.broker_writable() and (cfg := ctx.topics.get(topic)) is not None and cfg.order:
             raise refuse(ResponseCode.NO_PERMISSION,
                          f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending message is forbidden", base)
@@ -125,15 +138,15 @@ class SendProcessor:
         config = ctx.topics.get(topic)
         if config is None:
             log.warning("the topic %s does not exist, producer: %s", topic, peer_addr(channel))
-            config = ctx.topics.create_in_send(topic, h.default_topic, h.default_topic_queue_nums, 0, peer_addr(channel))
+            config = ctx.topics.create_in_send(topic, default_topic, default_topic_queue_nums, 0, peer_addr(channel))
             if config is None and topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
                 config = ctx.topics.create_if_absent(topic, 1, Perm.READ | Perm.WRITE)
             if config is None:
                 raise refuse(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic), base)
-        if h.queue_id >= max(config.write_queue_nums, config.read_queue_nums):
+        if queue_id >= max(config.write_queue_nums, config.read_queue_nums):
             raise refuse(
                 ResponseCode.INVALID_PARAMETER,
-                f"request queueId[{h.queue_id}] is illegal, {config} Producer: {peer_addr(channel)}", base,
+                f"request queueId[{queue_id}] is illegal, {config} Producer: {peer_addr(channel)}", base,
             )
         # Apache leaves these to the route (clients stop choosing the queue); an explicit refusal is safer.
         if not ctx.broker_writable():
@@ -154,15 +167,12 @@ class SendProcessor:
     def send(self, cmd: RemotingCommand, channel: Any, h: SendMessageRequestHeader):
         ctx = self.ctx
         base = self._base_ext()
-        created = h.topic not in ctx.topics
-        config = self._check(h, channel, base)
-        created = created and h.topic in ctx.topics
+        topic = h.topic
+        created = topic not in ctx.topics
+        config = self._check(topic, h.queue_id, h.default_topic, h.default_topic_queue_nums, channel, base)
+        created = created and topic in ctx.topics
         queue_id = reply_queue = self._queue_id(h, config.write_queue_nums)  # answered even after a DLQ/delay rewrite
         props = decode_properties(h.properties or "")
-        topic = h.topic
-        sys_flag = h.sys_flag
-        if config.topic_filter_type == "MULTI_TAG":
-            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
         reconsume_times = h.reconsume_times or 0
 
         if topic.startswith(names.RETRY_GROUP_TOPIC_PREFIX):
@@ -180,40 +190,75 @@ class SendProcessor:
                 queue_id = 0
                 ctx.topics.create_if_absent(topic, DLQ_NUMS_PER_GROUP, Perm.READ | Perm.WRITE)
 
-        if len(cmd.body) > ctx.config.maxMessageSize:
+        msg = MessageExt(
+            topic=topic, body=cmd.body, flag=h.flag, properties=props, queue_id=queue_id, sys_flag=h.sys_flag,
+            born_timestamp=h.born_timestamp, born_host=peer_host(channel), store_host=ctx.store_host,
+            reconsume_times=reconsume_times,
+        )
+        result = self._put(msg, config, base)
+        uniq_key = props[MessageConst.UNIQ_KEY]
+        response = then(result, lambda r: put_result_response(ctx, cmd, r, reply_queue, uniq_key, base))
+        return after_registration(ctx, created, response)
+
+    def _put(self, msg: MessageExt, config: TopicConfig, base: dict[str, str]) -> Any:
+        """The checks of a message whose topic and queue are final, then the store's put (a half message
+        to the transaction store, a delayed one parked): a PutMessageResult or a promise of one."""
+        ctx = self.ctx
+        if len(msg.body) > ctx.config.maxMessageSize:
             raise refuse(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
-        uniq_key = props.get(MessageConst.UNIQ_KEY)
-        if not uniq_key:
-            uniq_key = props[MessageConst.UNIQ_KEY] = _uniq.next()
+        if config.topic_filter_type == "MULTI_TAG":
+            msg.sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        props = msg.properties
+        if not props.get(MessageConst.UNIQ_KEY):
+            props[MessageConst.UNIQ_KEY] = _uniq.next()
         props[MessageConst.CLUSTER] = ctx.config.brokerClusterName
 
         half = props.get(MessageConst.TRANSACTION_PREPARED, "").lower() == "true" and not (
-            reconsume_times > 0 and delay_level(props) > 0
+            msg.reconsume_times > 0 and delay_level(props) > 0
         )
         if half:
             if ctx.config.rejectTransactionMessage or ctx.transactions is None:
                 raise refuse(ResponseCode.NO_PERMISSION,
                              f"the broker[{ctx.config.brokerIP1 or ctx.store_host[0]}] sending transaction message is forbidden",
                              base)
-
-        msg = MessageExt(
-            topic=topic, body=cmd.body, flag=h.flag, properties=props, queue_id=queue_id, sys_flag=sys_flag,
-            born_timestamp=h.born_timestamp, born_host=peer_host(channel), store_host=ctx.store_host,
-            reconsume_times=reconsume_times,
-        )
         pstr = encode_properties(props)
         if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
             raise refuse(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
         if half:
-            result = ctx.transactions.prepare_message(msg)  # parks it in RMQ_SYS_TRANS_HALF_TOPIC
-        else:
-            if may_park(props):
-                park(ctx, msg, base)  # timer or delay level: parked until due
-                pstr = None  # parking rewrote the properties
-            # The encoded string goes to the store as is: encoded once per message, not twice.
-            result = ctx.store.put_message(msg, pstr)
-        response = then(result, lambda r: put_result_response(ctx, cmd, r, reply_queue, uniq_key, base))
-        return after_registration(ctx, created, response)
+            return ctx.transactions.prepare_message(msg)  # parks it in RMQ_SYS_TRANS_HALF_TOPIC
+        if may_park(props):
+            park(ctx, msg, base)  # timer or delay level: parked until due
+            pstr = None  # parking rewrote the properties
+        # The encoded string goes to the store as is: encoded once per message, not twice.
+        return ctx.store.put_message(msg, pstr)
+
+    # ------------------------------------------------------------------ a client in this process
+
+    def store(self, msg: MessageExt, queue_of: Callable[[int], int], default_topic: str,
+              default_topic_queue_nums: int, channel: Any) -> Any:
+        """Store ``msg`` for a client of this process (a gateway) with a send's checks and outcome but no
+        request to encode, dispatch and answer: ``queue_of(write_queue_nums)`` picks its queue, as the
+        client's queue selector over this broker's write queues. Returns the stored PutMessageResult or
+        a promise of it (later still for a topic this send created, as a send's answer); a refusal, or a
+        put the store did not take, raises (or fails the promise with) a Refusal with the code and remark
+        a send would be answered. Not for retry topics, which a send rewrites to their DLQ."""
+        ctx = self.ctx
+        base = self._base_ext()
+        topic = msg.topic
+        created = topic not in ctx.topics
+        config = self._check(topic, -1, default_topic, default_topic_queue_nums, channel, base)
+        created = created and topic in ctx.topics
+        if config.write_queue_nums < 1:
+            raise refuse(ResponseCode.NO_PERMISSION, f"the topic[{topic}] has no write queue on this broker", base)
+        msg.queue_id = queue_of(config.write_queue_nums)
+        msg.store_host = ctx.store_host
+        return after_registration(ctx, created, then(self._put(msg, config, base), self._stored))
+
+    def _stored(self, result: PutMessageResult) -> PutMessageResult:
+        if _counted(self.ctx, result) is None:
+            code, remark = put_failure(self.ctx, result)
+            raise refuse(code, remark, self._base_ext())
+        return result
 
     # ------------------------------------------------------------------ batch
 
@@ -228,7 +273,7 @@ class SendProcessor:
         ctx = self.ctx
         base = self._base_ext()
         created = h.topic not in ctx.topics
-        config = self._check(h, channel, base)
+        config = self._check(h.topic, h.queue_id, h.default_topic, h.default_topic_queue_nums, channel, base)
         created = created and h.topic in ctx.topics
         if len(h.topic.encode()) > names.TOPIC_MAX_LENGTH:
             raise refuse(ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(h.topic)}", base)
