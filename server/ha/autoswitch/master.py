@@ -50,6 +50,9 @@ class SlaveConnection(protocol.Protocol):
         self.ack_offset = -1
         self.next_offset = -1
         self.caught_up_at = 0.0
+        #: bytes sent since the last second's roll, and in the last whole second (the classic master's poll rolls them)
+        self.sent = 0
+        self.sent_in_second = 0
         self.paused = False
         self.last_read = self.last_write = time.monotonic()
         self.addr = "?"
@@ -127,6 +130,7 @@ class SlaveConnection(protocol.Protocol):
                                                                  entry.start_offset, master.confirm_offset()),
                                           bytes(view)))
             self.next_offset += size
+            self.sent += size
             self.last_write = time.monotonic()
 
     def housekeep(self, now: float) -> None:
