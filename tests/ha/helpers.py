@@ -38,6 +38,8 @@ class BrokerProcess:
     conf: dict[str, object]
     port: int = 0
     proc: subprocess.Popen | None = field(default=None, init=False)
+    #: seconds :meth:`start` waits for the broker to register
+    ready_timeout = 20.0
 
     @property
     def addr(self) -> str:
@@ -70,7 +72,8 @@ class BrokerProcess:
                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         broker_id = int(self.conf.get("brokerId", 0))
         try:
-            wait_for(lambda: self._registered(broker_id), f"broker {self.addr} registered as id {broker_id}")
+            wait_for(lambda: self._registered(broker_id), f"broker {self.addr} registered as id {broker_id}",
+                     timeout=self.ready_timeout)
         except BaseException:
             self.kill()
             raise
