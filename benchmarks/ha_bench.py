@@ -24,6 +24,7 @@ import statistics
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -33,9 +34,11 @@ from benchmarks.sidebyside.brokers import ferrymq_executable
 from compat_tests import apache, toolchain
 from compat_tests.processes import LOOPBACK, Child, free_port
 from ferrymq.testing import admin
-from ferrymq.wire.bodies import HARuntimeInfo
+from ferrymq.wire.bodies import HARuntimeInfo, SyncStateSet
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
+from ferrymq.wire.message import iter_records
+from tests.ha.helpers import BrokerProcess, commitlog_bytes, commitlog_range, send
 
 TARGET_SYNC_RATIO = 1.0
 ROLES = ("ASYNC_MASTER", "SYNC_MASTER")
@@ -338,6 +341,303 @@ def describe(done: Round) -> str:
     return ", ".join(parts)
 
 
+# -- failover under Apache's controller -------------------------------------------------------------
+
+#: the brokers' controller timings (compat_tests/test_ha_controller.py's): a dead master is noticed after 3 s
+CONTROLLER_TIMING = {"brokerHeartbeatInterval": 500, "syncBrokerMetadataPeriod": 1000,
+                     "controllerHeartBeatTimeoutMills": 3000, "checkSyncStateSetPeriod": 1000}
+FAILOVER_GROUPS = {"apache": "fo-apache", "ferrymq": "fo-ferry"}
+FAILOVER_TOPIC = "HaFailover"
+TARGET_FAILOVER_RATIO = 1.0
+
+
+@dataclass(frozen=True)
+class FailoverPlan:
+    rounds: int = 20
+    #: seconds of load before each kill
+    load_s: float = 1.0
+    #: acknowledged sends through the new master before a round's messages are counted
+    after_sends: int = 20
+    brokers: tuple[str, ...] = BROKERS
+
+
+@dataclass
+class FailoverRound:
+    index: int
+    order: list[str]
+    #: broker -> {"failover_s", "acked", "lost", "duplicated"}
+    figures: dict[str, dict[str, float]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def summarize_failover(rounds: list[FailoverRound]) -> dict[str, dict]:
+    """Per broker the failover time's median and p90 and the acknowledged messages lost and duplicated
+    over every round; the FerryMQ/Apache ratio of the medians."""
+    out: dict[str, dict] = {}
+    for broker in BROKERS:
+        mine = [r.figures[broker] for r in rounds if broker in r.figures]
+        times = [f["failover_s"] for f in mine]
+        out[broker] = None if not mine else {
+            "rounds": len(mine), "failover_median_s": statistics.median(times),
+            "failover_p90_s": percentile(times, 0.9), "failover_max_s": max(times),
+            "acked": sum(f["acked"] for f in mine), "lost": sum(f["lost"] for f in mine),
+            "duplicated": sum(f["duplicated"] for f in mine),
+            "failed_rounds": sum(broker in r.errors for r in rounds)}
+    a, f = out.get("apache"), out.get("ferrymq")
+    out["ratio"] = None if not (a and f) else {
+        "failover_median": f["failover_median_s"] / a["failover_median_s"],
+        "failover_p90": f["failover_p90_s"] / a["failover_p90_s"]}
+    return out
+
+
+def failover_verdict(summary: dict) -> dict[str, bool | None]:
+    ferry, ratio = summary.get("ferrymq"), summary.get("ratio")
+    return {"failover_time": None if ratio is None else ratio["failover_median"] <= TARGET_FAILOVER_RATIO,
+            "no_acked_message_lost": None if ferry is None else ferry["lost"] == 0 and ferry["duplicated"] == 0
+            and not ferry["failed_rounds"]}
+
+
+def failover_table(summary: dict) -> str:
+    def cell(broker: str, key: str, fmt: str) -> str:
+        entry = summary.get(broker)
+        return "-" if entry is None else format(entry[key], fmt)
+
+    ratio = summary.get("ratio") or {}
+    lines = ["| figure | Apache 5.5.0 | FerryMQ | FerryMQ / Apache |", "|---|---:|---:|---:|",
+             f"| kill rounds | {cell('apache', 'rounds', 'd')} | {cell('ferrymq', 'rounds', 'd')} | |"]
+    for label, key, rkey in (("failover s, median", "failover_median_s", "failover_median"),
+                             ("failover s, p90", "failover_p90_s", "failover_p90"),
+                             ("failover s, max", "failover_max_s", None)):
+        r = ratio.get(rkey) if rkey else None
+        lines.append(f"| {label} | {cell('apache', key, '.2f')} | {cell('ferrymq', key, '.2f')} | "
+                     f"{'' if r is None else f'{r:.2f}x'} |")
+    for label, key in (("acknowledged sends", "acked"), ("acknowledged, lost", "lost"),
+                       ("acknowledged, stored twice", "duplicated"), ("rounds failed", "failed_rounds")):
+        lines.append(f"| {label} | {cell('apache', key, 'd')} | {cell('ferrymq', key, 'd')} | |")
+    v = failover_verdict(summary)
+    if v["failover_time"] is not None:
+        lines.append(f"\nfailover <= Apache's: {'met' if v['failover_time'] else 'missed'}; "
+                     f"0 acknowledged lost or stored twice: {'met' if v['no_acked_message_lost'] else 'missed'}")
+    return "\n".join(lines)
+
+
+def describe_failover(done: FailoverRound) -> str:
+    parts = []
+    for broker in done.order:
+        f = done.figures.get(broker)
+        parts.append(f"{broker} failed ({done.errors.get(broker, '?')[:300]})" if f is None else
+                     f"{broker} failover {f['failover_s']:.2f} s, {f['acked']:.0f} acked, {f['lost']:.0f} lost, "
+                     f"{f['duplicated']:.0f} twice")
+    return ", ".join(parts)
+
+
+class FerryControllerBroker(BrokerProcess):
+    """``ferrymq broker`` in controller mode: ready once the name server lists it in its group."""
+
+    ready_timeout = 90.0
+
+    def _registered(self, _broker_id: int) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{self.log[-3000:]}")
+        return self.addr in group_route(self.namesrv_addr, str(self.conf["brokerName"])).values()
+
+
+def group_route(namesrv_addr: str, name: str) -> dict[int, str]:
+    try:
+        data = admin.cluster_info(namesrv_addr).broker_addr_table.get(name)
+    except OSError:
+        return {}
+    return dict(data.broker_addrs) if data is not None else {}
+
+
+def sync_state_set(controller_addr: str, name: str) -> set[int]:
+    reply = admin.call(controller_addr, request(RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": name}))
+    return set(SyncStateSet.decode(reply.body).sync_state_set) if reply.code == ResponseCode.SUCCESS else set()
+
+
+class Sender(threading.Thread):
+    """Sends numbered bodies one at a time (SEND_MESSAGE_V2, as a producer) to the group's master as the
+    name server routes it, asking the route again after any failure. A failed send is not repeated: the
+    next one has the next number, so a body stored twice is the brokers' doing."""
+
+    def __init__(self, namesrv_addr: str, name: str, prefix: str):
+        super().__init__(name=f"sender-{prefix}", daemon=True)
+        self.namesrv_addr, self.group, self.prefix = namesrv_addr, name, prefix
+        self.acked: set[str] = set()
+        #: (monotonic time, broker address) of each acknowledged send
+        self.acked_at: list[tuple[float, str]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        addr, number = None, 0
+        while not self.halt.is_set():
+            if addr is None:
+                addr = group_route(self.namesrv_addr, self.group).get(0)
+                if addr is None:
+                    time.sleep(0.02)
+                    continue
+            body = f"{self.prefix} #{number}"
+            number += 1
+            try:
+                ok = send(addr, FAILOVER_TOPIC, body.encode()).code == ResponseCode.SUCCESS
+            except OSError:
+                ok = False
+            if ok:
+                self.acked.add(body)
+                self.acked_at.append((time.monotonic(), addr))
+            else:
+                addr = None
+                time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(10)
+
+
+def stored_bodies(store: Path, end: int, prefix: str) -> Counter[str]:
+    found: Counter[str] = Counter()
+    for msg in iter_records(commitlog_bytes(store / "commitlog", 0, end)):
+        if msg.topic == FAILOVER_TOPIC and msg.body.startswith(prefix.encode()):
+            found[msg.body.decode()] += 1
+    return found
+
+
+class FailoverBench:
+    """One Apache name server with its embedded controller; per broker kind a group of two brokers in
+    controller mode (allAckInSyncStateSet, SYNC_FLUSH). Each round kills each group's master in turn."""
+
+    def __init__(self, plan: FailoverPlan, home: Path, progress=print):
+        self.plan = plan
+        self.home = home
+        self.progress = progress
+        self.controller: apache.ApacheNamesrv | None = None
+        self.controller_addr = ""
+        self.brokers: dict[str, list] = {}
+
+    def settings(self, broker: str) -> dict[str, object]:
+        return {"brokerClusterName": CLUSTER, "brokerName": FAILOVER_GROUPS[broker], "enableControllerMode": "true",
+                "controllerAddr": self.controller_addr, "allAckInSyncStateSet": "true", "flushDiskType": "SYNC_FLUSH",
+                "mappedFileSizeCommitLog": 64 * 1024 * 1024, **CONTROLLER_TIMING}
+
+    def launch(self, broker: str, home: Path):
+        if broker == "apache":
+            return apache.ApacheBroker.launch(home, self.controller.addr, cluster=CLUSTER, name=FAILOVER_GROUPS[broker],
+                                              extra=self.settings(broker))
+        return FerryControllerBroker(home, self.controller.addr, self.settings(broker)).start()
+
+    def start(self) -> None:
+        peer = free_port()
+        ctl_home = self.home / "controller"
+        self.controller = apache.ApacheNamesrv.launch(ctl_home, extra={
+            "enableControllerInNamesrv": "true", "controllerDLegerGroup": "ferrymq-bench",
+            "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer}", "controllerDLegerSelfId": "n0",
+            "controllerStorePath": ctl_home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
+            "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "true"})
+        self.controller.wait_ready()
+        self.controller_addr = f"{LOOPBACK}:{peer}"
+        for broker in self.plan.brokers:
+            self.progress(f"starting the {broker} group", flush=True)
+            self.brokers[broker] = [self.launch(broker, self.home / f"{broker}-{i}") for i in range(2)]
+        for broker, members in self.brokers.items():
+            for member in members:
+                if isinstance(member, apache.ApacheBroker):
+                    member.wait_ready()
+            route = self.steady(broker)
+            for member in members:
+                admin.create_topic(member.addr, FAILOVER_TOPIC, 4)
+            self.progress(f"{broker} group: {route}", flush=True)
+
+    def steady(self, broker: str, timeout: float = 300.0) -> dict[int, str]:
+        """The group's route once it has a master and a slave both in the sync state set; an Apache
+        broker whose JVM died on the way (a boot that timed out) is launched again."""
+        name = FAILOVER_GROUPS[broker]
+        members = self.brokers[broker]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for i, member in enumerate(members):
+                if isinstance(member, apache.ApacheBroker) and not member.child.alive():
+                    self.progress(f"{broker}: {member.addr} died before joining; launching it again", flush=True)
+                    members[i] = self.launch(broker, member.home)
+            route = group_route(self.controller.addr, name)
+            if 0 in route and len(route) == 2 and len(sync_state_set(self.controller_addr, name)) == 2:
+                return route
+            time.sleep(0.1)
+        raise RuntimeError(f"{broker}: no master and in-sync slave after {timeout:.0f} s")
+
+    def kill_round(self, broker: str, r: int) -> dict[str, float]:
+        """SIGKILL the master under load; the time to the first send the new master acknowledges; then count
+        the round's acknowledged bodies in the new master's log, and start the old master again."""
+        route = self.steady(broker)
+        members = self.brokers[broker]
+        master = next(m for m in members if m.addr == route[0])
+        promoted_addr = next(a for i, a in route.items() if i)
+        prefix = f"{broker} r{r}"
+        sender = Sender(self.controller.addr, FAILOVER_GROUPS[broker], prefix)
+        sender.start()
+        try:
+            time.sleep(self.plan.load_s)
+            killed_at = time.monotonic()
+            master.child.kill() if isinstance(master, apache.ApacheBroker) else master.kill()
+            deadline = killed_at + 60
+
+            def through_new_master() -> list[float]:
+                return [t for t, addr in sender.acked_at if addr == promoted_addr]
+
+            while not through_new_master():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("no acknowledged send through the new master within 60 s of the kill")
+                time.sleep(0.005)
+            first = through_new_master()[0]
+            while len(through_new_master()) < self.plan.after_sends:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the new master stopped taking sends")
+                time.sleep(0.01)
+        finally:
+            sender.stop()
+        promoted = next(m for m in members if m.addr == promoted_addr)
+        stored = stored_bodies(promoted.store, commitlog_range(promoted_addr)[1], prefix)
+        # an Apache JVM boots while the other group runs its round; the next round waits for it (steady)
+        members[members.index(master)] = self.launch(broker, master.home)
+        return {"failover_s": first - killed_at, "acked": len(sender.acked),
+                "lost": len(sender.acked - set(stored)), "duplicated": sum(1 for n in stored.values() if n > 1)}
+
+    def round(self, r: int) -> FailoverRound:
+        order = list(self.plan.brokers) if r % 2 == 0 else list(reversed(self.plan.brokers))
+        done = FailoverRound(r, order)
+        for broker in order:
+            try:
+                done.figures[broker] = self.kill_round(broker, r)
+            except (RuntimeError, ValueError, OSError, TimeoutError) as exc:
+                done.errors[broker] = f"{type(exc).__name__}: {exc}"
+        return done
+
+    def stop(self) -> None:
+        for members in self.brokers.values():
+            for member in members:
+                member.stop() if isinstance(member, apache.ApacheBroker) else member.kill()
+        if self.controller is not None:
+            self.controller.stop()
+
+
+def main_failover(args: argparse.Namespace, argv: list[str] | None) -> dict:
+    overrides: dict[str, object] = {}
+    if args.rounds is not None:
+        overrides["rounds"] = args.rounds
+    elif args.quick:
+        overrides["rounds"] = 3
+    if args.brokers:
+        overrides["brokers"] = tuple(b.strip() for b in args.brokers.split(",") if b.strip())
+    plan = replace(FailoverPlan(), **overrides)
+    return run_rounds("ha_bench", lambda p, home: FailoverBench(p, home), plan, describe_failover, args, argv,
+                      summarize_failover, failover_table, failover_verdict,
+                      meta=lambda _bench: {"apache_version": toolchain.ROCKETMQ_5, "mode": "failover"})
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ha_bench", description=__doc__.split("\n\n")[0])
     size = parser.add_mutually_exclusive_group()
@@ -351,7 +651,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--roles", help="comma-separated: ASYNC_MASTER,SYNC_MASTER")
     parser.add_argument("--out", type=Path, help="write the results as JSON here")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (stores, logs)")
+    parser.add_argument("--failover", action="store_true",
+                        help="kill rounds under Apache's controller instead (20 rounds; --quick: 3)")
     args = parser.parse_args([] if argv is None else argv)
+    if args.failover:
+        return main_failover(args, argv)
     overrides: dict[str, object] = {}
     for name, value in (("rounds", args.rounds), ("seconds", args.seconds), ("warmup_s", args.warmup),
                         ("threads", args.threads)):

@@ -4,20 +4,25 @@ One Apache name server with its embedded controller (``enableControllerInNamesrv
 group) serves the module. Each scenario runs on a group of two Apache brokers first, then on a group of
 two FerryMQ brokers under the same controller: the brokers get their ids from the controller, one is
 elected master, the slave replicates with the AutoSwitch protocol and joins the sync state set, mqadmin
-(getSyncStateSet asks the controller, getBrokerEpoch the brokers) reads the same for both groups, and a
-killed master is replaced by its slave and comes back as a slave.
+(getSyncStateSet asks the controller, getBrokerEpoch the brokers) reads the same for both groups, a
+killed master is replaced by its slave and comes back as a slave, no message the official Java and Go
+producers saw acknowledged is lost over two kill rounds (the brokers run allAckInSyncStateSet with
+SYNC_FLUSH), and a sync state set smaller than minInSyncReplicas refuses sends.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from ferrymq.testing import admin
 from ferrymq.wire.bodies import SyncStateSet
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
+from ferrymq.wire.message import iter_records
 
 from tests.ha.helpers import (
     BrokerProcess,
@@ -57,12 +62,18 @@ def controller(java5, tmp_path_factory):
 
 
 def controller_mode(controller, name: str) -> dict[str, object]:
+    """A SYNC_MASTER's guarantee in controller mode: a send is answered once flushed and held by every
+    broker of the sync state set."""
     return {"brokerClusterName": CLUSTER, "brokerName": name, "enableControllerMode": "true",
-            "controllerAddr": controller.controller_addr, "mappedFileSizeCommitLog": SEGMENT, **CONTROLLER_TIMING}
+            "controllerAddr": controller.controller_addr, "mappedFileSizeCommitLog": SEGMENT,
+            "allAckInSyncStateSet": "true", "flushDiskType": "SYNC_FLUSH", **CONTROLLER_TIMING}
 
 
 class ControllerBroker(BrokerProcess):
-    """A FerryMQ broker whose id the controller assigns: ready once the name server lists its address."""
+    """A FerryMQ broker whose id the controller assigns: ready once the name server lists its address
+    (a start-up attempt the controller does not answer is retried after 5 s, as Apache's)."""
+
+    ready_timeout = 60.0
 
     def _registered(self, _broker_id: int) -> bool:
         if self.proc.poll() is not None:
@@ -228,4 +239,142 @@ def test_a_killed_master_is_replaced_and_rejoins_as_slave(groups, controller):
                  f"{impl}: the route {wanted}", timeout=60)
         answers[impl].append(send(back.addr, TOPIC, b"to the old master, now a slave").code)
     assert answers["apache"] == [ResponseCode.SYSTEM_BUSY, ResponseCode.SYSTEM_BUSY]
+    assert answers["ferrymq"] == answers["apache"]
+
+
+#: kill rounds of the acknowledged-messages test, and how many acknowledged sends each producer makes
+#: before the kill and through the new master
+KILL_ROUNDS = 2
+ACKED_BEFORE, ACKED_AFTER = 15, 10
+ACKED_TOPICS = {"apache": "CtlAckedApache", "ferrymq": "CtlAckedFerry"}
+#: the producers' pause between two sends (ms): they keep sending through the failover
+SEND_INTERVAL_MS = 20
+
+
+def acked_bodies(result, prefix: str, ok: object) -> set[str]:
+    """The bodies of the sends a producer saw acknowledged (status ``ok``); the harness numbers bodies
+    ``<prefix> #<index>``."""
+    return {f"{prefix} #{e['index']}" for e in result.of("sent") if e["status"] == ok}
+
+
+def topic_bodies(store: Path, end: int, topic: str) -> Counter[str]:
+    """How often each body of ``topic`` occurs in the commit log under ``store`` up to ``end``."""
+    found: Counter[str] = Counter()
+    for msg in iter_records(commitlog_bytes(store / "commitlog", 0, end)):
+        if msg.topic == topic:
+            found[msg.body.decode()] += 1
+    return found
+
+
+def in_sync(controller, impl: str) -> bool | None:
+    return len(controller_sync_state_set(controller, GROUPS[impl])) == 2 or None
+
+
+def relaunch(groups, controller, impl: str, broker):
+    """Start a killed broker of ``impl``'s group again on its store (Apache's gets a new port)."""
+    if not isinstance(broker, ApacheBroker):
+        return broker.start()
+    back = ApacheBroker.launch(broker.home, controller.addr, cluster=CLUSTER, name=GROUPS[impl],
+                               extra=controller_mode(controller, GROUPS[impl]))
+    groups[impl][groups[impl].index(broker)] = back
+    return back
+
+
+def test_no_acknowledged_message_is_lost_over_kill_rounds(groups, controller, java5, go_harness):
+    """allAckInSyncStateSet + SYNC_FLUSH: the Java and the Go producer send numbered messages while the
+    master is SIGKILLed, KILL_ROUNDS times, and send through each new master (the Go client, which polls
+    routes every 30 s, is waited for in the first round only). Each acknowledged body is in the final master's commit log, no
+    body twice; each killed master, restarted, rejoins as slave with the new master's commit log byte for
+    byte up to its end (what it wrote and no one acknowledged is cut)."""
+    for impl, topic in ACKED_TOPICS.items():
+        wait_for(lambda impl=impl: elected(controller.addr, GROUPS[impl]), f"{impl}: elected", timeout=30)
+        for broker in groups[impl]:  # the slave has it too, so the new master routes it at once
+            admin.create_topic(broker.addr, topic, 4)
+    producers = {}
+    for impl, topic in ACKED_TOPICS.items():
+        producers[impl, "java", f"java {impl}"] = java5.spawn(
+            "send", "-n", controller.addr, "-t", topic, "-count", "1000000", "-interval", str(SEND_INTERVAL_MS),
+            "-body", f"java {impl}", "-group", f"acked_java_{impl}")
+        producers[impl, "go", f"go {impl}"] = go_harness.spawn(
+            "send", "-n", controller.addr, "-t", topic, "-count", "1000000", "-interval", f"{SEND_INTERVAL_MS}ms",
+            "-body", f"go {impl}", "-group", f"acked_go_{impl}")
+
+    def sent_at_least(more: int, what: str, timeout: float, clients: tuple[str, ...] = ("java", "go")) -> None:
+        marks = {key: len(r.result().of("sent")) for key, r in producers.items()}
+        for key, r in producers.items():
+            if key[1] not in clients:
+                continue
+            try:
+                wait_for(lambda r=r, n=marks[key] + more: len(r.result().of("sent")) >= n or r.proc.poll() is not None,
+                         f"{key}: {more} sends {what}", timeout=timeout)
+            except TimeoutError as exc:
+                raise AssertionError(f"{exc}\n{r.result().explain()}") from None
+            assert r.proc.poll() is None, r.result().explain()
+
+    try:
+        for kill_round in range(KILL_ROUNDS):
+            routes = {impl: wait_for(lambda impl=impl: elected(controller.addr, GROUPS[impl]), f"{impl}: elected",
+                                     timeout=30) for impl in GROUPS}
+            for impl in GROUPS:
+                wait_for(lambda impl=impl: in_sync(controller, impl), f"{impl}: two brokers in sync", timeout=30)
+            sent_at_least(ACKED_BEFORE, "before the kill", timeout=120)
+            masters = {impl: next(b for b in groups[impl] if b.addr == routes[impl][0]) for impl in GROUPS}
+            promoted = {impl: next(a for i, a in routes[impl].items() if i) for impl in GROUPS}
+            for master in masters.values():
+                sigkill(master)
+            for impl, name in GROUPS.items():
+                wait_for(lambda name=name, p=promoted[impl]: route(controller.addr, name).get(0) == p or None,
+                         f"{impl}: the slave {promoted[impl]} is master", timeout=30)
+            back = {impl: relaunch(groups, controller, impl, master) for impl, master in masters.items()}
+            # the Go client polls routes every 30 s: it is waited for once, the last round ends with Java's
+            last = kill_round == KILL_ROUNDS - 1
+            sent_at_least(ACKED_AFTER, "through the new master", timeout=90, clients=("java",) if last else ("java", "go"))
+            for impl, broker in back.items():
+                if isinstance(broker, ApacheBroker):
+                    broker.wait_ready()
+                wait_for(lambda impl=impl, b=broker: b.addr in route(controller.addr, GROUPS[impl]).values() or None,
+                         f"{impl}: {broker.addr} back as a slave", timeout=60)
+                joined = commitlog_range(promoted[impl])[1]
+                end = wait_for(lambda b=broker, joined=joined: commitlog_range(b.addr)[1] >= joined
+                               and commitlog_range(b.addr)[1], f"{impl}: the rejoined slave reaches {joined}", timeout=30)
+                new_master = next(b for b in groups[impl] if b.addr == promoted[impl])
+                assert commitlog_bytes(broker.store / "commitlog", 0, end) == \
+                    commitlog_bytes(new_master.store / "commitlog", 0, end), f"{impl} round {kill_round}"
+    finally:
+        for running in producers.values():
+            running.kill()
+
+    for impl, topic in ACKED_TOPICS.items():
+        acked = set()
+        for (of_impl, client, prefix), running in producers.items():
+            if of_impl == impl:
+                acked |= acked_bodies(running.result(), prefix, "SEND_OK" if client == "java" else 0)
+        master_addr = wait_for(lambda impl=impl: elected(controller.addr, GROUPS[impl]), f"{impl}: elected")[0]
+        master = next(b for b in groups[impl] if b.addr == master_addr)
+        stored = topic_bodies(master.store, commitlog_range(master_addr)[1], topic)
+        assert acked and not acked - set(stored), (impl, sorted(acked - set(stored)))
+        assert {body: n for body, n in stored.items() if n > 1} == {}, impl
+
+
+def set_broker_config(broker_addr: str, key: str, value: object) -> None:
+    reply = admin.call(broker_addr, request(RequestCode.UPDATE_BROKER_CONFIG, body=f"{key}={value}\n".encode()))
+    assert reply.code == ResponseCode.SUCCESS, reply.remark
+
+
+def test_a_sync_state_set_smaller_than_min_in_sync_replicas_refuses_sends(groups, controller):
+    """minInSyncReplicas above the size of the sync state set (master and slave, 2): the master refuses a
+    send before storing it, SYSTEM_ERROR 'in-sync replicas not enough' (Apache's IN_SYNC_REPLICAS_NOT_ENOUGH,
+    which the clients retry); with the key back at 2 it takes sends again."""
+    answers = {}
+    for impl, name in GROUPS.items():
+        master = wait_for(lambda name=name: elected(controller.addr, name), f"{impl}: elected", timeout=30)[0]
+        wait_for(lambda impl=impl: in_sync(controller, impl), f"{impl}: two brokers in sync", timeout=30)
+        set_broker_config(master, "minInSyncReplicas", 3)
+        end = commitlog_range(master)[1]
+        reply = send(master, TOPIC, b"short of in-sync replicas")
+        answers[impl] = (reply.code, reply.remark)
+        assert commitlog_range(master)[1] == end, impl
+        set_broker_config(master, "minInSyncReplicas", 2)
+        assert send(master, TOPIC, b"enough in-sync replicas").code == ResponseCode.SUCCESS, impl
+    assert answers["apache"] == (ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough")
     assert answers["ferrymq"] == answers["apache"]

@@ -425,6 +425,9 @@ class BrokerConfig:
     storePathBrokerIdentity: str = key(
         "", "Controller mode: the file holding the brokerId the controller assigned (default "
             "<storePathRootDir>/brokerIdentity).")
+    minInSyncReplicas: int = key(
+        1, "Controller mode, SYNC_MASTER: a sync state set smaller than this refuses sends (SYSTEM_ERROR 'in-sync "
+           "replicas not enough'); the message is not stored.", check=positive)
     allAckInSyncStateSet: bool = key(False, "Controller mode, SYNC_MASTER: a send waits for every broker of the sync "
                                             "state set.")
     haMaxGapNotInSync: int = key(256 * 1024 * 1024, "Bytes a slave may lag behind the master's commit log and "

@@ -4,7 +4,18 @@ import shutil
 
 import pytest
 
-from benchmarks.ha_bench import Round, lag_figures, main, summarize, table, verdict
+from benchmarks.ha_bench import (
+    FailoverRound,
+    Round,
+    failover_table,
+    failover_verdict,
+    lag_figures,
+    main,
+    summarize,
+    summarize_failover,
+    table,
+    verdict,
+)
 
 
 def _round(i: int, role: str, apache_tps: float, ferry_tps: float, apache_p99: float, ferry_p99: float) -> Round:
@@ -35,6 +46,26 @@ def test_a_round_one_pair_missed_counts_for_the_other_only():
     assert s["SYNC_MASTER"]["tps_ratio"]["rounds"] == 1
     assert verdict(s) == {"sync_master_throughput": False}
     assert lag_figures([]) == {"lag_samples": 0}
+
+
+def _failover(i: int, apache_s: float, ferry_s: float, ferry_lost: int = 0) -> FailoverRound:
+    return FailoverRound(i, ["apache", "ferrymq"], figures={
+        "apache": {"failover_s": apache_s, "acked": 100, "lost": 0, "duplicated": 0},
+        "ferrymq": {"failover_s": ferry_s, "acked": 90, "lost": ferry_lost, "duplicated": 0}})
+
+
+def test_failover_rounds_give_median_p90_and_the_lost_messages():
+    rounds = [_failover(i, 4.0 + i, 3.0 + i / 2) for i in range(10)]
+    s = summarize_failover(rounds)
+    assert s["apache"]["failover_median_s"] == pytest.approx(8.5)  # 4..13
+    assert s["apache"]["failover_p90_s"] == 13.0
+    assert s["ferrymq"]["failover_median_s"] == pytest.approx(5.25)  # 3..7.5
+    assert s["ratio"]["failover_median"] == pytest.approx(5.25 / 8.5)
+    assert s["ferrymq"]["acked"] == 900
+    assert failover_verdict(s) == {"failover_time": True, "no_acked_message_lost": True}
+    assert "failover <= Apache's: met" in failover_table(s)
+    lossy = summarize_failover([*rounds, _failover(10, 4.0, 20.0, ferry_lost=1)])
+    assert failover_verdict(lossy) == {"failover_time": True, "no_acked_message_lost": False}
 
 
 @pytest.mark.skipif(not (shutil.which("java") and shutil.which("mvn")), reason="needs java and mvn")

@@ -5,7 +5,7 @@
 //
 //	goharness route   -n ADDR -t TOPIC
 //	goharness send    -n ADDR -t TOPIC [-count N] [-tag T] [-keys K] [-body TEXT] [-group G]
-//	                  [-mode sync|async|oneway|batch]
+//	                  [-mode sync|async|oneway|batch] [-interval 20ms (sync: pause between sends)]
 //	goharness consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr "*"] [-timeout 30s] [-from first|last]
 //	                  [-model clustering|broadcasting] [-orderly]
 package main

@@ -28,6 +28,7 @@ func runSend(args []string) error {
 	spec := fs.String("spec", "", "JSON file: [{body, tag, keys, props, shard, delayLevel}]; replaces -count/-tag/-keys/-body")
 	delayLevel := fs.Int("delayLevel", 0, "delay level for every message (0: none)")
 	deliverAfter := fs.Duration("deliverAfter", 0, "timer message: deliver this long after sending (property TIMER_DELIVER_MS)")
+	interval := fs.Duration("interval", 0, "sync mode: pause this long between two sends")
 	linger := fs.Duration("linger", 0, "stay connected this long after sending (for producerConnection)")
 	accessKey := fs.String("ak", "", "ACL 2.0 access key: requests are signed with -sk (none without -ak)")
 	secretKey := fs.String("sk", "", "ACL 2.0 secret key")
@@ -101,6 +102,9 @@ func runSend(args []string) error {
 		}
 	case "sync":
 		for i, msg := range msgs {
+			if *interval > 0 && i > 0 {
+				time.Sleep(*interval)
+			}
 			res, err := p.SendSync(context.Background(), msg)
 			if err != nil {
 				emit(map[string]any{"event": "send_error", "index": i, "error": err.Error()})

@@ -332,6 +332,8 @@ class Broker:
             self.registration.register_soon()
 
     def _config_changed(self) -> None:
+        if self.controller_mode is not None:
+            self.controller_mode.refresh_table()
         if self.registration is not None:
             self.registration.set_namesrv_addr(self.config.namesrvAddr)
             self.registration.register_soon()

@@ -13,8 +13,11 @@ from ferrymq.remoting.dispatch import Route
 from ferrymq.server.config import BrokerConfig
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.errors import Refusal
+from ferrymq.wire.message import decode_properties
 
 REJECT_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+#: Apache's answer to a put while the sync state set is smaller than minInSyncReplicas
+IN_SYNC_REPLICAS_REMARK = "in-sync replicas not enough"
 
 #: Apache's SendMessageProcessor codes
 SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
@@ -55,4 +58,33 @@ def with_rejections(table: dict[int, Route], config: BrokerConfig) -> dict[int, 
     for code in PULL_CODES:
         if code in out:
             out[code] = _unless_slave_read(out[code], config)
+    return out
+
+
+def _waits_for_store(header: Any) -> bool:
+    """Whether a put waits for the store (Apache's waitStoreMsgOK): all but a send whose properties say
+    WAIT=false, which Apache puts without any replica check."""
+    properties = getattr(header, "properties", None)
+    return not properties or decode_properties(properties).get("WAIT") != "false"
+
+
+def _unless_replicas_short(route: Route) -> Route:
+    def handle(cmd: Any, channel: Any, _header: None) -> Any:
+        header = route.decode(cmd.ext_fields)
+        if _waits_for_store(header):
+            raise Refusal(ResponseCode.SYSTEM_ERROR, IN_SYNC_REPLICAS_REMARK, None)
+        return route.handle(cmd, channel, header)
+
+    return Route(route.request, handle, _no_header)
+
+
+def with_replicas_short(table: dict[int, Route]) -> dict[int, Route]:
+    """A controller-mode master's table while its sync state set is smaller than minInSyncReplicas:
+    puts are refused before they are stored, as Apache's IN_SYNC_REPLICAS_NOT_ENOUGH (answered
+    SYSTEM_ERROR, which the clients retry). The table is swapped when the set or the key changes, so
+    the send path of a master with enough replicas gains no step."""
+    out = dict(table)
+    for code in SEND_CODES:
+        if code in out:
+            out[code] = _unless_replicas_short(out[code])
     return out

@@ -38,6 +38,8 @@ class BrokerProcess:
     conf: dict[str, object]
     port: int = 0
     proc: subprocess.Popen | None = field(default=None, init=False)
+    #: seconds :meth:`start` waits for the broker to register
+    ready_timeout = 20.0
 
     @property
     def addr(self) -> str:
@@ -54,7 +56,7 @@ class BrokerProcess:
         except FileNotFoundError:
             return ""
 
-    def start(self, timeout: float = 20.0) -> BrokerProcess:
+    def start(self, timeout: float | None = None) -> BrokerProcess:
         """:meth:`launch`, then :meth:`wait_registered`."""
         return self.launch().wait_registered(timeout)
 
@@ -75,12 +77,13 @@ class BrokerProcess:
                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         return self
 
-    def wait_registered(self, timeout: float = 20.0) -> BrokerProcess:
-        """Wait until the name server lists the broker; kill it if it does not in ``timeout`` s."""
+    def wait_registered(self, timeout: float | None = None) -> BrokerProcess:
+        """Wait until the name server lists the broker; kill it if it does not in ``timeout`` s
+        (:attr:`ready_timeout` by default)."""
         broker_id = int(self.conf.get("brokerId", 0))
         try:
             wait_for(lambda: self._registered(broker_id), f"broker {self.addr} registered as id {broker_id}",
-                     timeout)
+                     timeout=timeout or self.ready_timeout)
         except BaseException:
             self.kill()
             raise

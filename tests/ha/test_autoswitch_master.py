@@ -61,6 +61,11 @@ def test_a_slave_gets_the_epochs_then_frames_stamped_with_them_and_every_member_
         conn.dataReceived(encode_slave_report(end))
         assert waits[0].result is True
         assert master.in_sync_slaves() == {2}
+
+        # the housekeeping poll rolls the bytes sent per second (haStatus) on these connections too
+        master._second -= 1.0
+        master._poll()
+        assert conn.sent_in_second == end and conn.sent == 0
     finally:
         store.shutdown()
 

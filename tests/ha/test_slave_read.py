@@ -5,12 +5,19 @@ from __future__ import annotations
 from ferrymq.remoting.dispatch import Route, dispatch
 from ferrymq.server.broker.processors.pull import slave_read
 from ferrymq.server.config import BrokerConfig
-from ferrymq.server.ha.roles import REJECT_REMARK, with_rejections
+from ferrymq.server.ha.roles import (
+    IN_SYNC_REPLICAS_REMARK,
+    REJECT_REMARK,
+    with_rejections,
+    with_replicas_short,
+)
 from ferrymq.server.store.status import GetMessageResult, GetMessageStatus
 from ferrymq.wire.bodies import SubscriptionGroupConfig
 from ferrymq.wire.codes import RequestCode
 from ferrymq.wire.codes import ResponseCode as R
 from ferrymq.wire.command import request
+from ferrymq.wire.headers import SendMessageRequestHeader
+from ferrymq.wire.message import encode_properties
 from ferrymq.wire.requests import REQUESTS
 
 GROUP = SubscriptionGroupConfig(group_name="g", broker_id=0, which_broker_when_consume_slowly=1)
@@ -71,3 +78,26 @@ def test_a_slave_refuses_sends_always_and_pulls_while_slave_read_is_off():
     assert answer(RequestCode.SEND_MESSAGE_V2, {}) == (R.SYSTEM_BUSY, REJECT_REMARK)
     assert answer(RequestCode.PULL_MESSAGE, PULL_EXT) == (R.SUCCESS, None)
     assert [h.consumer_group for h in served] == ["g"]
+
+
+def test_a_master_short_of_in_sync_replicas_refuses_sends_that_wait_for_the_store():
+    served = []
+
+    def serve(cmd, _channel, header):
+        served.append(header.properties)
+        return cmd.response(R.SUCCESS, None, {})
+
+    table = {RequestCode.SEND_MESSAGE_V2: Route(REQUESTS[RequestCode.SEND_MESSAGE_V2], serve,
+                                                REQUESTS[RequestCode.SEND_MESSAGE_V2].decode)}
+    short = with_replicas_short(table)
+
+    def answer(properties):
+        ext = SendMessageRequestHeader("p", "T", "TBW102", 4, 0, 0, 0, 0, properties=properties).to_ext_v2()
+        resp = dispatch(short, request(RequestCode.SEND_MESSAGE_V2, ext, b"x"), _Channel())
+        return resp.code, resp.remark
+
+    assert answer(encode_properties({"WAIT": "true"})) == (R.SYSTEM_ERROR, IN_SYNC_REPLICAS_REMARK)
+    assert answer("") == (R.SYSTEM_ERROR, IN_SYNC_REPLICAS_REMARK)
+    # a send that waits for nothing is stored without the check, as Apache's needHandleHA skips it
+    assert answer(encode_properties({"WAIT": "false"})) == (R.SUCCESS, None)
+    assert served == [encode_properties({"WAIT": "false"})]

@@ -24,7 +24,7 @@ from twisted.internet import defer
 from ..autoswitch.epoch import EpochFile
 from ..autoswitch.master import ALL_IN_SYNC_STATE_SET, AutoSwitchMaster
 from ..autoswitch.slave import AutoSwitchSlave
-from ..roles import with_rejections
+from ..roles import with_rejections, with_replicas_short
 from ..slave_sync import SlaveSynchronize
 from .identity import IdentityFiles
 from .replicas import ReplicasManager
@@ -160,6 +160,21 @@ class ControllerMode:
     def role_refreshed(self) -> None:
         self.broker.start_registration()
 
+    def sync_state_set_changed(self) -> None:
+        self.refresh_table()
+
+    def refresh_table(self) -> None:
+        """The request table for the role held, the sync state set and minInSyncReplicas."""
+        b = self.broker
+        table = with_rejections(b.routes, b.config)
+        replicas = self.replicas
+        if (self.role == MASTER_ROLE and replicas is not None
+                and len(replicas.sync_state_set) < b.config.minInSyncReplicas):
+            table = with_replicas_short(table)
+        if table is not b.table:
+            b.table = table
+            b.server.processor = b.access.guard(table)
+
     def _take(self, role: str, broker_id: int) -> None:
         """Set the role and brokerId everywhere the broker reads them, and swap the request table."""
         b = self.broker
@@ -169,6 +184,5 @@ class ControllerMode:
         b.store.config.brokerRole = role
         cluster, addr, name, _old_id, ha_addr = b.registration.identity
         b.registration.identity = (cluster, addr, name, broker_id, ha_addr)
-        b.table = with_rejections(b.routes, b.config)
-        b.server.processor = b.access.guard(b.table)
+        self.refresh_table()
         log.info("broker %s is now %s (brokerId %d)", addr, role, broker_id)

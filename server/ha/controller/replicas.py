@@ -51,6 +51,9 @@ class RoleChanges(Protocol):
     def role_refreshed(self) -> None:
         """Same role under a new master epoch: register with the name servers again."""
 
+    def sync_state_set_changed(self) -> None:
+        """The group's sync state set, :attr:`ReplicasManager.sync_state_set`, changed."""
+
 
 class ReplicasManager:
     def __init__(self, config: BrokerConfig, reactor: Any, broker_addr: str, roles: RoleChanges,
@@ -293,6 +296,7 @@ class ReplicasManager:
         if epoch > self.sync_state_set_epoch:
             log.info("sync state set %s -> %s (epoch %d)", sorted(self.sync_state_set), sorted(members), epoch)
             self.sync_state_set, self.sync_state_set_epoch = frozenset(members), epoch
+            self.roles.sync_state_set_changed()
 
     def check_sync_state_set(self) -> defer.Deferred | None:
         """A master reports the brokers that hold everything it wrote, when that differs from the set the

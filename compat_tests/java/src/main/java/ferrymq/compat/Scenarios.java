@@ -34,7 +34,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * <pre>
  *   route   -n ADDR -t TOPIC [-timeout MS]
  *   send    -n ADDR -t TOPIC [-count N] [-tag T] [-keys K] [-body TEXT] [-group G]
- *           [-mode sync|async|oneway|batch]
+ *           [-mode sync|async|oneway|batch] [-interval MILLIS (sync: pause between sends)]
  *   consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr *] [-timeout MILLIS] [-from first|last]
  *           [-model clustering|broadcasting] [-orderly true] [-clientRebalance false]
  * </pre>
@@ -239,7 +239,11 @@ public final class Scenarios {
                     }
                     break;
                 case "sync":
+                    long interval = Long.parseLong(args.getOrDefault("interval", "0"));
                     for (int i = 0; i < count; i++) {
+                        if (interval > 0 && i > 0) {
+                            Thread.sleep(interval);
+                        }
                         try {
                             emitSent(i, producer.send(msgs.get(i)));
                             sent++;
