@@ -9,6 +9,7 @@ HashSet). Everything else is compared line for line.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import time
@@ -21,13 +22,14 @@ from ferrymq.sdk.blocking_clients import BlockingMQAdmin, BlockingProducer, Bloc
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.message import Message, MessageQueue
 
-from .conftest import _ferrymq_cli
+from tests.cli_process import run_cli
+
 from .harness import MqAdmin
 
 
 def run_ferry_admin(namesrv: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(_ferrymq_cli()), "admin", *args, "-n", namesrv], capture_output=True, text=True,
-                          timeout=60)
+    """``ferrymq admin ARGS -n NAMESRV`` in a process of its own (forked from one that imported the CLI)."""
+    return run_cli("admin", *args, "-n", namesrv, cwd=os.getcwd(), timeout=60)
 
 
 def ferry_admin(namesrv: str, *args: str) -> str:

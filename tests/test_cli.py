@@ -16,12 +16,14 @@ from ferrymq.server import cli
 from ferrymq.wire.properties import parse_properties
 from ferrymq.server.config import ConfigError, NamesrvConfig, load_properties, namesrv_config
 
+from .cli_process import run_cli
+
 FERRYMQ = [sys.executable, "-m", "ferrymq.server.cli"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
-    return subprocess.run([*FERRYMQ, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    return run_cli(*args, cwd=ROOT, timeout=timeout)
 
 
 def test_help_lists_every_namesrv_key_with_default(capsys):

@@ -8,7 +8,6 @@ import dataclasses
 import logging
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,13 @@ from ferrymq.server import cli
 from ferrymq.server import config as cfg
 from ferrymq.server.store.config import MessageStoreConfig
 
-FERRYMQ = [sys.executable, "-m", "ferrymq.server.cli"]
+from .cli_process import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*FERRYMQ, *args], check=False, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    return run_cli(*args, cwd=ROOT, timeout=30)
 
 
 @contextlib.contextmanager

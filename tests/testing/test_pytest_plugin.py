@@ -34,8 +34,13 @@ def pull(server, topic, expression="*", expression_type="TAG"):
 """
 
 
+#: plugins of this environment that a user's suite need not have and the ``ferrymq`` plugin has nothing to do
+#: with: importing hypothesis and schemathesis is most of a pytest start (1.5 s of 2)
+UNRELATED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:schemathesis")
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", *args, timeout=180)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *UNRELATED_PLUGINS, "-s", *args, timeout=180)
 
 
 def addresses(result: pytest.RunResult) -> list[str]:
