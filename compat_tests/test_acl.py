@@ -18,6 +18,7 @@ from ferrymq.sdk import BlockingMQAdmin, Credentials
 from ferrymq.sdk.admin_cli import main as admin_main
 from ferrymq.sdk.errors import MQResponseError
 from ferrymq.testing import admin
+from ferrymq.wire import command
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 from ferrymq.wire.signature import sign_command
@@ -216,7 +217,7 @@ def create_topic(server: Server, topic: str, credentials: Credentials | None) ->
 
 
 def test_ferrymqs_admin_client_signs_as_apaches_and_its_slave_syncs_from_an_apache_master(
-        acl_servers, request):
+        acl_servers, request: pytest.FixtureRequest):
     root = Credentials(*ROOT)
     for kind, server in acl_servers.items():
         with pytest.raises(MQResponseError) as refused:
@@ -227,7 +228,7 @@ def test_ferrymqs_admin_client_signs_as_apaches_and_its_slave_syncs_from_an_apac
     ferry_slave_of_apache = request.getfixturevalue("ferry_slave_of_apache")
 
     def slave_has_topic() -> bool:
-        cmd = request(RequestCode.GET_TOPIC_CONFIG, {"topic": "AclSdk_apache"})
+        cmd = command.request(RequestCode.GET_TOPIC_CONFIG, {"topic": "AclSdk_apache"})
         sign_command(cmd, root)
         return admin.call(ferry_slave_of_apache.addr, cmd).code == ResponseCode.SUCCESS
 

@@ -140,7 +140,9 @@ def test_a_user_sends_and_receives_on_the_topic_and_group_its_acl_allows(runs):
     for kind, result in runs.items():
         sent, received = result["send"], result["receive"]
         assert len(sent.of("sent")) == len(BODIES), (kind, sent.explain())
-        assert sorted(e["body"] for e in received.of("received")) == BODIES, (kind, received.explain())
+        # receiving is at least once (a message whose ack the proxy has not taken before its invisible time
+        # ends comes again, as Apache's proxy did on a run here): every body, each at least once
+        assert sorted({e["body"] for e in received.of("received")}) == BODIES, (kind, received.explain())
 
 
 @pytest.mark.parametrize("scenario", ["denied topic", "wrong secret", "no credentials"])
