@@ -531,15 +531,9 @@ class FailoverBench:
         return FerryControllerBroker(home, self.controller.addr, self.settings(broker)).start()
 
     def start(self) -> None:
-        peer = free_port()
-        ctl_home = self.home / "controller"
-        self.controller = apache.ApacheNamesrv.launch(ctl_home, extra={
-            "enableControllerInNamesrv": "true", "controllerDLegerGroup": "ferrymq-bench",
-            "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer}", "controllerDLegerSelfId": "n0",
-            "controllerStorePath": ctl_home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
-            "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "true"})
+        self.controller = apache.ApacheNamesrv.launch_with_controller(self.home / "controller", "ferrymq-bench")
         self.controller.wait_ready()
-        self.controller_addr = f"{LOOPBACK}:{peer}"
+        self.controller_addr = self.controller.controller_addr
         for broker in self.plan.brokers:
             self.progress(f"starting the {broker} group", flush=True)
             self.brokers[broker] = [self.launch(broker, self.home / f"{broker}-{i}") for i in range(2)]

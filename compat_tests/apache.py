@@ -132,6 +132,20 @@ class ApacheNamesrv:
         child.start()
         return cls(home, port, child, version)
 
+    @classmethod
+    def launch_with_controller(cls, home: Path, group: str, *, notify_role_changes: bool = True) -> ApacheNamesrv:
+        """A name server with Apache's controller embedded (a single DLedger peer, dead brokers scanned every
+        second), started as :meth:`launch` does; ``.controller_addr`` is the controller's address, the one
+        brokers take as ``controllerAddr``. Without ``notify_role_changes`` brokers learn elections by polling."""
+        peer_port = free_port()
+        ns = cls.launch(home, extra={
+            "enableControllerInNamesrv": "true", "controllerDLegerGroup": group,
+            "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer_port}", "controllerDLegerSelfId": "n0",
+            "controllerStorePath": home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
+            "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": str(notify_role_changes).lower()})
+        ns.controller_addr = f"{LOOPBACK}:{peer_port}"
+        return ns
+
     def wait_ready(self) -> None:
         """Waits until the name server listens; kills it if it does not."""
         try:

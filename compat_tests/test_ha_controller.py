@@ -33,7 +33,6 @@ from tests.ha.helpers import (
 )
 
 from .apache import ApacheBroker, ApacheNamesrv
-from .processes import LOOPBACK, free_port
 
 #: quick heartbeats and metadata polls instead of Apache's seconds
 CONTROLLER_TIMING = {"brokerHeartbeatInterval": 500, "syncBrokerMetadataPeriod": 1000,
@@ -48,15 +47,8 @@ MESSAGES = 20
 @pytest.fixture(scope="module")
 def controller(java5, tmp_path_factory):
     """Apache's name server with its controller; ``.controller_addr`` is the controller's (DLedger) port."""
-    home = tmp_path_factory.mktemp("controller")
-    peer_port = free_port()
-    ns = ApacheNamesrv.launch(home, extra={
-        "enableControllerInNamesrv": "true", "controllerDLegerGroup": "ferrymq-ctl",
-        "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer_port}", "controllerDLegerSelfId": "n0",
-        "controllerStorePath": home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
-        "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "true"})
+    ns = ApacheNamesrv.launch_with_controller(tmp_path_factory.mktemp("controller"), "ferrymq-ctl")
     ns.wait_ready()
-    ns.controller_addr = f"{LOOPBACK}:{peer_port}"
     yield ns
     ns.stop()
 

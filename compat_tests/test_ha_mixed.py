@@ -25,7 +25,6 @@ from tests.ha.helpers import commitlog_bytes, commitlog_range, send, wait_for
 
 from .apache import ApacheBroker, ApacheNamesrv
 from .partition import Partition
-from .processes import LOOPBACK, free_port
 from .test_ha_controller import (
     CONTROLLER_TIMING,
     SEGMENT,
@@ -49,14 +48,8 @@ BOOT_TIMEOUT = 60.0
 def controller(java5, tmp_path_factory):
     """Apache's name server with its controller (``.controller_addr``), which pushes no role changes. It
     returns while the JVM boots (``brokers`` waits for it, its own JVMs booting beside it)."""
-    home = tmp_path_factory.mktemp("mix-controller")
-    peer_port = free_port()
-    ns = ApacheNamesrv.launch(home, extra={
-        "enableControllerInNamesrv": "true", "controllerDLegerGroup": "ferrymq-mix",
-        "controllerDLegerPeers": f"n0-{LOOPBACK}:{peer_port}", "controllerDLegerSelfId": "n0",
-        "controllerStorePath": home / "controller-store", "mappedFileSize": 4 * 1024 * 1024,
-        "scanNotActiveBrokerInterval": 1000, "notifyBrokerRoleChanged": "false"})
-    ns.controller_addr = f"{LOOPBACK}:{peer_port}"
+    ns = ApacheNamesrv.launch_with_controller(tmp_path_factory.mktemp("mix-controller"), "ferrymq-mix",
+                                              notify_role_changes=False)
     yield ns
     ns.stop()
 
