@@ -311,7 +311,8 @@ def test_a_mixed_group_takes_the_restarted_apache_broker_back_as_slave_of_ferrym
     state set."""
     apache, ferry = brokers.apache["mixed-apache"], brokers.ferrymq.get("mixed-ferrymq")
     if ferry is None:
-        pytest.skip("runs after test_a_mixed_group_fails_over_from_an_apache_master_to_a_ferrymq_slave")
+        pytest.fail("the FerryMQ master this test needs comes from "
+                    "test_a_mixed_group_fails_over_from_an_apache_master_to_a_ferrymq_slave, which did not run or failed")
     apache.wait_ready()
     wait_caught_up(apache.addr, apache.store / "commitlog", ferry.addr, ferry.store / "commitlog",
                    "Apache slave of FerryMQ")
