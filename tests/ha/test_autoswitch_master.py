@@ -105,3 +105,51 @@ def test_an_idle_slave_gets_heartbeats_naming_the_epoch_and_the_transfer_rate_ro
             master.stop()
     finally:
         store.shutdown()
+
+
+def test_a_slave_behind_a_steady_stream_joins_and_holds_all_ack_sends_until_it_has_them(tmp_path):
+    """A non-member slave that reports all that was sent to it, while the master's end has moved on, joins:
+    all-ack sends wait for it (so its next report reaches the end and it catches up); leaving (its connection
+    closes, or the window passes without the controller adding it) answers the sends it held."""
+    store = MessageStore(small_config(tmp_path / "m"))
+    store.start()
+    try:
+        store.put_message("T", 0, b"first", {})
+        epochs = EpochFile(tmp_path / "epochs")
+        epochs.append(1, 0)
+        members: set[int] = set()
+        caught_up = []
+        master = AutoSwitchMaster(store, epochs, Clock(), members=lambda: frozenset(members),
+                                  on_caught_up=lambda: caught_up.append(True))
+        conn = SlaveConnection(master)
+        conn.makeConnection(StringTransport())
+        conn.dataReceived(encode_slave_handshake(2))
+        conn.dataReceived(encode_slave_report(0))
+        sent = store.get_max_phy_offset()
+        assert conn.sent_end == sent
+        store.put_message("T", 0, b"arrived before the slave's report", {})  # not yet pumped to the slave
+        end = store.get_max_phy_offset()
+        assert master.wait_for_replicas(end, ALL_IN_SYNC_STATE_SET, 3000).result is True  # no member to wait for
+
+        conn.dataReceived(encode_slave_report(sent))  # everything sent, not the end: it joins
+        assert set(master.joining) == {2} and not caught_up
+        held = master.wait_for_replicas(end, ALL_IN_SYNC_STATE_SET, 3000)
+        assert not held.called
+        conn.dataReceived(encode_slave_report(end))
+        assert held.result is True and caught_up == [True] and master.in_sync_slaves() == {2}
+
+        store.put_message("T", 0, b"held for the joining slave", {})
+        held = master.wait_for_replicas(store.get_max_phy_offset(), ALL_IN_SYNC_STATE_SET, 3000)
+        assert not held.called
+        conn.connectionLost()
+        assert held.result is True and not master.joining
+
+        # a slave the controller never adds stops holding sends when its window ends
+        master.joining[2] = 0.0
+        master._poll()
+        assert not master.joining
+        members.add(2)  # a member is waited for as a member, never as a joining slave
+        master.join(conn)
+        assert not master.joining
+    finally:
+        store.shutdown()

@@ -6,6 +6,13 @@ master's end counts as caught up; the slaves caught up within haMaxTimeSlaveNotC
 master reports in its sync state set (:meth:`AutoSwitchMaster.in_sync_slaves`), and a slave catching up
 asks for that report at once.
 
+Under a steady stream of sends the master's end moves on before each report arrives, so a slave may never
+report it. A slave that reports everything sent to it (Apache's lastMasterMaxOffset test) therefore *joins*:
+for :data:`JOIN_WINDOW_S` the all-ack wait counts it as a member, which holds each new send until the slave
+has it, so its next report reaches the end. The window also covers the controller's answer, as Apache
+counts the proposed sync state set while it waits for it: nothing is acknowledged without the slave while
+the set that includes it is being decided.
+
 Waking the connections on new data, the SYNC_MASTER wait and stopping are the classic master's
 (:class:`~ferrymq.server.ha.master.HAMaster`); the wait also takes :data:`ALL_IN_SYNC_STATE_SET`
 (allAckInSyncStateSet): every slave of the sync state set must hold the message.
@@ -39,6 +46,8 @@ log = logging.getLogger("ferrymq.ha.autoswitch")
 NOT_CATCHUP_S = 15.0
 #: the slave-ack count of a wait for every slave of the sync state set (Apache's ALL_ACK_IN_SYNC_STATE_SET)
 ALL_IN_SYNC_STATE_SET = -1
+#: how long a joining slave counts in all-ack waits without the controller adding it to the set (s)
+JOIN_WINDOW_S = 3.0
 
 
 @implementer(IPushProducer)
@@ -49,6 +58,8 @@ class SlaveConnection(protocol.Protocol):
         self.slave_id: int | None = None
         self.ack_offset = -1
         self.next_offset = -1
+        #: the master's end when the last frame left for this slave (Apache's lastMasterMaxOffset)
+        self.sent_end = -1
         self.caught_up_at = 0.0
         #: bytes sent since the last second's roll, and in the last whole second (the classic master's)
         self.sent = 0
@@ -66,6 +77,7 @@ class SlaveConnection(protocol.Protocol):
     def connectionLost(self, reason: Any = None) -> None:
         self.master.connections.discard(self)
         log.info("slave %s (brokerId %s) disconnected, acked %d", self.addr, self.slave_id, self.ack_offset)
+        self.master.leave(self.slave_id)
 
     def dataReceived(self, data: bytes) -> None:
         self.last_read = time.monotonic()
@@ -98,6 +110,8 @@ class SlaveConnection(protocol.Protocol):
             self.caught_up_at = time.monotonic()
             if newly:
                 master.caught_up(self)
+        elif offset >= self.sent_end >= 0:
+            master.join(self)
         self.pump()
         master.acked()
 
@@ -131,6 +145,7 @@ class SlaveConnection(protocol.Protocol):
                                           bytes(view)))
             self.next_offset += size
             self.sent += size
+            self.sent_end = master.store.get_max_phy_offset()
             self.last_write = time.monotonic()
 
     def housekeep(self, now: float) -> None:
@@ -170,6 +185,8 @@ class AutoSwitchMaster(HAMaster):
         self.epochs = epochs
         self.on_caught_up = on_caught_up
         self.members = members
+        #: joining slaves (brokerId -> when their window ends), counted as members by all-ack waits
+        self.joining: dict[int, float] = {}
 
     def listen(self, port: int, interface: str = "") -> int:
         self._port = self.reactor.listenTCP(port, _Factory(self), interface=interface)
@@ -183,7 +200,36 @@ class AutoSwitchMaster(HAMaster):
         if slaves != ALL_IN_SYNC_STATE_SET:
             return super()._enough(end, slaves)
         members = self.members()
+        if self.joining:
+            members = members | self.joining.keys()
         return sum(1 for c in self.connections if c.slave_id in members and c.ack_offset >= end) >= len(members)
+
+    def join(self, conn: SlaveConnection) -> None:
+        """Count ``conn``'s slave in all-ack waits for :data:`JOIN_WINDOW_S` (see the module's docstring)."""
+        slave_id = conn.slave_id
+        if slave_id is None or slave_id in self.members():
+            return
+        if slave_id not in self.joining:
+            log.info("slave %s (brokerId %d) holds all sent to it (%d); all-ack sends wait for it while it joins",
+                     conn.addr, slave_id, conn.ack_offset)
+        self.joining[slave_id] = time.monotonic() + JOIN_WINDOW_S
+
+    def leave(self, slave_id: int | None) -> None:
+        """End ``slave_id``'s join; the waits it held back are answered if the members hold them."""
+        if self.joining.pop(slave_id, None) is not None:
+            self.acked()
+
+    def _poll(self) -> None:
+        super()._poll()
+        if self.joining:
+            now, members = time.monotonic(), self.members()
+            for slave_id, until in list(self.joining.items()):
+                if slave_id in members:
+                    del self.joining[slave_id]
+                elif until <= now:
+                    log.warning("slave brokerId %d joined %.0f s ago and is still not in the sync state set; "
+                                "all-ack sends no longer wait for it", slave_id, JOIN_WINDOW_S)
+                    self.leave(slave_id)
 
     def epoch_at(self, offset: int):
         for entry in reversed(self.epochs.entries):
@@ -199,6 +245,7 @@ class AutoSwitchMaster(HAMaster):
 
     def caught_up(self, conn: SlaveConnection) -> None:
         log.info("slave %s (brokerId %s) caught up at %d", conn.addr, conn.slave_id, conn.ack_offset)
+        self.join(conn)
         self.on_caught_up()
 
     def in_sync_slaves(self) -> set[int]:
