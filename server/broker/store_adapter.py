@@ -46,20 +46,17 @@ class StoreAdapter:
         status (FLUSH_SLAVE_TIMEOUT) whatever the flush's."""
         master, slaves, timeout_ms = self.replicas
         acked = master.wait_for_replicas(result.commitlog_offset + result.wrote_bytes, slaves, timeout_ms)
+        if isinstance(promise, PutMessageResult):  # no flush to wait for: the slaves' answer is the put's
+            return acked.addCallback(_replicated_result, promise)
         out = Pending()
 
         def replicated(ok: bool, flushed: PutMessageResult) -> None:
-            if not ok:
-                flushed.status = PutMessageStatus.FLUSH_SLAVE_TIMEOUT
-            out.callback(flushed)
+            out.callback(_replicated_result(ok, flushed))
 
         def flushed(r: PutMessageResult) -> None:
             acked.addCallback(replicated, r)
 
-        if isinstance(promise, PutMessageResult):
-            flushed(promise)
-        else:
-            promise.addCallback(flushed)
+        promise.addCallback(flushed)
         return out
 
     def put_message(self, msg: MessageExt, properties_str: str | None = None) -> Any:
@@ -173,3 +170,10 @@ class StoreAdapter:
             topic, queue_id, body, properties, flag=flag, sys_flag=sys_flag, born_timestamp=born_timestamp,
             born_host=born_host, reconsume_times=reconsume_times, prepared_transaction_offset=prepared_transaction_offset,
         )
+
+
+def _replicated_result(ok: bool, result: PutMessageResult) -> PutMessageResult:
+    """``result`` once the slaves answered: FLUSH_SLAVE_TIMEOUT when they did not in time."""
+    if not ok:
+        result.status = PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+    return result

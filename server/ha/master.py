@@ -16,6 +16,7 @@ import time
 from collections import deque
 from typing import Any
 
+from ferrymq.remoting.pending import Pending
 from ferrymq.server.store.message_store import MessageStore
 from ferrymq.wire.bodies import HAConnectionRuntimeInfo, HARuntimeInfo
 from twisted.internet import defer, protocol, task
@@ -27,6 +28,7 @@ from .protocol import (
     ReportReader,
     encode_transfer_header,
     first_transfer_offset,
+    no_delay,
 )
 
 log = logging.getLogger("ferrymq.ha.master")
@@ -57,6 +59,7 @@ class SlaveConnection(protocol.Protocol):
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        no_delay(self.transport)
         self.transport.registerProducer(self, True)
         self.master.connections.add(self)
         log.info("slave %s connected", self.addr)
@@ -149,8 +152,8 @@ class HAMaster:
         self.heartbeat_s = heartbeat_ms / 1000
         self.housekeeping_s = housekeeping_ms / 1000
         self.connections: set[SlaveConnection] = set()
-        #: SYNC_MASTER waits: (commit-log end, slave acks needed, deadline, Deferred), in end order
-        self._waits: deque[tuple[int, int, float, defer.Deferred]] = deque()
+        #: SYNC_MASTER waits: (commit-log end, slave acks needed, deadline, Pending), in end order
+        self._waits: deque[tuple[int, int, float, Pending]] = deque()
         self._wake: Any = None
         self._port: Any = None
         self._loop: task.LoopingCall | None = None
@@ -218,10 +221,11 @@ class HAMaster:
 
     # ------------------------------------------------------------------ SYNC_MASTER
 
-    def wait_for_replicas(self, end: int, slaves: int, timeout_ms: int) -> defer.Deferred:
+    def wait_for_replicas(self, end: int, slaves: int, timeout_ms: int) -> Pending:
         """Fires True once ``slaves`` connected slaves acknowledged every byte before commit-log offset
-        ``end``, False after ``timeout_ms`` (Apache's GroupTransferService)."""
-        d: defer.Deferred = defer.Deferred()
+        ``end``, False after ``timeout_ms`` (Apache's GroupTransferService). A :class:`Pending`, not a
+        Deferred: one is made for every SYNC_MASTER send."""
+        d = Pending()
         if self._enough(end, slaves):
             d.callback(True)
             return d

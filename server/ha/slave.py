@@ -23,7 +23,7 @@ from ferrymq.server.store.message_store import MessageStore
 from ferrymq.wire.bodies import HAClientRuntimeInfo, HARuntimeInfo
 from twisted.internet import protocol, task
 
-from .protocol import ProtocolError, TransferReader, encode_report
+from .protocol import ProtocolError, TransferReader, encode_report, no_delay
 
 log = logging.getLogger("ferrymq.ha.slave")
 
@@ -42,6 +42,7 @@ class MasterConnection(protocol.Protocol):
         self.last_read = time.monotonic()
 
     def connectionMade(self) -> None:
+        no_delay(self.transport)
         self.slave.connected(self)
         self.report()
 

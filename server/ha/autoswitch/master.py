@@ -31,7 +31,7 @@ from twisted.internet.interfaces import IPushProducer
 from zope.interface import implementer
 
 from ..master import POLL_INTERVAL, HAMaster
-from ..protocol import ProtocolError
+from ..protocol import ProtocolError, no_delay
 from .epoch import EpochFile
 from .protocol import (
     SlaveFrameReader,
@@ -71,6 +71,7 @@ class SlaveConnection(protocol.Protocol):
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
+        no_delay(self.transport)
         self.transport.registerProducer(self, True)
         self.master.connections.add(self)
 

@@ -18,7 +18,7 @@ from ferrymq.remoting.client import split_address
 from ferrymq.server.store.message_store import MessageStore
 from twisted.internet import protocol, task
 
-from ..protocol import ProtocolError
+from ..protocol import ProtocolError, no_delay
 from .epoch import EpochFile
 from .protocol import (
     MasterFrameReader,
@@ -44,6 +44,7 @@ class MasterConnection(protocol.Protocol):
         self.last_read = time.monotonic()
 
     def connectionMade(self) -> None:
+        no_delay(self.transport)
         self.slave.connection = self
         self.transport.write(encode_slave_handshake(self.slave.broker_id))
 
