@@ -187,8 +187,10 @@ def _with_grpc(grpc, broker):
         for interceptor in grpc.interceptors:  # first: no call reaches the broker unchecked
             interceptor.control = broker.access
         ctx = broker.ctx
-        grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, broker.table, ctx.groups,
-                                         ctx.pop, lambda: broker.registration.peers, ctx.consumers)
+        from ferrymq.server.broker.service import LiveTable
+
+        grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, LiveTable(broker),
+                                         ctx.groups, ctx.pop, lambda: broker.registration.peers, ctx.consumers)
     return broker
 
 
@@ -199,6 +201,7 @@ def _with_gateways(gateways, broker, watch):
     broker's send checks and reads what it delivers from the broker's store."""
     from ferrymq.gateways.http.gateway import Gateway as HttpGateway
     from ferrymq.server.broker.metrics import BrokerMetrics
+    from ferrymq.server.broker.service import LiveTable
 
     access = None
     if broker.access.config.enabled:
@@ -216,7 +219,7 @@ def _with_gateways(gateways, broker, watch):
                 broker.ctx.store, broker.config.brokerName,
                 lambda topic: range(config.read_queue_nums) if (config := topics.get(topic)) else ())
             gateway.gateway.store_in_process(SendProcessor(broker.ctx))
-        gateway.gateway.send_in_process(broker.addr, broker.table, f"{broker.ip}:0")
+        gateway.gateway.send_in_process(broker.addr, LiveTable(broker), f"{broker.ip}:0")
         gateway.gateway.access = access
     return broker
 

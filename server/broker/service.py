@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from twisted.internet import defer, task
@@ -22,7 +23,7 @@ from ferrymq.server.ha.roles import with_rejections
 from ferrymq.server.ha.slave_sync import SlaveSynchronize
 from ferrymq.remoting.local_address import local_ip
 from ferrymq.remoting import Channel, RemotingServer
-from ferrymq.remoting.dispatch import routes
+from ferrymq.remoting.dispatch import Route, routes
 from ferrymq.server.store.config import MessageStoreConfig
 from ferrymq.server.store.config_files import CONSUMER_OFFSETS, SUBSCRIPTION_GROUPS, TOPICS, config_file
 from ferrymq.server.store.message_store import MessageStore
@@ -56,6 +57,29 @@ def store_config_for(config: BrokerConfig, store_props: dict[str, str] | None = 
     if not config.storePathCommitLog:
         props.pop("storePathCommitLog", None)  # derived from storePathRootDir
     return MessageStoreConfig.from_properties(props)
+
+
+class LiveTable(Mapping):
+    """A broker's request table as it is at each lookup, for callers in its process (the gateways, the gRPC
+    service): a role the controller gives, or a sync state set short of minInSyncReplicas, swaps
+    :attr:`Broker.table`, and an in-process send must be answered as a client's on the socket would."""
+
+    __slots__ = ("_broker",)
+
+    def __init__(self, broker: Broker):
+        self._broker = broker
+
+    def get(self, code: int, default: Route | None = None) -> Route | None:
+        return self._broker.table.get(code, default)
+
+    def __getitem__(self, code: int) -> Route:
+        return self._broker.table[code]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._broker.table)
+
+    def __len__(self) -> int:
+        return len(self._broker.table)
 
 
 class Broker:

@@ -101,3 +101,31 @@ def test_a_master_short_of_in_sync_replicas_refuses_sends_that_wait_for_the_stor
     # a send that waits for nothing is stored without the check, as Apache's needHandleHA skips it
     assert answer(encode_properties({"WAIT": "false"})) == (R.SUCCESS, None)
     assert served == [encode_properties({"WAIT": "false"})]
+
+
+def test_in_process_callers_follow_the_table_a_role_change_swaps_in():
+    """A controller-mode broker starts fenced as a slave and swaps its request table when elected: the
+    gateways and the gRPC service of its process, which call it through a LocalPeer, must see the swap."""
+    from types import SimpleNamespace
+
+    from ferrymq.remoting.local import LocalPeer
+    from ferrymq.server.broker.service import LiveTable
+
+    def serve(cmd, _channel, _header):
+        return cmd.response(R.SUCCESS, None, {})
+
+    table = {RequestCode.SEND_MESSAGE_V2: Route(REQUESTS[RequestCode.SEND_MESSAGE_V2], serve,
+                                                REQUESTS[RequestCode.SEND_MESSAGE_V2].decode)}
+    broker = SimpleNamespace(table=with_rejections(table, BrokerConfig(brokerRole="SLAVE", brokerId=1)))
+    peer = LocalPeer(LiveTable(broker), "127.0.0.1:0")
+    ext = SendMessageRequestHeader("p", "T", "TBW102", 4, 0, 0, 0, 0, properties="").to_ext_v2()
+
+    def answer():
+        return peer.invoke(request(RequestCode.SEND_MESSAGE_V2, ext), 1.0).result.code
+
+    assert answer() == R.SYSTEM_BUSY
+    broker.table = table  # elected master
+    assert answer() == R.SUCCESS
+    broker.table = with_replicas_short(table)
+    assert answer() == R.SYSTEM_ERROR
+    assert list(LiveTable(broker)) == [RequestCode.SEND_MESSAGE_V2] and len(LiveTable(broker)) == 1
