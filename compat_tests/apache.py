@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,8 +178,9 @@ class ApacheBroker:
     store: Path
     namesrv_addr: str
     bind_ip: str
-    #: the name server only takes TLS clients (its readiness is asked over TLS)
-    namesrv_tls: bool = False
+    #: the name server only takes TLS clients: its readiness is asked over TLS, with this context when given
+    #: (one presenting a client certificate to a name server that requires one)
+    namesrv_tls: bool | ssl.SSLContext = False
 
     @property
     def addr(self) -> str:
@@ -204,7 +206,7 @@ class ApacheBroker:
         extra: dict[str, object] | None = None,
         version: str = toolchain.ROCKETMQ_5,
         system_properties: dict[str, str] | None = None,
-        namesrv_tls: bool = False,
+        namesrv_tls: bool | ssl.SSLContext = False,
     ) -> ApacheBroker:
         """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register."""
         home.mkdir(parents=True, exist_ok=True)
@@ -272,16 +274,19 @@ class ApacheProxy:
         return f"{LOOPBACK}:{self.grpc_port}"
 
     @classmethod
-    def launch(cls, home: Path, namesrv_addr: str, *, name: str = "proxy-broker-a",
+    def launch(cls, home: Path, namesrv_addr: str, *, name: str = "proxy-broker-a", cluster: str = "CompatCluster",
                extra: dict[str, object] | None = None, proxy_extra: dict[str, object] | None = None,
-               version: str = toolchain.ROCKETMQ_5) -> ApacheProxy:
+               version: str = toolchain.ROCKETMQ_5, system_properties: dict[str, str] | None = None,
+               namesrv_tls: bool | ssl.SSLContext = False) -> ApacheProxy:
         """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register.
-        ``extra``: more keys of its broker's config file; ``proxy_extra``: of the proxy's (rmq-proxy.json)."""
+        ``extra``: more keys of its broker's config file; ``proxy_extra``: of the proxy's (rmq-proxy.json);
+        ``system_properties`` and ``namesrv_tls`` as :meth:`ApacheBroker.launch` takes them (tls.server.mode
+        applies to the broker's remoting port and the proxy's gRPC port alike)."""
         home.mkdir(parents=True, exist_ok=True)
         broker_port, grpc_port, remoting_port = free_port(also_free=(-2, 1)), free_port(), free_port()
         store = store_root(home)
         broker_conf = write_conf(home / "broker.conf", {
-            "brokerClusterName": "CompatCluster", "brokerName": name, "brokerId": 0, "namesrvAddr": namesrv_addr,
+            "brokerClusterName": cluster, "brokerName": name, "brokerId": 0, "namesrvAddr": namesrv_addr,
             "listenPort": broker_port, "haListenPort": broker_port + 1, "bindAddress": LOOPBACK,
             "brokerIP1": LOOPBACK, "storePathRootDir": store, "storePathCommitLog": store / "commitlog",
             "autoCreateTopicEnable": "true", "mappedFileSizeCommitLog": 64 * 1024 * 1024,
@@ -289,18 +294,20 @@ class ApacheProxy:
             **(extra or {}),
         })
         proxy_conf = home / "rmq-proxy.json"
-        proxy_conf.write_text(json.dumps({"rocketMQClusterName": "CompatCluster", "namesrvAddr": namesrv_addr,
+        proxy_conf.write_text(json.dumps({"rocketMQClusterName": cluster, "namesrvAddr": namesrv_addr,
                                           "grpcServerPort": grpc_port, "remotingListenPort": remoting_port,
-                                          **(proxy_extra or {})}))
+                                          **(proxy_extra or {})}, default=str))
         command = [
-            toolchain.require("java"), *SERVER_JVM_FLAGS, f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
-            f"-Djava.io.tmpdir={home}", "-cp", toolchain.apache_proxy_classpath(version), PROXY_MAIN,
+            toolchain.require("java"), *SERVER_JVM_FLAGS,
+            *(f"-D{k}={v}" for k, v in (system_properties or {}).items()),
+            f"-Duser.home={home}", f"-Drocketmq.home.dir={home}", f"-Djava.io.tmpdir={home}",
+            "-cp", toolchain.apache_proxy_classpath(version), PROXY_MAIN,
             "-pm", "local", "-bc", str(broker_conf), "-pc", str(proxy_conf),
         ]
         child = Child("Apache proxy", command, home / "proxy.out")
         child.start()
-        broker = ApacheBroker(home, broker_port, child, "CompatCluster", name, LOOPBACK, version, store,
-                              namesrv_addr, LOOPBACK)
+        broker = ApacheBroker(home, broker_port, child, cluster, name, LOOPBACK, version, store, namesrv_addr,
+                              LOOPBACK, namesrv_tls)
         return cls(home, grpc_port, broker, child)
 
     def wait_ready(self) -> None:
@@ -309,7 +316,8 @@ class ApacheProxy:
         try:
             child.wait_until(lambda: "rocketmq-proxy startup successfully" in child.log_tail(600)
                              and port_open(LOOPBACK, self.grpc_port), f"gRPC on {self.grpc_port}", BOOT_TIMEOUT)
-            child.wait_until(lambda: _routes_to(self.broker.namesrv_addr, "TBW102", self.broker.name),
+            child.wait_until(lambda: _routes_to(self.broker.namesrv_addr, "TBW102", self.broker.name,
+                                                self.broker.namesrv_tls),
                              f"registered with the name server {self.broker.namesrv_addr}", BOOT_TIMEOUT)
         except BaseException:
             self.stop()
@@ -325,8 +333,9 @@ def _remove_if_outside(store: Path, home: Path) -> None:
         shutil.rmtree(store, ignore_errors=True)
 
 
-def _routes_to(namesrv_addr: str, topic: str, broker_name: str, tls: bool = False) -> bool:
-    """Whether the name server's route for ``topic`` names ``broker_name`` (asked over TLS with ``tls``)."""
+def _routes_to(namesrv_addr: str, topic: str, broker_name: str, tls: bool | ssl.SSLContext = False) -> bool:
+    """Whether the name server's route for ``topic`` names ``broker_name`` (asked over TLS with ``tls``, as
+    :class:`.socket_client.Connection` takes it)."""
     from ferrymq.wire.codes import RequestCode, ResponseCode
     from ferrymq.wire.command import request
 

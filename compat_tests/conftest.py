@@ -133,13 +133,15 @@ def apache_broker(apache_namesrv, compat_home):
 
 
 class FerryNamesrv:
-    """``ferrymq namesrv`` from the project's venv on a free port."""
+    """``ferrymq namesrv`` from the project's venv on a free port, its files in ``home`` (kvConfigPath's
+    default, as Apache's, is under the user's home directory)."""
 
     def __init__(self, home: Path, extra: dict[str, object] | None = None):
         """``extra``: more keys of its config file."""
         home.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        conf = write_conf(home / "namesrv.conf", {"listenPort": self.port, **(extra or {})})
+        conf = write_conf(home / "namesrv.conf", {"listenPort": self.port,
+                                                  "kvConfigPath": home / "namesrv" / "kvConfig.json", **(extra or {})})
         self.child = Child("ferrymq namesrv", [str(_ferrymq_cli()), "namesrv", "-c", str(conf)], home / "namesrv.out")
         self.child.start()
         try:

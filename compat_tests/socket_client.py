@@ -33,13 +33,14 @@ class Connection:
     moment the channel that registered it closes.
     """
 
-    def __init__(self, addr: str, timeout: float = 5.0, tls: bool = False):
+    def __init__(self, addr: str, timeout: float = 5.0, tls: bool | ssl.SSLContext = False):
         """``tls``: speak TLS (Python's ``ssl``, not checking the server's certificate, as Apache's clients
-        in test mode)."""
+        in test mode), or with this context (one presenting a client certificate, say)."""
         self.addr = addr
         self.sock = socket.create_connection(split_addr(addr), timeout=timeout)
         if tls:
-            self.sock = ssl._create_unverified_context().wrap_socket(self.sock)
+            context = tls if isinstance(tls, ssl.SSLContext) else ssl._create_unverified_context()
+            self.sock = context.wrap_socket(self.sock)
         self.decoder = FrameDecoder()
         self.pending: list[RemotingCommand] = []
 
@@ -69,7 +70,8 @@ class Connection:
         self.close()
 
 
-def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0, tls: bool = False) -> RemotingCommand:
+def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0,
+         tls: bool | ssl.SSLContext = False) -> RemotingCommand:
     with Connection(addr, timeout, tls) as conn:
         return conn.call(cmd, timeout)
 

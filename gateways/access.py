@@ -1,6 +1,6 @@
 """What a gateway asks of the broker's access control about its own clients (docs/acl.md): who a user
-name and password prove, and whether that user may do an action (publish, subscribe, and the HTTP gateway's
-admin routes' create, list and get) on a RocketMQ topic or group.
+name and password prove, and whether that user may do an action (publish, subscribe, and the create, list
+and get of the HTTP gateway's admin routes and web console) on a RocketMQ topic or group.
 
 A broker with ``authenticationEnabled`` or ``authorizationEnabled`` gives the gateways it serves in its
 process an :class:`Access` (``ferrymq.server.auth.gateway_access``); without one a gateway checks nothing."""
@@ -42,8 +42,4 @@ class Access(Protocol):
     def allows(self, username: str | None, action: str, resource: str, ip: str) -> bool:
         """Whether ``username`` may do ``action`` (:data:`PUB`, :data:`SUB`, :data:`CREATE`, :data:`LIST`
         or :data:`GET`) on ``resource`` (a key of :func:`topic` or :func:`group`) from ``ip``."""
-        ...
-
-    def is_super(self, username: str | None) -> bool:
-        """Whether ``username`` is a super user (who may see everything, as the web console shows it)."""
         ...

@@ -30,14 +30,19 @@ class AdminError(RuntimeError):
         self.code = code
 
 
-def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0, tls: bool = False) -> RemotingCommand:
-    """Send ``cmd`` on a new connection to ``addr`` (``host:port``) and return the answer; ``tls`` speaks
-    TLS without checking the server's certificate (a test server's is self-signed)."""
+#: how a call connects: plain (False), over TLS without checking the server's certificate (True: a test
+#: server's is self-signed), or over TLS with this context (one presenting a client certificate, say)
+Tls = bool | ssl.SSLContext
+
+
+def call(addr: str, cmd: RemotingCommand, timeout: float = 5.0, tls: Tls = False) -> RemotingCommand:
+    """Send ``cmd`` on a new connection to ``addr`` (``host:port``) and return the answer."""
     host, _, port = addr.rpartition(":")
     deadline = time.monotonic() + timeout
     decoder = FrameDecoder()
     plain = socket.create_connection((host, int(port)), timeout=timeout)
-    with ssl._create_unverified_context().wrap_socket(plain) if tls else plain as sock:
+    context = tls if isinstance(tls, ssl.SSLContext) else ssl._create_unverified_context() if tls else None
+    with context.wrap_socket(plain) if context is not None else plain as sock:
         sock.sendall(encode(cmd))
         while True:
             sock.settimeout(max(0.001, deadline - time.monotonic()))
@@ -55,31 +60,32 @@ def _checked(answer: RemotingCommand, what: str) -> RemotingCommand:
     return answer
 
 
-def cluster_info(namesrv_addr: str, timeout: float = 5.0, tls: bool = False) -> ClusterInfo:
+def cluster_info(namesrv_addr: str, timeout: float = 5.0, tls: Tls = False) -> ClusterInfo:
     answer = call(namesrv_addr, request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout, tls)
     return ClusterInfo.decode(_checked(answer, "cluster info").body)
 
 
-def route(namesrv_addr: str, topic: str) -> TopicRouteData | None:
+def route(namesrv_addr: str, topic: str, tls: Tls = False) -> TopicRouteData | None:
     """The topic's route, or None while the name server knows no route for it."""
     code = RequestCode.GET_ROUTEINFO_BY_TOPIC
-    answer = call(namesrv_addr, request(code, encode_request_header(code, GetRouteInfoRequestHeader(topic))))
+    answer = call(namesrv_addr, request(code, encode_request_header(code, GetRouteInfoRequestHeader(topic))),
+                  tls=tls)
     if answer.code == ResponseCode.TOPIC_NOT_EXIST:
         return None
     return TopicRouteData.decode(_checked(answer, f"route of {topic}").body)
 
 
-def create_topic(broker_addr: str, topic: str, queues: int, *, order: bool = False) -> None:
+def create_topic(broker_addr: str, topic: str, queues: int, *, order: bool = False, tls: Tls = False) -> None:
     code = RequestCode.UPDATE_AND_CREATE_TOPIC
     header = CreateTopicRequestHeader(topic=topic, default_topic="TBW102", read_queue_nums=queues,
                                       write_queue_nums=queues, perm=PERM_READ_WRITE,
                                       topic_filter_type="SINGLE_TAG", order=order, topic_sys_flag=0)
-    _checked(call(broker_addr, request(code, encode_request_header(code, header))), f"create topic {topic}")
+    _checked(call(broker_addr, request(code, encode_request_header(code, header)), tls=tls), f"create topic {topic}")
 
 
-def create_group(broker_addr: str, config: SubscriptionGroupConfig) -> None:
+def create_group(broker_addr: str, config: SubscriptionGroupConfig, tls: Tls = False) -> None:
     cmd = request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, config.encode())
-    _checked(call(broker_addr, cmd), f"create group {config.group_name}")
+    _checked(call(broker_addr, cmd, tls=tls), f"create group {config.group_name}")
 
 
 

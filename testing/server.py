@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -95,6 +96,7 @@ class FerryMQServer:
         self.grpc_port = int(self.conf.pop("grpcListenPort", 0))
         self.grpc = grpc or self.grpc_port != 0
         self._proc: subprocess.Popen | None = None
+        self._admin_tls: admin.Tls | None = None
 
     # ------------------------------------------------------------------ what clients use
 
@@ -132,12 +134,30 @@ class FerryMQServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def admin_tls(self) -> admin.Tls:
+        """How :meth:`create_topic`, :meth:`create_group` and the readiness check connect: plain, or, to a
+        server taking TLS clients only (``tls.server.mode=enforcing``), over TLS presenting the certificate
+        the server's own connections present (``tls.client.certPath``) when it has one, for a server that
+        requires client certificates."""
+        if self._admin_tls is None:
+            self._admin_tls = False
+            if self.conf.get("tls.server.mode") == "enforcing":
+                from ferrymq.server.config import tls_config
+
+                tls = tls_config(self.conf)
+                self._admin_tls = ssl._create_unverified_context()
+                if tls.client_cert_path and tls.client_key_path:
+                    self._admin_tls.load_cert_chain(tls.client_cert_path, tls.client_key_path,
+                                                    tls.client_key_password or None)
+        return self._admin_tls
+
     def create_topic(self, topic: str, queues: int = 4, *, order: bool = False, timeout: float = 10.0) -> str:
         """Create ``topic`` with ``queues`` read and write queues and wait until the name server routes it."""
-        admin.create_topic(self.broker_addr, topic, queues, order=order)
+        admin.create_topic(self.broker_addr, topic, queues, order=order, tls=self.admin_tls)
         deadline = time.monotonic() + timeout
         while True:
-            found = admin.route(self.namesrv_addr, topic)
+            found = admin.route(self.namesrv_addr, topic, tls=self.admin_tls)
             if found and any(q.broker_name == self.broker_name and q.read_queue_nums == queues
                              for q in found.queue_datas):
                 return topic
@@ -148,7 +168,7 @@ class FerryMQServer:
     def create_group(self, group: str, **settings: object) -> str:
         """Create the subscription group ``group``; ``settings`` are SubscriptionGroupConfig's fields
         (``retry_max_times=3``, ``consume_message_orderly=True``, ``consume_broadcast_enable=False``...)."""
-        admin.create_group(self.broker_addr, SubscriptionGroupConfig(group_name=group, **settings))
+        admin.create_group(self.broker_addr, SubscriptionGroupConfig(group_name=group, **settings), self.admin_tls)
         return group
 
     # ------------------------------------------------------------------ its log
@@ -283,8 +303,7 @@ class FerryMQServer:
 
     def _registered(self, namesrv_port: int, broker_port: int) -> bool:
         try:
-            info = admin.cluster_info(f"{LOOPBACK}:{namesrv_port}",
-                                      tls=self.conf.get("tls.server.mode") == "enforcing")
+            info = admin.cluster_info(f"{LOOPBACK}:{namesrv_port}", tls=self.admin_tls)
         except OSError:  # exiting: the next look at the process says why
             return False
         data = info.broker_addr_table.get(self.broker_name)

@@ -3,6 +3,13 @@
 A lookup that names nothing (an unknown topic, group, message or transaction) is a 404 page, a
 malformed one a 400 page naming the field; a broker that fails or does not answer is the status
 :func:`~ferrymq.gateways.http.problems.from_client_error` gives it, on a page too.
+
+When the gateway checks users, each page needs what the broker's admin requests behind it need, as the HTTP
+admin routes do: listing topics (and the transactions of every topic) ``List`` on ``Topic:*``, listing
+groups ``List`` on ``Group:*``, a topic's page or a message lookup ``Get`` on the topic, a group's page
+``Get`` on the group; the cluster's page and a transaction's need valid credentials only (the cluster and
+runtime figures are asked with request codes Apache checks no ACL for). A refusal is the HTTP routes' 403
+problem+json.
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from ferrymq.wire.bodies import ClusterInfo
 from ferrymq.wire.message import MessageConst, MessageExt
 from ferrymq.wire.topics import SYS_GROUP_PREFIX, SYSTEM_GROUPS, validate_group, validate_topic
 
-from ..http import groups
+from ..access import GET
+from ..access import topic as topic_key
+from ..http import auth, groups
 from ..http.gateway import Gateway
 from ..http.messages import is_text
 from ..http.problems import Problem, from_client_error
@@ -219,6 +228,7 @@ class Pages:
             raise Problem(400, "look up by msgId or by key, not both", "key")
         if not (msg_id or key):
             raise Problem(400, "give the message's id (msgId) or one of its keys (key)", "msgId")
+        self.authorize(request, GET, topic_key(topic), "query.topic")
         if msg_id:
             return await self._by_id(topic, msg_id, form)
         return await self._by_key(topic, key, form)
@@ -301,15 +311,21 @@ class Pages:
 
     # ------------------------------------------------------------------ errors
 
-    def guarded(self, handler: Callable[[Request], Awaitable[Response]], current: str):
-        """``handler``, its refusals and failures shown as pages with their status."""
+    def guarded(self, handler: Callable[[Request], Awaitable[Response]], current: str, action: str | None = None,
+                resource: Callable[[Request], str] | None = None, field: str | None = None):
+        """``handler``, for a user allowed ``action`` on the ``resource`` the request names (when the
+        gateway checks users), its refusals and failures shown as pages with their status."""
 
         async def run(request: Request) -> Response:
             self.sampler.viewed()
             try:
                 self.gateway.require_started()
+                if action is not None and resource is not None:
+                    self.authorize(request, action, resource(request), field)
                 return await handler(request)
             except Problem as problem:
+                if problem.status == 403:
+                    return problem.response(request.url.path)
                 return self._problem(current, problem)
             except Exception as exc:  # noqa: BLE001
                 try:
@@ -320,6 +336,14 @@ class Pages:
                                                                "the details"))
 
         return run
+
+    def authorize(self, request: Request, action: str, resource: str, field: str | None) -> None:
+        """Raises a 403 :class:`Problem` unless the request's user may do ``action`` on ``resource`` (the
+        user the console's mount found: ``ferrymq.gateways.http.app._logged_in``)."""
+        access = self.gateway.access
+        if access is not None:
+            auth.authorize(access, request.state.user, action, resource,
+                           request.client.host if request.client else "", field)
 
     def _problem(self, current: str, problem: Problem) -> HTMLResponse:
         detail = Raw(f'<p id="problem">{esc(problem.detail)}</p>')

@@ -359,24 +359,23 @@ def _guarded(handler: Callable[[Request], Awaitable[Response]], action: str | No
     return run
 
 
-def _super_users_only(gateway: Gateway, app: Callable) -> Callable:
-    """``app`` (the web console, which shows every topic's messages) for super users only when the gateway
-    checks logins: others are answered 401 (with the Basic challenge a browser asks for credentials on) or
-    403."""
+def _logged_in(gateway: Gateway, app: Callable) -> Callable:
+    """``app`` (the web console) for the broker's users when the gateway checks them: a request without
+    valid credentials is answered 401, with the Basic challenge a browser asks for credentials on. The user
+    they prove is the request's ``state.user``, whose reads the console's pages authorize each."""
 
     async def guarded(scope: dict, receive: Callable, send: Callable) -> None:
         access = gateway.access
-        if access is not None and access.authenticating and scope["type"] == "http":
+        if access is not None and scope["type"] == "http":
             authorization = next((value.decode("latin-1") for name, value in scope["headers"]
                                   if name == b"authorization"), None)
             client = scope.get("client")
             try:
                 user = auth.check(access, authorization, None, None, client[0] if client else "")
-                if not access.is_super(user):
-                    raise Problem(403, f"User:{user} is not a super user: the console is for super users")
             except Problem as problem:
                 await problem.response(scope["path"])(scope, receive, send)
                 return
+            scope.setdefault("state", {})["user"] = user
         await app(scope, receive, send)
 
     return guarded
@@ -466,7 +465,7 @@ def create_app(gateway: Gateway, *, manage_gateway: bool = True) -> _PublishFirs
         from ferrymq.gateways.console.app import mount
 
         console, sampler = mount(gateway, gateway.console_sample_interval)
-        routes.append(Mount(console.path, app=_super_users_only(gateway, console.app)))
+        routes.append(Mount(console.path, app=_logged_in(gateway, console.app)))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):

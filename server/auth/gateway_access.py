@@ -50,7 +50,3 @@ class GatewayAccess:
             log.info("gateway %s on %s refused: %s", action, resource, exc)
             return False
         return True
-
-    def is_super(self, username: str | None) -> bool:
-        user = self.control.users.get(username) if username else None
-        return user is not None and user.is_super
