@@ -1,9 +1,12 @@
 """gRPC send and receive+ack through FerryMQ's grpcListenPort beside Apache's proxy (local mode), one run.
 
-Run: ``.venv/bin/python -m benchmarks.grpc_bench [--quick | --full] [--rounds N] [--sides ferrymq,apache] [--out FILE]``.
+Run: ``.venv/bin/python -m benchmarks.grpc_bench [--quick | --full] [--rounds N] [--sides ferrymq,apache]
+[--tls-mode MODE] [--out FILE]``.
 
 ``ferrymq standalone`` (grpcListenPort) and Apache 5.5.0's name server and proxy in local mode (its
-broker in the proxy's JVM), both ASYNC_FLUSH on temp stores and loopback, are started once and driven
+broker in the proxy's JVM), both ASYNC_FLUSH on temp stores and loopback, each in its default
+``tls.server.mode`` (permissive: TLS and plain on one port; FerryMQ's ``--tls-mode disabled`` serves the
+plain clients without the splice permissive mode costs, docs/grpc.md), are started once and driven
 in rounds, the side that goes first flipping every round so drift of the shared machine favours neither.
 Each round, on each side, on a new topic of ``queues`` queues:
 
@@ -49,6 +52,8 @@ class Plan:
     batch: int = 32
     queues: int = 8
     sides: tuple[str, ...] = SIDES
+    #: FerryMQ's tls.server.mode (the load is plain gRPC: permissive or disabled)
+    tls_mode: str = "permissive"
 
     @classmethod
     def quick(cls, **overrides) -> "Plan":
@@ -257,7 +262,8 @@ class Bench:
         if "ferrymq" in self.plan.sides:
             from ferrymq.testing import FerryMQServer
 
-            server = FerryMQServer(self.home / "ferrymq", {"flushDiskType": "ASYNC_FLUSH"}, grpc=True)
+            server = FerryMQServer(self.home / "ferrymq", {"flushDiskType": "ASYNC_FLUSH",
+                                                           "tls.server.mode": self.plan.tls_mode}, grpc=True)
             server.start()
             self._stops.append(server.stop)
             self.endpoints["ferrymq"] = (server.namesrv_addr, server.grpc_endpoint)
@@ -320,10 +326,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--sides", default=",".join(SIDES), help="ferrymq,apache (default both)")
+    parser.add_argument("--tls-mode", choices=("permissive", "disabled"), default="permissive",
+                        help="FerryMQ's tls.server.mode (default permissive, as Apache's)")
     parser.add_argument("--out", type=Path, help="write the results as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the work dir")
     args = parser.parse_args(argv)
-    overrides: dict[str, Any] = {"sides": tuple(s for s in args.sides.split(",") if s)}
+    overrides: dict[str, Any] = {"sides": tuple(s for s in args.sides.split(",") if s), "tls_mode": args.tls_mode}
     if args.rounds:
         overrides["rounds"] = args.rounds
     if args.seconds:

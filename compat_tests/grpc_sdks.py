@@ -33,11 +33,10 @@ class SdkRunner:
 
 def go5(binary: Path, home: Path) -> SdkRunner:
     """The Go v5 harness; the SDK logs under ``home/logs`` (its ``rocketmq.client.logRoot``). It connects
-    without TLS, as the Java scenarios do (``enableSsl(false)``): the SDK's default is TLS, which Apache's
-    proxy tells from plain text on one port and FerryMQ's gRPC port serves only in
-    ``tls.server.mode=enforcing``."""
-    return SdkRunner((str(binary),), {"rocketmq.client.logRoot": str(home / "logs"), "rocketmq.client.logLevel": "warn",
-                                      "rocketmq.client.enableSsl": "false"}, home / "logs")
+    on the SDK's default, TLS (``rocketmq.client.enableSsl`` unset), which Apache's proxy and FerryMQ both
+    serve beside the plain clients on one port in their default ``tls.server.mode``."""
+    return SdkRunner((str(binary),), {"rocketmq.client.logRoot": str(home / "logs"), "rocketmq.client.logLevel": "warn"},
+                     home / "logs")
 
 
 def node(node_modules: Path, home: Path) -> SdkRunner:

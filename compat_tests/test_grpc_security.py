@@ -2,8 +2,9 @@
 calls with a ``StaticSessionCredentialsProvider`` against Apache 5.5.0's proxy in local mode and FerryMQ's
 grpcListenPort, both with authenticationEnabled and authorizationEnabled. A normal user sends and receives
 on the topic and group its ACL allows; a topic it does not allow, a wrong secret and no credentials are
-refused with the proxy's status (UNAUTHORIZED, 40100) and reason. With TLS on (``enableSsl``) the client is
-served by the proxy's gRPC port in its default mode, which tells TLS from plain on one port.
+refused with the proxy's status (UNAUTHORIZED, 40100) and reason. A client left on its default (TLS, the
+builder's ``enableSsl``) is served on the same port as the plain ones, in the default
+``tls.server.mode=permissive``.
 
 The proxy's own settings (rmq-proxy.json) turn its checks on; its broker in the same JVM keeps the users
 and ACLs. One client JVM per server runs every scenario at once, and the tests check what each saw.
@@ -44,7 +45,7 @@ SCENARIOS = {
     "denied topic": ("send", "-t", DENIED, *SIGNED),
     "wrong secret": ("send", "-t", TOPIC, "-ak", ALICE[0], "-sk", "guess"),
     "no credentials": ("send", "-t", TOPIC),
-    "tls": ("send", "-t", TOPIC, *SIGNED, "-ssl", "true"),
+    "tls": ("send", "-t", TOPIC, *SIGNED, "-ssl", "default"),
 }
 BODIES = ["acl-0", "acl-1"]
 
@@ -151,9 +152,8 @@ def test_refused_with_the_proxys_status_and_reason(runs, scenario):
     assert reasons["ferrymq"] == reasons["apache"], reasons
 
 
-@pytest.mark.parametrize("kind", ["apache", pytest.param("ferrymq", marks=pytest.mark.xfail(
-    strict=True, reason="grpcio serves a port with TLS or without: in tls.server.mode=permissive FerryMQ's gRPC "
-                        "port serves plain gRPC only (docs/tls.md)"))])
-def test_the_default_mode_serves_a_tls_client_on_the_grpc_port(runs, kind):
-    result = runs[kind]["tls"]
-    assert len(result.of("sent")) == len(BODIES), result.explain()
+@pytest.mark.parametrize("kind", ["apache", "ferrymq"])
+def test_the_default_mode_serves_a_client_on_its_default_tls_and_a_plain_one_on_the_same_port(runs, kind):
+    tls, plain = runs[kind]["tls"], runs[kind]["send"]
+    assert len(tls.of("sent")) == len(BODIES), tls.explain()
+    assert len(plain.of("sent")) == len(BODIES), plain.explain()

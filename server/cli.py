@@ -145,10 +145,10 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     if gateway_cfg.grpcListenPort == 0:
         return None
     try:
-        from ferrymq.remoting.tls import TlsMode
         from ferrymq.server.grpc.messages import Limits
         from ferrymq.server.grpc.server import GrpcThread
         from ferrymq.server.grpc.service import MessagingService
+        from ferrymq.server.grpc.tls import port_tls
     except ImportError as exc:
         if "grpcListenPort" in props:
             raise CannotStart(f"grpcListenPort={gateway_cfg.grpcListenPort}: {exc}") from None
@@ -160,17 +160,12 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
         from ferrymq.server.grpc.access import AccessInterceptor
 
         interceptors.append(AccessInterceptor())
-    credentials = None
-    tls_cfg = cfg.tls_config(props)
-    if tls_cfg.mode is TlsMode.ENFORCING:  # grpcio cannot serve TLS and plain clients on one port
-        from ferrymq.server.grpc.tls import server_credentials
-
-        try:
-            credentials = server_credentials(tls_cfg.server_tls())
-        except (OSError, ValueError) as exc:
-            raise CannotStart(f"TLS on grpcListenPort: {exc}") from None
+    try:
+        tls = port_tls(cfg.tls_config(props).server_tls())
+    except (OSError, ValueError) as exc:
+        raise CannotStart(f"TLS on grpcListenPort: {exc}") from None
     server = GrpcThread(MessagingService(limits=Limits(maxMessageSize=broker_cfg.maxMessageSize)), bind,
-                        gateway_cfg.grpcListenPort, interceptors, credentials)
+                        gateway_cfg.grpcListenPort, interceptors, tls)
     try:
         server.start()
     except OSError as exc:

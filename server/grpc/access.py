@@ -22,6 +22,7 @@ from ferrymq.server.auth.authorization import Need
 from ferrymq.server.auth.errors import AuthenticationError, AuthorizationError
 
 from .protocol import Code, pb, service
+from .splitter import client_peer
 from .status import status
 
 log = logging.getLogger("ferrymq.grpc")
@@ -102,8 +103,8 @@ def credentials_of(metadata: dict[str, str]) -> tuple[str | None, str | None, by
 
 
 def _peer_ip(context: Any) -> str:
-    """``ipv4:127.0.0.1:5555`` or ``ipv6:[::1]:5555`` to the address alone."""
-    peer = context.peer() or ""
+    """The client's ``ipv4:127.0.0.1:5555`` or ``ipv6:[::1]:5555`` to the address alone."""
+    peer = client_peer(context)
     return peer.partition(":")[2].rpartition(":")[0].strip("[]")
 
 

@@ -6,6 +6,7 @@ import grpc
 from ferrymq.wire.topics import is_system_topic, validate_topic
 
 from .protocol import Code, pb
+from .splitter import client_peer
 from .status import Refused
 
 #: the metadata keys naming the client and its language (every SDK sends them)
@@ -29,7 +30,7 @@ def metadata(context: grpc.aio.ServicerContext, key: str) -> str:
 
 
 def peer(context: grpc.aio.ServicerContext) -> str:
-    """``ipv4:127.0.0.1:50000`` -> ``127.0.0.1:50000``; the IPv6 form keeps its brackets."""
-    address = context.peer() or ""
+    """The client's address: ``ipv4:127.0.0.1:50000`` -> ``127.0.0.1:50000``; the IPv6 form keeps its brackets."""
+    address = client_peer(context)
     kind, _, rest = address.partition(":")
     return rest if kind in ("ipv4", "ipv6") else address

@@ -6,6 +6,9 @@ the same CPU per unary call (measured with QueryRoute, 8 concurrent callers), bu
 for as long as each client's Telemetry stream stays open (the client's whole life), and another for
 every send waiting on the broker: its pool would bound the number of clients. On asyncio a stream or a
 waiting send costs a coroutine.
+
+The port is grpcio's own, plain (``tls.server.mode=disabled``) or TLS (``enforcing``); in ``permissive`` mode
+grpcio listens on two loopback ports, plain and TLS, and the port is the :mod:`.splitter`'s, on the same loop.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import grpc
 
 from .protocol import service_grpc
 from .service import MessagingService
+from .splitter import LOOPBACK, Splitter
+from .tls import PortTls
 
 log = logging.getLogger("ferrymq.grpc")
 
@@ -39,14 +44,15 @@ class GrpcThread:
     stops the server from starting, as a taken listenPort does)."""
 
     def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
-                 credentials: grpc.ServerCredentials | None = None):
+                 tls: PortTls | None = None):
         """``interceptors``: grpcio server interceptors run before the service (the access checks);
-        ``credentials``: serve TLS with them (:func:`.tls.server_credentials`), else plain."""
+        ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
         self.service = service
         self.interceptors = tuple(interceptors)
-        self.credentials = credentials
+        self.tls = tls
         self.host = host
         self.port = port
+        self.splitter: Splitter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: grpc.aio.Server | None = None
         self._stopped: asyncio.Event | None = None
@@ -62,7 +68,8 @@ class GrpcThread:
         if self._error is not None:
             raise OSError(f"grpcListenPort {self.port} on {self.host} cannot be listened on (in use by another "
                           f"process?): set grpcListenPort in the config file, or 0 to turn gRPC off") from None
-        log.info("gRPC MessagingService served on %s:%d (docs/grpc.md)", self.host, self.port)
+        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
+        log.info("gRPC MessagingService served on %s:%d to %s clients (docs/grpc.md)", self.host, self.port, clients)
 
     def _run(self, ready: threading.Event) -> None:
         async def serve() -> None:
@@ -71,22 +78,42 @@ class GrpcThread:
             server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND_MESSAGE_SIZE),
                                               ("grpc.so_reuseport", 0)], interceptors=self.interceptors)
             service_grpc.add_MessagingServiceServicer_to_server(self.service, server)
+            tls = self.tls
+            split = tls is not None and tls.plain_too
             try:
-                target = _target(self.host, self.port)
-                bound = (server.add_secure_port(target, self.credentials) if self.credentials is not None
-                         else server.add_insecure_port(target))
+                if split:
+                    plain = server.add_insecure_port(f"{LOOPBACK}:0")
+                    secure = server.add_secure_port(f"{LOOPBACK}:0", tls.credentials)
+                    bound = min(plain, secure)
+                else:
+                    target = _target(self.host, self.port)
+                    bound = (server.add_secure_port(target, tls.credentials) if tls is not None
+                             else server.add_insecure_port(target))
             except RuntimeError as exc:  # grpcio raises when it cannot bind
                 self._error = exc
                 return
             if bound == 0:
                 self._error = OSError("not bound")
                 return
-            self.port = bound
             await server.start()
+            if split:
+                splitter = Splitter(plain, secure)
+                try:
+                    bound = await splitter.listen(self.host, self.port)
+                except OSError as exc:
+                    self._error = exc
+                    await server.stop(None)
+                    return
+                self.splitter = splitter
+            self.port = bound
             self._server = server
             ready.set()
             await self._stopped.wait()
+            if self.splitter is not None:
+                self.splitter.stop_accepting()
             await server.stop(GRACE)
+            if self.splitter is not None:
+                await self.splitter.close()
 
         try:
             asyncio.run(serve())

@@ -1,15 +1,33 @@
 """TLS on the gRPC port from the tls.* keys, as Apache's proxy takes them: the server's certificate and key
-(test mode: the self-signed pair of the remoting port), client certificates asked for or required per
-``tls.server.need_client_auth`` and checked against ``tls.server.trustCertPath``.
+(test mode: a self-signed pair made at start, the remoting port's), client certificates asked for or
+required per ``tls.server.need.client.auth`` and checked against ``tls.server.trustCertPath``.
 
-grpcio serves a port either with TLS or without, so only ``tls.server.mode=enforcing`` makes gRPC TLS;
-``permissive``, where Apache's proxy tells TLS from plain on one port, serves plain gRPC (docs/grpc.md).
+``tls.server.mode`` decides who may connect: ``enforcing`` TLS clients only (grpcio serves TLS on the port),
+``permissive`` TLS and plain clients alike (the :mod:`.splitter` tells them apart), ``disabled`` plain
+clients only (grpcio serves plain gRPC on the port).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import grpc
-from ferrymq.remoting.tls import ClientAuth, ServerTls, _load_key, self_signed
+from ferrymq.remoting.tls import ClientAuth, ServerTls, TlsMode, _load_key, self_signed
+
+
+@dataclass(frozen=True)
+class PortTls:
+    """TLS on the gRPC port: grpcio's credentials, and whether plain clients are served on the port too."""
+
+    credentials: grpc.ServerCredentials
+    plain_too: bool
+
+
+def port_tls(tls: ServerTls | None) -> PortTls | None:
+    """The port's TLS for the server's (:meth:`TlsConfig.server_tls`); None when TLS is disabled."""
+    if tls is None or tls.mode is TlsMode.DISABLED:
+        return None
+    return PortTls(server_credentials(tls), plain_too=tls.mode is TlsMode.PERMISSIVE)
 
 
 def server_credentials(tls: ServerTls) -> grpc.ServerCredentials:
@@ -30,5 +48,5 @@ def server_credentials(tls: ServerTls) -> grpc.ServerCredentials:
             roots = f.read()
     required = tls.client_auth is ClientAuth.REQUIRE
     if required and roots is None:
-        raise ValueError("tls.server.need_client_auth=require on the gRPC port needs tls.server.trustCertPath")
+        raise ValueError("tls.server.need.client.auth=require on the gRPC port needs tls.server.trustCertPath")
     return grpc.ssl_server_credentials([(key_pem, chain)], root_certificates=roots, require_client_auth=required)

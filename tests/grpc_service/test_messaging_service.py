@@ -5,6 +5,7 @@ each message checked as a remoting consumer pulls it from the same broker."""
 from __future__ import annotations
 
 import queue
+import ssl
 import time
 import uuid
 import zlib
@@ -94,6 +95,20 @@ def test_route_lists_read_write_queues_at_the_endpoints_asked_with_the_topic_typ
     assert {tuple(q.accept_message_types) for q in answer.message_queues} == {(pb.FIFO,)}
     assert {(q.broker.name, q.broker.id) for q in answer.message_queues} == {(server.broker_name, 0)}
     assert answer.message_queues[0].broker.endpoints == endpoints(server)
+
+
+def test_the_port_serves_a_tls_client_beside_the_plain_ones(server, stub, topics):
+    """tls.server.mode=permissive, the default: a TLS client is served on the port the plain clients use, with
+    the self-signed certificate of tls.test.mode.enable (Apache's defaults)."""
+    host, port = server.grpc_endpoint.rsplit(":", 1)
+    certificate = ssl.get_server_certificate((host, int(port)))  # a handshake on the port, checking nothing
+    credentials = grpc.ssl_channel_credentials(root_certificates=certificate.encode())
+    request = service.QueryRouteRequest(topic=pb.Resource(name=topics()), endpoints=endpoints(server))
+    with grpc.secure_channel(server.grpc_endpoint, credentials,
+                             options=[("grpc.ssl_target_name_override", "localhost")]) as channel:
+        assert service_grpc.MessagingServiceStub(channel).QueryRoute(request, metadata=CLIENT,
+                                                                     timeout=10).status.code == pb.OK
+    assert stub.QueryRoute(request, metadata=CLIENT).status.code == pb.OK
 
 
 @pytest.mark.parametrize(("topic", "code"), [("NoSuchTopic", pb.TOPIC_NOT_FOUND), ("TBW102", pb.ILLEGAL_TOPIC),

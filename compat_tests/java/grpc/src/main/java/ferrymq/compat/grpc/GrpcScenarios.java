@@ -44,7 +44,7 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  * </pre>
  * Every scenario also takes {@code -ak KEY -sk SECRET} (signing its calls with a
  * {@link StaticSessionCredentialsProvider}) and {@code -ssl true} (TLS, the server's certificate unchecked, as
- * the client always does). A scenario that fails before its first line ends with an {@code error} line naming
+ * the client always does; {@code -ssl default}: the builder's default, TLS; without {@code -ssl}: plain). A scenario that fails before its first line ends with an {@code error} line naming
  * the innermost cause (a refusal reads {@code [request-id=..., response-code=40100] reason}).
  * Scenarios separated by {@code --} run at once, each on its own thread, each line saying its
  * {@code scenario} (index).
@@ -191,8 +191,11 @@ public final class GrpcScenarios {
     private static ClientConfiguration configuration(Map<String, String> args) {
         ClientConfigurationBuilder builder = ClientConfiguration.newBuilder()
             .setEndpoints(args.get("endpoint"))
-            .enableSsl(Boolean.parseBoolean(args.getOrDefault("ssl", "false")))
             .setRequestTimeout(Duration.ofSeconds(5));
+        String ssl = args.getOrDefault("ssl", "false");
+        if (!"default".equals(ssl)) {
+            builder.enableSsl(Boolean.parseBoolean(ssl));
+        }
         if (args.containsKey("ak")) {
             builder.setCredentialProvider(new StaticSessionCredentialsProvider(args.get("ak"), args.get("sk")));
         }
