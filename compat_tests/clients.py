@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from .harness import GoHarness, JavaScenarios, Running, ScenarioResult
 
-#: flags that are durations, with the Java program's name for each (milliseconds)
-DURATIONS = {"timeout": "timeout", "linger": "linger", "idle": "idle", "deliverAfter": "deliverAfterMs"}
+#: flags that are durations, with the Java program's name for each (milliseconds); ``rebalance`` is the Go
+#: harness's alone (see :meth:`Client.rebalancing_every_second`)
+DURATIONS = {"timeout": "timeout", "linger": "linger", "idle": "idle", "deliverAfter": "deliverAfterMs",
+             "rebalance": "rebalance"}
 #: subcommands named differently by the two programs
 JAVA_COMMANDS = {"pull": "litepull"}
 
@@ -25,6 +27,13 @@ class Client:
     @property
     def is_java(self) -> bool:
         return isinstance(self.runner, JavaScenarios)
+
+    def rebalancing_every_second(self) -> dict[str, object]:
+        """A consumer's flags that rebalance it every second, as every Java run does
+        (``rocketmq.client.rebalance.waitInterval``, harness.CLIENT_SYSTEM_PROPERTIES): the Go client v2.1.2
+        rebalances every 20 s, a constant, and takes up a queue it dropped (an offset the broker moved) only
+        at its next rebalance."""
+        return {} if self.is_java else {"rebalance": 1}
 
     def _argv(self, command: str, flags: dict[str, object]) -> tuple[str, list[str]]:
         args: list[str] = []

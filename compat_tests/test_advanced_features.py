@@ -286,7 +286,8 @@ def test_reset_offset_by_time_redelivers_the_later_messages(server, client5, mqa
     boundary = int(time.time() * 1000)
     time.sleep(1.5)
     client5("send", n=ns, t=topic, count=3, body="new").check()
-    consumer = client5.spawn("consume", n=ns, t=topic, g=group, count=10, timeout=WAIT + 30)
+    consumer = client5.spawn("consume", n=ns, t=topic, g=group, count=10, timeout=WAIT + 30,
+                             **client5.rebalancing_every_second())
     try:
         deadline = time.monotonic() + WAIT
         while len(consumer.result().of("received")) < 7 and time.monotonic() < deadline:
@@ -317,5 +318,6 @@ def test_reset_offset_by_time_of_an_offline_group_applies_when_it_returns(server
     wait_until_offline(server, group)
     out = mqadmin5(ns, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(boundary))
     assert "Consumer not online" not in out, out
-    again = client5("consume", n=ns, t=topic, g=group, count=3, timeout=WAIT + 60, linger=3).check()
+    again = client5("consume", n=ns, t=topic, g=group, count=3, timeout=WAIT + 60, linger=3,
+                    **client5.rebalancing_every_second()).check()
     assert sorted(bodies(again)) == [f"new #{i}" for i in range(3)], f"mqadmin said:\n{out}\n{again.explain()}"

@@ -9,12 +9,10 @@ find a route; that takes well under a second.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import ssl
 import subprocess
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +21,7 @@ from types import TracebackType
 from ferrymq.wire.bodies import SubscriptionGroupConfig
 
 from . import admin
+from .forkserver import ForkedProcess, start_cli
 from .ports import LOOPBACK, free_port
 
 #: the log lines that give the ports the two servers bound (the name server's is 0, chosen by the kernel)
@@ -95,7 +94,7 @@ class FerryMQServer:
         self.mqtt = mqtt or self.mqtt_port != 0
         self.grpc_port = int(self.conf.pop("grpcListenPort", 0))
         self.grpc = grpc or self.grpc_port != 0
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen | ForkedProcess | None = None
         self._admin_tls: admin.Tls | None = None
 
     # ------------------------------------------------------------------ what clients use
@@ -264,13 +263,7 @@ class FerryMQServer:
         keys.setdefault("configStorePath", str(self.home / "namesrv" / "namesrv.properties"))
         conf.write_text("".join(f"{key}={value}\n" for key, value in keys.items()))
         offset = self.log_size()
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-m", "ferrymq.testing.child", str(os.getpid()), "standalone", "-c", str(conf)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                start_new_session=True,  # a Ctrl-C meant for pytest does not reach it; teardown stops it
-            )
+        self._proc = start_cli(["standalone", "-c", str(conf)], self.log_path)
         try:
             return self._wait_ready(offset, broker_port)
         except BaseException:

@@ -29,6 +29,7 @@ func runConsume(args []string) error {
 	reconsume := fs.Int("reconsume", 0, "answer ConsumeRetryLater while a message was re-consumed fewer times than this")
 	maxReconsume := fs.Int("maxReconsume", -1, "consumer maxReconsumeTimes (-1: client default)")
 	instance := fs.String("instance", "", "client instance name")
+	rebalance := fs.Duration("rebalance", 0, "also rebalance this often (v2.1.2 rebalances every 20 s, a constant, and takes up a queue dropped for an illegal offset only then)")
 	fs.Parse(args)
 	if *namesrv == "" || *topic == "" {
 		return fmt.Errorf("consume needs -n NAMESRV and -t TOPIC")
@@ -102,6 +103,22 @@ func runConsume(args []string) error {
 		return fmt.Errorf("consumer start: %w", err)
 	}
 	emit(map[string]any{"event": "started"})
+	if *rebalance > 0 {
+		if r, ok := any(c).(interface{ RebalanceIfNotPaused() }); ok {
+			go func() {
+				ticker := time.NewTicker(*rebalance)
+				defer ticker.Stop()
+				for {
+					select {
+					case <-ticker.C:
+						r.RebalanceIfNotPaused()
+					case <-done:
+						return
+					}
+				}
+			}()
+		}
+	}
 	if *count <= 0 && *idle == 0 {
 		once.Do(func() { close(done) }) // nothing to wait for: only -linger (messages that should not come)
 	}

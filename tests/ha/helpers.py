@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ferrymq.testing import admin
+from ferrymq.testing.forkserver import ForkedProcess, start_cli
 from ferrymq.testing.ports import LOOPBACK, free_port
 from ferrymq.testing.server import SMALL_STORE
 from ferrymq.wire.codes import RequestCode
@@ -37,7 +36,7 @@ class BrokerProcess:
     namesrv_addr: str
     conf: dict[str, object]
     port: int = 0
-    proc: subprocess.Popen | None = field(default=None, init=False)
+    proc: subprocess.Popen | ForkedProcess | None = field(default=None, init=False)
     #: seconds :meth:`start` waits for the broker to register
     ready_timeout = 20.0
 
@@ -70,11 +69,7 @@ class BrokerProcess:
                 **self.conf}
         conf = self.home / "broker.conf"
         conf.write_text("".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}\n" for k, v in keys.items()))
-        with open(self.home / "broker.out", "ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ferrymq.testing.child", str(os.getpid()), "broker", "-c", str(conf)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        self.proc = start_cli(["broker", "-c", str(conf)], self.home / "broker.out")
         return self
 
     def wait_registered(self, timeout: float | None = None) -> BrokerProcess:
