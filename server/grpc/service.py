@@ -54,7 +54,7 @@ from .calls import CLIENT_ID, LANGUAGE, check_topic, metadata, peer
 from .consumer import ConsumerMethods, check_group
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
-from .reactor import in_reactor
+from .reactor import in_reactor, to_reactor
 from .renewals import RenewalPolicy, Renewals
 from .settings import ConsumerPolicy, ProducerPolicy, answer
 from .status import OK, SEND_STATUS, Refused, from_remoting, status
@@ -273,7 +273,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
                     outbox.put_nowait(await self._settings(client, command.settings))
                 elif (nonce := admin_relay.nonce_of(command)) is not None and nonce in client.asked:
                     cmd, answered = client.asked.pop(nonce)
-                    _reactor().callFromThread(_fire, answered, admin_relay.reply(cmd, command))
+                    to_reactor(_fire, answered, admin_relay.reply(cmd, command))
             outbox.put_nowait(None)
         except asyncio.CancelledError:
             raise
@@ -315,22 +315,22 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         if client.settings.HasField("publishing"):
             topics = [topic.name for topic in client.settings.publishing.topics]
             producers = self.broker.producers
-            _reactor().callFromThread(lambda: [producers.register(topic, info) for topic in topics])
+            to_reactor(lambda: [producers.register(topic, info) for topic in topics])
         elif self.broker.consumers is not None:
             subscription = client.settings.subscription
             consume_type = "CONSUME_PASSIVELY" if client.settings.client_type == pb.PUSH_CONSUMER else "CONSUME_ACTIVELY"
             subscriptions = [build_subscription(entry.topic.name, entry.expression.expression or "*",
                                                 "SQL92" if entry.expression.type == pb.SQL else "TAG")
                              for entry in subscription.subscriptions]
-            _reactor().callFromThread(self.broker.consumers.register, subscription.group.name, info, consume_type,
+            to_reactor(self.broker.consumers.register, subscription.group.name, info, consume_type,
                                       "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", subscriptions)
 
     def _unregister(self, client: _Client) -> None:
         broker = self._broker
         if client.channel is not None and broker is not None:
-            _reactor().callFromThread(broker.producers.channel_closed, client.channel)
+            to_reactor(broker.producers.channel_closed, client.channel)
             if broker.consumers is not None:
-                _reactor().callFromThread(broker.consumers.channel_closed, client.channel)
+                to_reactor(broker.consumers.channel_closed, client.channel)
 
     def _ask(self, client: _Client, cmd: RemotingCommand, answered: defer.Deferred) -> None:
         """An admin's question (:mod:`.admin_relay`) to ``client`` over its Telemetry stream."""
@@ -339,7 +339,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
                 raise admin_relay.Unanswerable("its Telemetry stream is closed")
             nonce, command = admin_relay.question(cmd)
         except admin_relay.Unanswerable as exc:
-            _reactor().callFromThread(_fire, answered, cmd.response(ResponseCode.SYSTEM_ERROR, str(exc), {}))
+            to_reactor(_fire, answered, cmd.response(ResponseCode.SYSTEM_ERROR, str(exc), {}))
             return
         client.asked[nonce] = (cmd, answered)
         client.outbox.put_nowait(command)
