@@ -31,9 +31,10 @@ import resource
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchmarks.rounds import run_rounds, spread
 from benchmarks.sidebyside.procstat import tree_cpu_s

@@ -13,9 +13,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer
-
 from ferrymq.sdk.aio.bridge import Mailbox
+from twisted.internet import defer
 
 
 def _wake_reactor(run: Callable[[], None]) -> None:

@@ -7,6 +7,7 @@ failed to the method that answers.
 
 from __future__ import annotations
 
+from ferrymq.server.store.status import PutMessageStatus
 from ferrymq.wire.codes import ResponseCode
 
 from .protocol import Code, pb
@@ -45,6 +46,14 @@ SEND_STATUS = {
     ResponseCode.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
+}
+
+#: the same for a put stored without a send request (the statuses the broker answers with those codes)
+STORED_STATUS = {
+    PutMessageStatus.PUT_OK: Code.OK,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
 }
 
 
