@@ -7,6 +7,8 @@ failed to the method that answers.
 
 from __future__ import annotations
 
+import functools
+
 from ferrymq.server.store.status import PutMessageStatus
 from ferrymq.wire.codes import ResponseCode
 
@@ -26,7 +28,16 @@ class Refused(Exception):
 
 
 def status(code: int, message: str | None = None) -> pb.Status:
-    return pb.Status(code=code, message=message if message is not None else Code.Name(code))
+    """A status saying ``message``, else the code's name. Read-only: a response copies the status it is
+    built with, and a status named by its code alone is made once (every send answers one or two)."""
+    if message is None:
+        return _named(code)
+    return pb.Status(code=code, message=message)
+
+
+@functools.cache
+def _named(code: int) -> pb.Status:
+    return pb.Status(code=code, message=Code.Name(code))
 
 
 OK = status(Code.OK)
