@@ -18,7 +18,9 @@ Each round, on each side, on a new topic of ``queues`` queues:
   AckMessage for them; the rate runs from the first receive to the last ack.
 
 The load tool runs in this process: its CPU (cores: CPU seconds over wall seconds) is reported beside
-each figure, so a reader can tell whether it or the server was the limit. Figures are medians over the
+each figure, so a reader can tell whether it or the server was the limit. The server's CPU per message
+(its process and children, from /proc, over the same window) is reported too: a figure other work on a
+shared machine disturbs far less than the rates. Figures are medians over the
 rounds, with their range; the FerryMQ/Apache ratios are taken within each round first.
 Target (issue 27): >= 1.0x Apache's proxy for both.
 """
@@ -27,15 +29,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import resource
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from benchmarks.rounds import run_rounds, spread
+from benchmarks.sidebyside.procstat import tree_cpu_s
 
 TARGET_RATIO = 1.0
 SIDES = ("ferrymq", "apache")
@@ -86,8 +91,13 @@ def _protocol():
     return pb, service, service_grpc
 
 
-async def send_load(endpoint: str, topic: str, plan: Plan) -> dict[str, float]:
-    """``plan.concurrency`` closed-loop senders: warm-up, then ``plan.seconds`` measured."""
+def _per_message_us(cpu_s: float, messages: int) -> float:
+    return round(1e6 * cpu_s / messages, 1) if messages else 0.0
+
+
+async def send_load(endpoint: str, topic: str, plan: Plan, server_cpu_s: Callable[[], float]) -> dict[str, float]:
+    """``plan.concurrency`` closed-loop senders: warm-up, then ``plan.seconds`` measured (the server's CPU
+    per message, ``server_cpu_s()`` before and after, too)."""
     import grpc
 
     pb, service, service_grpc = _protocol()
@@ -115,17 +125,18 @@ async def send_load(endpoint: str, topic: str, plan: Plan) -> dict[str, float]:
         cpu = None
         tasks = [asyncio.ensure_future(sender()) for _ in range(plan.concurrency)]
         await asyncio.sleep(max(0.0, measure_from - time.monotonic()))
-        cpu = _cpu_s()
+        cpu, server = _cpu_s(), server_cpu_s()
         await asyncio.gather(*tasks)
-        cpu = _cpu_s() - cpu
+        cpu, server = _cpu_s() - cpu, server_cpu_s() - server
     latencies.sort()
     return {"tps": round(counts["ok"] / plan.seconds, 1), "ok": counts["ok"], "failed": counts["failed"],
             "p50_ms": round(percentile(latencies, 50), 3), "p99_ms": round(percentile(latencies, 99), 3),
-            "tool_cores": round(cpu / plan.seconds, 2)}
+            "tool_cores": round(cpu / plan.seconds, 2),
+            "server_cpu_us_per_msg": _per_message_us(server, counts["ok"] + counts["failed"])}
 
 
 async def receive_load(endpoint: str, topic: str, group: str, expected: int, plan: Plan,
-                       timeout_s: float = 120.0) -> dict[str, float]:
+                       server_cpu_s: Callable[[], float], timeout_s: float = 120.0) -> dict[str, float]:
     """``plan.receivers`` consumers receive and ack until ``expected`` messages are acked (or the time is up)."""
     import grpc
     from google.protobuf.duration_pb2 import Duration
@@ -174,12 +185,13 @@ async def receive_load(endpoint: str, topic: str, group: str, expected: int, pla
                 closed.set()
                 telemetry.cancel()
 
-        cpu = _cpu_s()
+        cpu, server = _cpu_s(), server_cpu_s()
         await asyncio.gather(*(consumer() for _ in range(plan.receivers)))
-        cpu = _cpu_s() - cpu
+        cpu, server = _cpu_s() - cpu, server_cpu_s() - server
     seconds = max(done["last"] - done["first"], 1e-6)
     return {"tps": round(done["acked"] / seconds, 1), "acked": done["acked"], "expected": expected,
-            "seconds": round(seconds, 3), "tool_cores": round(cpu / seconds, 2)}
+            "seconds": round(seconds, 3), "tool_cores": round(cpu / seconds, 2),
+            "server_cpu_us_per_msg": _per_message_us(server, done["acked"])}
 
 
 # -- rounds and their summary --------------------------------------------------------------------------
@@ -202,7 +214,9 @@ def summarize(rounds: list[Round]) -> dict[str, Any]:
         out[side] = {
             "send_tps": spread([r.send[side]["tps"] for r in rounds if side in r.send]),
             "send_p99_ms": spread([r.send[side]["p99_ms"] for r in rounds if side in r.send]),
+            "send_cpu_us": spread([r.send[side]["server_cpu_us_per_msg"] for r in rounds if side in r.send]),
             "receive_tps": spread([r.receive[side]["tps"] for r in rounds if side in r.receive]),
+            "receive_cpu_us": spread([r.receive[side]["server_cpu_us_per_msg"] for r in rounds if side in r.receive]),
         }
     both = [r for r in rounds if all(s in r.send for s in SIDES)]
     out["send_ratio"] = spread([r.send["ferrymq"]["tps"] / r.send["apache"]["tps"] for r in both
@@ -230,7 +244,9 @@ def table(summary: dict[str, Any]) -> str:
     rows = ["| | FerryMQ | Apache proxy (local) | FerryMQ / Apache |", "|---|---|---|---|"]
     for label, key, digits, ratio in (("send msg/s", "send_tps", 0, "send_ratio"),
                                       ("send p99 ms", "send_p99_ms", 2, None),
-                                      ("receive+ack msg/s", "receive_tps", 0, "receive_ratio")):
+                                      ("send server CPU µs/msg", "send_cpu_us", 0, None),
+                                      ("receive+ack msg/s", "receive_tps", 0, "receive_ratio"),
+                                      ("receive+ack server CPU µs/msg", "receive_cpu_us", 0, None)):
         rows.append(f"| {label} | {_cell(summary['ferrymq'][key], digits)} | {_cell(summary['apache'][key], digits)} | "
                     f"{_cell(summary[ratio], 2) if ratio else ''} |")
     return "\n".join(rows)
@@ -246,6 +262,7 @@ class Bench:
         self.plan = plan
         self.home = home
         self.endpoints: dict[str, tuple[str, str]] = {}  # side -> (namesrv, gRPC endpoint)
+        self.pids: dict[str, int] = {}  # side -> the server's process
         self._stops: list = []
 
     def start(self) -> None:
@@ -259,6 +276,7 @@ class Bench:
             ns.wait_ready()
             proxy.wait_ready()
             self.endpoints["apache"] = (ns.addr, proxy.grpc_endpoint)
+            self.pids["apache"] = proxy.child.proc.pid
         if "ferrymq" in self.plan.sides:
             from ferrymq.testing import FerryMQServer
 
@@ -267,6 +285,7 @@ class Bench:
             server.start()
             self._stops.append(server.stop)
             self.endpoints["ferrymq"] = (server.namesrv_addr, server.grpc_endpoint)
+            self.pids["ferrymq"] = server.pid
 
     def stop(self) -> None:
         for stop in reversed(self._stops):
@@ -295,12 +314,14 @@ class Bench:
         done = Round(index, order)
         for side in order:
             namesrv, endpoint = self.endpoints[side]
+            server_cpu_s = functools.partial(tree_cpu_s, self.pids[side])
             try:
                 topic, group = self._topic_and_group(namesrv)
-                done.send[side] = asyncio.run(send_load(endpoint, topic, self.plan))
+                done.send[side] = asyncio.run(send_load(endpoint, topic, self.plan, server_cpu_s))
                 expected = done.send[side]["ok"]
                 # the warm-up's messages are there too: the rate is of as many as were measured
-                done.receive[side] = asyncio.run(receive_load(endpoint, topic, group, expected, self.plan))
+                done.receive[side] = asyncio.run(receive_load(endpoint, topic, group, expected, self.plan,
+                                                              server_cpu_s))
             except Exception as exc:  # noqa: BLE001 - the round goes on with the other side
                 done.errors[side] = f"{type(exc).__name__}: {exc}"
         return done
@@ -313,8 +334,10 @@ def describe(done: Round) -> str:
             parts.append(f"{side}: {done.errors[side]}")
             continue
         s, r = done.send.get(side, {}), done.receive.get(side, {})
-        parts.append(f"{side}: send {s.get('tps')} msg/s p99 {s.get('p99_ms')} ms (tool {s.get('tool_cores')} "
-                     f"cores), receive+ack {r.get('tps')} msg/s (tool {r.get('tool_cores')} cores)")
+        parts.append(f"{side}: send {s.get('tps')} msg/s p99 {s.get('p99_ms')} ms, server "
+                     f"{s.get('server_cpu_us_per_msg')} µs/msg (tool {s.get('tool_cores')} cores), receive+ack "
+                     f"{r.get('tps')} msg/s, server {r.get('server_cpu_us_per_msg')} µs/msg "
+                     f"(tool {r.get('tool_cores')} cores)")
     return "; ".join(parts)
 
 

@@ -177,6 +177,7 @@ def _with_grpc(grpc, broker):
     """``broker``, whose gRPC service (if any) now answers from it, checking its calls against the broker's
     users and ACLs when the broker checks them."""
     if grpc is not None:
+        from ferrymq.server.broker.processors.send import SendProcessor
         from ferrymq.server.grpc.service import BrokerSide
 
         for interceptor in grpc.interceptors:  # first: no call reaches the broker unchecked
@@ -185,7 +186,8 @@ def _with_grpc(grpc, broker):
         from ferrymq.server.broker.service import LiveTable
 
         grpc.service.broker = BrokerSide(broker.config.brokerName, ctx.topics, ctx.producers, LiveTable(broker),
-                                         ctx.groups, ctx.pop, lambda: broker.registration.peers, ctx.consumers)
+                                         ctx.groups, ctx.pop, lambda: broker.registration.peers, ctx.consumers,
+                                         SendProcessor(ctx))
     return broker
 
 

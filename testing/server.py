@@ -151,6 +151,13 @@ class FerryMQServer:
                                                     tls.client_key_password or None)
         return self._admin_tls
 
+    @property
+    def pid(self) -> int:
+        """The server's process (its CPU and memory are read from /proc by the benchmarks)."""
+        if self._proc is None:
+            raise RuntimeError("the server is not started")
+        return self._proc.pid
+
     def create_topic(self, topic: str, queues: int = 4, *, order: bool = False, timeout: float = 10.0) -> str:
         """Create ``topic`` with ``queues`` read and write queues and wait until the name server routes it."""
         admin.create_topic(self.broker_addr, topic, queues, order=order, tls=self.admin_tls)

@@ -1,6 +1,7 @@
 """The gRPC benchmark's load against a live FerryMQ (half a second of it), and its summary over rounds."""
 
 import asyncio
+import functools
 import uuid
 
 import pytest
@@ -9,6 +10,7 @@ pytest.importorskip("grpc")
 pytest.importorskip("rocketmq.grpc_protocol")
 
 from benchmarks.grpc_bench import Plan, Round, receive_load, send_load, summarize, table, verdict  # noqa: E402
+from benchmarks.sidebyside.procstat import tree_cpu_s  # noqa: E402
 from ferrymq.sdk.blocking_clients import BlockingMQAdmin  # noqa: E402
 from ferrymq.testing.server import FerryMQServer  # noqa: E402
 from ferrymq.wire.bodies import SubscriptionGroupConfig  # noqa: E402
@@ -21,23 +23,28 @@ def test_the_load_sends_then_receives_and_acks_what_it_sent(tmp_path):
         with BlockingMQAdmin(server.namesrv_addr) as admin:
             admin.create_topic(topic, plan.queues, broker_addr=server.broker_addr)
             admin.api.create_subscription_group(server.broker_addr, SubscriptionGroupConfig(group_name="grpc_bench_smoke"))
-        sent = asyncio.run(send_load(server.grpc_endpoint, topic, plan))
+        server_cpu_s = functools.partial(tree_cpu_s, server.pid)
+        sent = asyncio.run(send_load(server.grpc_endpoint, topic, plan, server_cpu_s))
         assert sent["ok"] > 0 and sent["failed"] == 0
         assert 0 < sent["p50_ms"] <= sent["p99_ms"]
+        assert sent["server_cpu_us_per_msg"] > 0
         taken = asyncio.run(receive_load(server.grpc_endpoint, topic, "grpc_bench_smoke", sent["ok"], plan,
-                                         timeout_s=15))
+                                         server_cpu_s, timeout_s=15))
         assert taken["acked"] >= sent["ok"] and taken["tps"] > 0
+        assert taken["server_cpu_us_per_msg"] > 0
 
 
 def _round(i: int, ferry_send: float, apache_send: float, ferry_receive: float, apache_receive: float) -> Round:
+    cpu = {"server_cpu_us_per_msg": 100.0}
     return Round(i, ["ferrymq", "apache"],
-                 send={"ferrymq": {"tps": ferry_send, "p99_ms": 5.0}, "apache": {"tps": apache_send, "p99_ms": 9.0}},
-                 receive={"ferrymq": {"tps": ferry_receive}, "apache": {"tps": apache_receive}})
+                 send={"ferrymq": {"tps": ferry_send, "p99_ms": 5.0, **cpu},
+                       "apache": {"tps": apache_send, "p99_ms": 9.0, **cpu}},
+                 receive={"ferrymq": {"tps": ferry_receive, **cpu}, "apache": {"tps": apache_receive, **cpu}})
 
 
 def test_the_ratios_are_taken_within_each_round_then_the_median():
     rounds = [_round(0, 1000, 2000, 3000, 1000), _round(1, 3000, 2000, 1000, 1000),
-              Round(2, ["apache", "ferrymq"], send={"apache": {"tps": 10.0, "p99_ms": 1.0}},
+              Round(2, ["apache", "ferrymq"], send={"apache": {"tps": 10.0, "p99_ms": 1.0, "server_cpu_us_per_msg": 50.0}},
                     errors={"ferrymq": "RuntimeError: down"})]
     s = summarize(rounds)
     assert s["send_ratio"] == {"median": 1.0, "min": 0.5, "max": 1.5, "rounds": 2}
@@ -45,3 +52,5 @@ def test_the_ratios_are_taken_within_each_round_then_the_median():
     assert s["apache"]["send_tps"]["rounds"] == 3 and s["ferrymq"]["send_tps"]["rounds"] == 2
     assert verdict(s) == {"send": True, "receive": True}
     assert "| send msg/s | 2000 (1000-3000) |" in table(s)
+    assert s["apache"]["send_cpu_us"] == {"median": 100.0, "min": 50.0, "max": 100.0, "rounds": 3}
+    assert "| send server CPU µs/msg | 100 (100-100) |" in table(s)

@@ -52,7 +52,7 @@ def _ensure_reactor() -> None:
         reactor_thread.ensure_running()
 
 
-class _Mailbox:
+class Mailbox:
     """Calls posted from one thread, run in the order posted in another, which is woken once per burst.
 
     A wake-up (``reactor.callFromThread``, ``loop.call_soon_threadsafe``) writes to the other thread's
@@ -95,12 +95,12 @@ class _Mailbox:
 
 
 #: calls into the reactor thread
-_hops = _Mailbox(lambda run: _reactor().callFromThread(run))
+_hops = Mailbox(lambda run: _reactor().callFromThread(run))
 #: answers of :func:`call` to each event loop awaiting them, from the reactor thread
-_answers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Mailbox] = weakref.WeakKeyDictionary()
+_answers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Mailbox] = weakref.WeakKeyDictionary()
 
 
-def _answers_to(loop: asyncio.AbstractEventLoop) -> _Mailbox:
+def _answers_to(loop: asyncio.AbstractEventLoop) -> Mailbox:
     mailbox = _answers.get(loop)
     if mailbox is None:
         ref = weakref.ref(loop)  # the loop's entry goes with the loop
@@ -111,7 +111,7 @@ def _answers_to(loop: asyncio.AbstractEventLoop) -> _Mailbox:
                 raise RuntimeError("the event loop is gone")
             target.call_soon_threadsafe(run)
 
-        mailbox = _answers[loop] = _Mailbox(wake)
+        mailbox = _answers[loop] = Mailbox(wake)
     return mailbox
 
 
@@ -130,7 +130,7 @@ class _Call:
     __slots__ = ("answers", "args", "deferred", "fn", "future", "kwargs")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, future: asyncio.Future,
-                 answers: _Mailbox) -> None:
+                 answers: Mailbox) -> None:
         self.fn, self.args, self.kwargs, self.future, self.answers = fn, args, kwargs, future, answers
         self.deferred: defer.Deferred | None = None
 

@@ -1,33 +1,74 @@
-"""Awaiting, on the gRPC server's loop, a call run in the reactor thread (where the broker's state lives)."""
+"""Awaiting, on the gRPC server's loop, a call run in the reactor thread (where the broker's state lives).
+
+Each wake-up of the other thread (``reactor.callFromThread``, ``loop.call_soon_threadsafe``) writes to its
+wake-up pipe and hands it the interpreter lock: the calls that one turn of the server's loop makes hop
+to the reactor with one wake-up, and the answers that one turn of the reactor gives come back with one
+(:class:`ferrymq.sdk.aio.bridge.Mailbox`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ferrymq.sdk.aio.bridge import Mailbox
 from twisted.internet import defer
+
+
+def _wake_reactor(run: Callable[[], None]) -> None:
+    from twisted.internet import reactor
+
+    reactor.callFromThread(run)  # before the reactor runs, queued until it does
+
+
+#: calls into the reactor thread
+_calls = Mailbox(_wake_reactor)
+#: answers to each loop awaiting them (the server's; a test's own)
+_answers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Mailbox] = weakref.WeakKeyDictionary()
+
+
+def _answers_to(loop: asyncio.AbstractEventLoop) -> Mailbox:
+    mailbox = _answers.get(loop)
+    if mailbox is None:
+        ref = weakref.ref(loop)
+
+        def wake(run: Callable[[], None]) -> None:
+            target = ref()
+            if target is None:
+                raise RuntimeError("the event loop is gone")
+            target.call_soon_threadsafe(run)
+
+        mailbox = _answers[loop] = Mailbox(wake)
+    return mailbox
+
+
+def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
+    if not future.done():
+        future.set_result(value) if ok else future.set_exception(value)
 
 
 async def in_reactor(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` run in the reactor thread; its result, or its Deferred's, or the exception it failed with."""
-    from twisted.internet import reactor
-
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if not future.done():
-            future.set_result(value) if ok else future.set_exception(value)
+    answers = _answers_to(loop)
 
     def post(ok: bool, value: Any) -> None:
         try:
-            loop.call_soon_threadsafe(settle, ok, value)
+            answers.post(_settle, future, ok, value)
         except RuntimeError:  # the loop closed meanwhile: nobody awaits the answer
             pass
 
     def run() -> None:
         defer.maybeDeferred(fn, *args).addCallbacks(lambda result: post(True, result), lambda f: post(False, f.value))
 
-    reactor.callFromThread(run)
+    _calls.post(run)
     return await future
+
+
+def to_reactor(fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` run in the reactor thread, not awaited: after every call posted before it here or
+    by :func:`in_reactor`."""
+    _calls.post(fn, *args)

@@ -1,9 +1,12 @@
 """``apache.rocketmq.v2.MessagingService`` answered from the broker of this process.
 
-The service runs on the gRPC server's asyncio loop; what it asks of the broker (a send, an
-END_TRANSACTION) runs in the reactor thread through the broker's own request table
-(:class:`ferrymq.remoting.local.LocalPeer`), as the remoting clients' requests do, so the broker's checks
-and answers are the ones a remoting producer gets. Topic configs are read directly: a dict lookup.
+The service runs on the gRPC server's asyncio loop; what it asks of the broker runs in the reactor
+thread. A send is stored by the broker's send processor with a send's checks and outcome but no request
+to encode, dispatch and decode again (:meth:`~ferrymq.server.broker.processors.send.SendProcessor.store`,
+as the MQTT gateway stores); an END_TRANSACTION (and a send to a retry topic, which the broker's send may
+rewrite to its DLQ) goes through the broker's own request table (:class:`ferrymq.remoting.local.LocalPeer`),
+as the remoting clients' requests do, so the broker's checks and answers are the ones a remoting producer
+gets. Topic configs are read directly: a dict lookup.
 
 Every unary method answers with gRPC status OK and the outcome in the response's ``status``, as the
 proxy does; the consumer methods are :class:`.consumer.ConsumerMethods`. PullMessage and the offset
@@ -25,13 +28,18 @@ from typing import Any, Callable
 
 import grpc
 from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from ferrymq.remoting.errors import RemotingTimeoutError
-from ferrymq.remoting.local import LocalPeer
+from ferrymq.server.ha.roles import refuses_sends
+from ferrymq.remoting.local import LocalChannel, LocalPeer
+from ferrymq.remoting.pending import Pending
 from ferrymq.server.broker.clients import ClientChannelInfo
+from ferrymq.server.broker.processors.common import peer_host
 from ferrymq.server.broker.tag_subscriptions import build_subscription
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import RemotingCommand
+from ferrymq.wire.errors import Refusal
 from ferrymq.wire.command import request as new_request
 from ferrymq.wire.headers import (
     CheckTransactionStateRequestHeader,
@@ -41,23 +49,24 @@ from ferrymq.wire.headers import (
 )
 from ferrymq.wire.message import (
     MessageConst,
+    MessageExt,
     MessageSysFlag,
     decode_record,
     encode_properties,
 )
 from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.requests import encode_request_header
-from ferrymq.wire.topics import AUTO_CREATE_TOPIC
+from ferrymq.wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
 
 from . import admin_relay, route
 from .calls import CLIENT_ID, LANGUAGE, check_topic, metadata, peer
 from .consumer import ConsumerMethods, check_group
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
-from .reactor import in_reactor
+from .reactor import in_reactor, to_reactor
 from .renewals import RenewalPolicy, Renewals
 from .settings import ConsumerPolicy, ProducerPolicy, answer
-from .status import OK, SEND_STATUS, Refused, from_remoting, status
+from .status import OK, SEND_STATUS, STORED_STATUS, Refused, from_remoting, status
 
 log = logging.getLogger("ferrymq.grpc")
 
@@ -65,13 +74,15 @@ log = logging.getLogger("ferrymq.grpc")
 TRANSACTIONS_KEPT = 100_000
 #: seconds a broker call may take before the client is answered PROXY_TIMEOUT
 BROKER_TIMEOUT = 3.0
+#: the topic a send names for the broker to create a topic from, and its queues (the producer's defaults)
+DEFAULT_TOPIC_QUEUE_NUMS = 4
 
 
 @dataclass(frozen=True, slots=True)
 class BrokerSide:
     """What the service needs of the broker: its name, topic, producer and request (``processor``) tables,
-    its consumer groups, its POP and its name servers (``namesrvs()``: NamesrvPeer's, read in the reactor
-    thread)."""
+    its consumer groups, its POP, its name servers (``namesrvs()``: NamesrvPeer's, read in the reactor
+    thread) and its send processor (``sends``: without it, sends go through the request table)."""
 
     name: str
     topics: Any  # TopicConfigManager
@@ -81,10 +92,27 @@ class BrokerSide:
     pop: Any = None  # PopService
     namesrvs: Callable[[], Sequence[Any]] = tuple
     consumers: Any = None  # ConsumerManager
+    sends: Any = None  # SendProcessor
 
     def call(self, cmd: RemotingCommand, remote: str):
         """``cmd`` answered by the broker's request table; call in the reactor thread."""
         return LocalPeer(self.processor, remote).invoke(cmd, BROKER_TIMEOUT)
+
+    def store(self, msg: MessageExt, remote: str):
+        """``msg`` stored on its queue with a send's checks, as if ``remote`` had sent it: the
+        PutMessageResult, or a Deferred of it; a refusal raises (or fails the Deferred with) a Refusal.
+        Call in the reactor thread."""
+        channel = LocalChannel(remote)
+        msg.born_host = peer_host(channel)
+        queue_id = msg.queue_id
+        result = self.sends.store(msg, lambda _writable: queue_id, AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS,
+                                  channel)
+        if isinstance(result, Pending):
+            result = result.deferred()
+        if isinstance(result, defer.Deferred):
+            result.addTimeout(BROKER_TIMEOUT, _reactor(), onTimeoutCancel=lambda _result, timeout: Failure(
+                RemotingTimeoutError(remote, RequestCode.SEND_MESSAGE_V2, 0, timeout)))
+        return result
 
 
 class TelemetryChannel:
@@ -273,7 +301,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
                     outbox.put_nowait(await self._settings(client, command.settings))
                 elif (nonce := admin_relay.nonce_of(command)) is not None and nonce in client.asked:
                     cmd, answered = client.asked.pop(nonce)
-                    _reactor().callFromThread(_fire, answered, admin_relay.reply(cmd, command))
+                    to_reactor(_fire, answered, admin_relay.reply(cmd, command))
             outbox.put_nowait(None)
         except asyncio.CancelledError:
             raise
@@ -315,22 +343,22 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         if client.settings.HasField("publishing"):
             topics = [topic.name for topic in client.settings.publishing.topics]
             producers = self.broker.producers
-            _reactor().callFromThread(lambda: [producers.register(topic, info) for topic in topics])
+            to_reactor(lambda: [producers.register(topic, info) for topic in topics])
         elif self.broker.consumers is not None:
             subscription = client.settings.subscription
             consume_type = "CONSUME_PASSIVELY" if client.settings.client_type == pb.PUSH_CONSUMER else "CONSUME_ACTIVELY"
             subscriptions = [build_subscription(entry.topic.name, entry.expression.expression or "*",
                                                 "SQL92" if entry.expression.type == pb.SQL else "TAG")
                              for entry in subscription.subscriptions]
-            _reactor().callFromThread(self.broker.consumers.register, subscription.group.name, info, consume_type,
+            to_reactor(self.broker.consumers.register, subscription.group.name, info, consume_type,
                                       "CLUSTERING", "CONSUME_FROM_LAST_OFFSET", subscriptions)
 
     def _unregister(self, client: _Client) -> None:
         broker = self._broker
         if client.channel is not None and broker is not None:
-            _reactor().callFromThread(broker.producers.channel_closed, client.channel)
+            to_reactor(broker.producers.channel_closed, client.channel)
             if broker.consumers is not None:
-                _reactor().callFromThread(broker.consumers.channel_closed, client.channel)
+                to_reactor(broker.consumers.channel_closed, client.channel)
 
     def _ask(self, client: _Client, cmd: RemotingCommand, answered: defer.Deferred) -> None:
         """An admin's question (:mod:`.admin_relay`) to ``client`` over its Telemetry stream."""
@@ -339,7 +367,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
                 raise admin_relay.Unanswerable("its Telemetry stream is closed")
             nonce, command = admin_relay.question(cmd)
         except admin_relay.Unanswerable as exc:
-            _reactor().callFromThread(_fire, answered, cmd.response(ResponseCode.SYSTEM_ERROR, str(exc), {}))
+            to_reactor(_fire, answered, cmd.response(ResponseCode.SYSTEM_ERROR, str(exc), {}))
             return
         client.asked[nonce] = (cmd, answered)
         client.outbox.put_nowait(command)
@@ -415,6 +443,25 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         return writable[next(self._round_robin) % len(writable)]
 
     async def _send(self, topic: str, queue_id: int, message: Outgoing, remote: str) -> service.SendResultEntry:
+        broker = self.broker
+        if broker.sends is None or topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or refuses_sends(broker.processor):
+            return await self._send_request(topic, queue_id, message, remote)
+        msg = MessageExt(topic=topic, body=message.body, properties=message.properties, queue_id=queue_id,
+                         sys_flag=message.sys_flag, born_timestamp=message.born_timestamp)
+        try:
+            stored = await in_reactor(broker.store, msg, remote)
+        except Refusal as refusal:
+            raise Refused(from_remoting(refusal.code), refusal.remark or str(refusal.code)) from None
+        code = STORED_STATUS[stored.status]
+        uniq_key = message.properties[MessageConst.UNIQ_KEY]
+        if code == Code.OK and MessageSysFlag.transaction_type(message.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+            self._remember_half(topic, uniq_key, stored.msg_id, stored.queue_offset)
+        return service.SendResultEntry(status=status(code), message_id=uniq_key, transaction_id=uniq_key,
+                                       offset=stored.queue_offset)
+
+    async def _send_request(self, topic: str, queue_id: int, message: Outgoing,
+                            remote: str) -> service.SendResultEntry:
+        """:meth:`_send` as a SEND_MESSAGE_V2 through the broker's request table."""
         header = SendMessageRequestHeader(
             producer_group=message.properties[MessageConst.PRODUCER_GROUP], topic=topic, default_topic=AUTO_CREATE_TOPIC,
             default_topic_queue_nums=4, queue_id=queue_id, sys_flag=message.sys_flag,
@@ -429,15 +476,15 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         sent = SendMessageResponseHeader.from_ext(reply.ext_fields or {})
         uniq_key = message.properties[MessageConst.UNIQ_KEY]
         if code == Code.OK and MessageSysFlag.transaction_type(message.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
-            self._remember_half(topic, sent.transaction_id or uniq_key, sent)
+            self._remember_half(topic, sent.transaction_id or uniq_key, sent.msg_id, sent.queue_offset)
         return service.SendResultEntry(status=status(code), message_id=uniq_key,
                                        transaction_id=sent.transaction_id or "", offset=sent.queue_offset)
 
     # ------------------------------------------------------------------ transactions
 
-    def _remember_half(self, topic: str, transaction_id: str, sent: SendMessageResponseHeader) -> None:
-        _host, commit_log_offset = parse_offset_msg_id(sent.msg_id)
-        self._transactions[(topic, transaction_id)] = _HalfMessage(commit_log_offset, sent.queue_offset)
+    def _remember_half(self, topic: str, transaction_id: str, msg_id: str, queue_offset: int) -> None:
+        _host, commit_log_offset = parse_offset_msg_id(msg_id)
+        self._transactions[(topic, transaction_id)] = _HalfMessage(commit_log_offset, queue_offset)
         while len(self._transactions) > TRANSACTIONS_KEPT:
             self._transactions.popitem(last=False)
 

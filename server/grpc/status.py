@@ -7,6 +7,9 @@ failed to the method that answers.
 
 from __future__ import annotations
 
+import functools
+
+from ferrymq.server.store.status import PutMessageStatus
 from ferrymq.wire.codes import ResponseCode
 
 from .protocol import Code, pb
@@ -25,7 +28,16 @@ class Refused(Exception):
 
 
 def status(code: int, message: str | None = None) -> pb.Status:
-    return pb.Status(code=code, message=message if message is not None else Code.Name(code))
+    """A status saying ``message``, else the code's name. Read-only: a response copies the status it is
+    built with, and a status named by its code alone is made once (every send answers one or two)."""
+    if message is None:
+        return _named(code)
+    return pb.Status(code=code, message=message)
+
+
+@functools.cache
+def _named(code: int) -> pb.Status:
+    return pb.Status(code=code, message=Code.Name(code))
 
 
 OK = status(Code.OK)
@@ -45,6 +57,14 @@ SEND_STATUS = {
     ResponseCode.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
+}
+
+#: the same for a put stored without a send request (the statuses the broker answers with those codes)
+STORED_STATUS = {
+    PutMessageStatus.PUT_OK: Code.OK,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
 }
 
 

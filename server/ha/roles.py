@@ -7,6 +7,7 @@ code as "busy": a send is retried on another queue, a pull later.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ferrymq.remoting.dispatch import Route
@@ -44,6 +45,14 @@ def _unless_slave_read(route: Route, config: BrokerConfig) -> Route:
         return route.handle(cmd, channel, route.decode(cmd.ext_fields))
 
     return Route(route.request, handle, _no_header)
+
+
+def refuses_sends(table: Mapping[int, Route]) -> bool:
+    """Whether ``table`` refuses (a slave's) or checks (a master's short of in-sync replicas) a send before
+    its processor reads it: callers in the broker's process that store without a request must then send
+    one through the table, to be answered as a socket client would."""
+    route = table.get(RequestCode.SEND_MESSAGE_V2)
+    return route is None or route.decode is _no_header
 
 
 def with_rejections(table: dict[int, Route], config: BrokerConfig) -> dict[int, Route]:

@@ -160,6 +160,8 @@ def test_a_send_is_stored_as_a_remoting_message_with_tag_keys_and_properties(ser
     assert got.properties["__BORNHOST"] == "10.1.2.3" and got.properties["TRACE_CONTEXT"] == "00-trace"
     assert got.properties["BORN_TIMESTAMP"] == "1700000000123"
     assert got.queue_offset == entry.offset
+    # the record's own born host is the client's socket, as a remoting send's
+    assert got.born_host[0] == "127.0.0.1" and got.born_host[1] > 0
 
 
 def test_user_properties_travel_and_system_names_are_refused(server, stub, topics):

@@ -129,3 +129,14 @@ def test_in_process_callers_follow_the_table_a_role_change_swaps_in():
     broker.table = with_replicas_short(table)
     assert answer() == R.SYSTEM_ERROR
     assert list(LiveTable(broker)) == [RequestCode.SEND_MESSAGE_V2] and len(LiveTable(broker)) == 1
+
+
+def test_a_table_that_refuses_or_checks_sends_before_reading_them_is_told_apart():
+    from ferrymq.server.ha.roles import refuses_sends
+
+    table = {RequestCode.SEND_MESSAGE_V2: Route(REQUESTS[RequestCode.SEND_MESSAGE_V2], lambda *a: None,
+                                                REQUESTS[RequestCode.SEND_MESSAGE_V2].decode)}
+    assert not refuses_sends(table)
+    assert refuses_sends(with_rejections(table, BrokerConfig(brokerRole="SLAVE", brokerId=1)))
+    assert refuses_sends(with_replicas_short(table))
+    assert refuses_sends({})
