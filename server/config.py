@@ -404,7 +404,8 @@ class BrokerConfig:
                "and brokerId are then ignored.")
     controllerAddr: str = key("", "Controller addresses, 'host:port;host:port' (controller mode).", check=host_ports)
     fetchControllerAddrByDnsLookup: bool = key(
-        False, "Apache resolves controllerAddr as a domain name; accepted, FerryMQ reads it as addresses.")
+        False, "Controller mode: controllerAddr is one 'name:port' whose A records are the controllers, resolved at "
+               "start and every 2 minutes.")
     syncBrokerMetadataPeriod: int = key(5000, "Controller mode: ms between two GET_REPLICA_INFO polls of the "
                                               "controller (the push NOTIFY_BROKER_ROLE_CHANGED is quicker).",
                                         check=positive)
@@ -492,6 +493,11 @@ class BrokerConfig:
         if self.enableControllerMode:
             if not self.controllerAddr:
                 raise ConfigError("enableControllerMode=true needs controllerAddr")
+            if self.fetchControllerAddrByDnsLookup and ";" in self.controllerAddr.strip().strip(";"):
+                # Apache's broker resolves the text before the first ':' and reaches no controller
+                raise ConfigError(f"fetchControllerAddrByDnsLookup=true: controllerAddr must be one domain name "
+                                  f"and port, 'name:port', whose A records are the controllers; got "
+                                  f"{self.controllerAddr!r}")
             return  # the controller assigns brokerId and the role
         # Apache's BrokerStartup: a master's id is forced to 0, a slave's must be > 0.
         if self.brokerRole == "SLAVE":

@@ -39,15 +39,21 @@ POLL_INTERVAL = 0.1
 
 @implementer(IPushProducer)
 class SlaveConnection(protocol.Protocol):
-    """One slave: its reports in, the commit log out from where it asked."""
+    """One slave: its reports in, the commit log out from where it asked.
+
+    The frames are the classic protocol's; a subclass speaking another protocol over the same stream
+    overrides :meth:`reports_received` (what the slave said), :meth:`frame_limit` (how far the next frame
+    may reach) and :meth:`frame_header`.
+    """
+
+    reader: Any
 
     def __init__(self, master: HAMaster):
         self.master = master
         self.reader = ReportReader()
-        #: the slave's first report (-1 until it arrives): where the stream starts
-        self.request_offset = -1
         #: the slave's latest report: everything before it is stored on the slave
         self.ack_offset = -1
+        #: where the next frame starts (-1 until the slave said where to start)
         self.next_offset = -1
         self.paused = False
         self.last_read = self.last_write = time.monotonic()
@@ -55,6 +61,11 @@ class SlaveConnection(protocol.Protocol):
         #: bytes sent since the last second's roll, and in the last whole second (Apache's FlowMonitor)
         self.sent = 0
         self.sent_in_second = 0
+
+    @property
+    def name(self) -> str:
+        """The slave as logs name it."""
+        return self.addr
 
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
@@ -66,21 +77,24 @@ class SlaveConnection(protocol.Protocol):
 
     def connectionLost(self, reason: Any = None) -> None:
         self.master.connections.discard(self)
-        log.info("slave %s disconnected (acked %d)", self.addr, self.ack_offset)
+        log.info("slave %s disconnected (acked %d)", self.name, self.ack_offset)
 
     def dataReceived(self, data: bytes) -> None:
         self.last_read = time.monotonic()
         try:
-            offset = self.reader.feed(data)
+            reports = self.reader.feed(data)
         except ProtocolError as exc:
             log.warning("slave %s: %s; closing", self.addr, exc)
             self.transport.loseConnection()
             return
+        self.reports_received(reports)
+
+    def reports_received(self, offset: int | None) -> None:
+        """The slave's latest report (None: no whole report yet); the first says where the stream starts."""
         if offset is None:
             return
         self.ack_offset = offset
-        if self.request_offset < 0:
-            self.request_offset = offset
+        if self.next_offset < 0:
             store = self.master.store
             self.next_offset = first_transfer_offset(offset, store.get_max_phy_offset(),
                                                      store.config.mappedFileSizeCommitLog)
@@ -99,18 +113,26 @@ class SlaveConnection(protocol.Protocol):
     def stopProducing(self) -> None:
         self.paused = True
 
+    def frame_limit(self) -> int:
+        """The most bytes the next frame may carry from ``next_offset`` (0: none to send now)."""
+        return self.master.batch_size
+
+    def frame_header(self, offset: int, size: int) -> bytes | None:
+        """The header of a frame of ``size`` bytes from ``offset`` (size 0: a heartbeat; None: none to send)."""
+        return encode_transfer_header(offset, size)
+
     def pump(self) -> None:
         """Send frames from ``next_offset`` while there is data and the transport takes it."""
         if self.next_offset < 0:
             return
         read = self.master.store.get_commitlog_data
-        batch = self.master.batch_size
         while not self.paused:
-            view = read(self.next_offset, batch)
+            limit = self.frame_limit()
+            view = read(self.next_offset, limit) if limit else None
             if view is None:
                 return
             size = len(view)
-            self.transport.writeSequence((encode_transfer_header(self.next_offset, size), bytes(view)))
+            self.transport.writeSequence((self.frame_header(self.next_offset, size), bytes(view)))
             self.next_offset += size
             self.sent += size
             self.last_write = time.monotonic()
@@ -121,10 +143,13 @@ class SlaveConnection(protocol.Protocol):
             log.warning("slave %s sent nothing for %.0f s; closing", self.addr, now - self.last_read)
             self.transport.loseConnection()
             return
-        if self.next_offset >= 0 and not self.paused:
-            self.pump()
-            if now - self.last_write > self.master.heartbeat_s:
-                self.transport.write(encode_transfer_header(self.next_offset, 0))
+        if self.next_offset < 0 or self.paused:
+            return
+        self.pump()
+        if now - self.last_write > self.master.heartbeat_s:
+            header = self.frame_header(self.next_offset, 0)
+            if header is not None:
+                self.transport.write(header)
                 self.last_write = now
 
 
@@ -133,13 +158,16 @@ class _Factory(protocol.Factory):
         self.master = master
 
     def buildProtocol(self, addr: Any) -> SlaveConnection:
-        conn = SlaveConnection(self.master)
+        conn = self.master.connection_type(self.master)
         conn.factory = self
         return conn
 
 
 class HAMaster:
     """Apache's DefaultHAService on a master: serves any number of slaves on one port."""
+
+    #: the protocol each slave's connection speaks
+    connection_type: type[SlaveConnection] = SlaveConnection
 
     def __init__(self, store: MessageStore, reactor: Any, *, batch_size: int = 32 * 1024,
                  heartbeat_ms: int = 5000, housekeeping_ms: int = 20000, max_gap_not_in_sync: int = 256 << 20):

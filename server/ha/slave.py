@@ -34,6 +34,13 @@ MAX_RETRY_S = 5.0
 
 
 class MasterConnection(protocol.Protocol):
+    """The classic protocol's connection to the master. A subclass speaking another protocol over the same
+    upkeep (reports, heartbeats, a silent master closed) overrides :meth:`connectionMade`,
+    :meth:`dataReceived` and :meth:`report_frame`."""
+
+    #: whether reports are due (the master streams to this connection)
+    transferring = True
+
     def __init__(self, slave: HASlave):
         self.slave = slave
         self.reader = TransferReader(max_body=max(slave.max_frame, 1 << 20))
@@ -53,7 +60,11 @@ class MasterConnection(protocol.Protocol):
         self.reported = self.slave.store.get_max_phy_offset()
         self.last_report = time.monotonic()
         self.slave.last_write_ms = int(time.time() * 1000)
-        self.transport.write(encode_report(self.reported))
+        self.transport.write(self.report_frame(self.reported))
+
+    def report_frame(self, offset: int) -> bytes:
+        """The report that this slave's commit log ends at ``offset``."""
+        return encode_report(offset)
 
     def dataReceived(self, data: bytes) -> None:
         self.last_read = time.monotonic()
@@ -97,7 +108,7 @@ class MasterConnection(protocol.Protocol):
         if now - self.last_read > self.slave.housekeeping_s:
             log.warning("master %s sent nothing for %.0f s; closing", self.slave.address, now - self.last_read)
             self.transport.loseConnection()
-        elif now - self.last_report >= self.slave.heartbeat_s:
+        elif self.transferring and now - self.last_report >= self.slave.heartbeat_s:
             self.report()
 
 
@@ -107,7 +118,7 @@ class _Factory(protocol.ClientFactory):
         self.address = address
 
     def buildProtocol(self, addr: Any) -> MasterConnection | None:
-        return MasterConnection(self.slave) if self.slave.factory is self else None
+        return self.slave.connection_type(self.slave) if self.slave.factory is self else None
 
     def clientConnectionFailed(self, connector: Any, reason: Any) -> None:
         if self.slave.factory is self:  # not a connection attempt given up for a new address
@@ -117,6 +128,9 @@ class _Factory(protocol.ClientFactory):
 
 class HASlave:
     """Keeps one replication connection to the master (Apache's HAClient)."""
+
+    #: the protocol the connection speaks
+    connection_type: type[MasterConnection] = MasterConnection
 
     def __init__(self, store: MessageStore, reactor: Any, *, heartbeat_ms: int = 5000,
                  housekeeping_ms: int = 20000, max_frame: int = 32 * 1024):

@@ -13,9 +13,10 @@ has it, so its next report reaches the end. The window also covers the controlle
 counts the proposed sync state set while it waits for it: nothing is acknowledged without the slave while
 the set that includes it is being decided.
 
-Waking the connections on new data, the SYNC_MASTER wait and stopping are the classic master's
-(:class:`~ferrymq.server.ha.master.HAMaster`); the wait also takes :data:`ALL_IN_SYNC_STATE_SET`
-(allAckInSyncStateSet): every slave of the sync state set must hold the message.
+A connection's flow control, heartbeats and expiry, waking the connections on new data, the SYNC_MASTER
+wait and stopping are the classic master's (:mod:`ferrymq.server.ha.master`); the wait also takes
+:data:`ALL_IN_SYNC_STATE_SET` (allAckInSyncStateSet): every slave of the sync state set must hold the
+message.
 """
 
 from __future__ import annotations
@@ -26,12 +27,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ferrymq.server.store.message_store import MessageStore
-from twisted.internet import protocol, task
-from twisted.internet.interfaces import IPushProducer
-from zope.interface import implementer
 
-from ..master import POLL_INTERVAL, HAMaster
-from ..protocol import ProtocolError, no_delay
+from .. import master as classic
+from ..master import HAMaster
 from .epoch import EpochFile
 from .protocol import (
     SlaveFrameReader,
@@ -50,44 +48,29 @@ ALL_IN_SYNC_STATE_SET = -1
 JOIN_WINDOW_S = 3.0
 
 
-@implementer(IPushProducer)
-class SlaveConnection(protocol.Protocol):
+class SlaveConnection(classic.SlaveConnection):
+    """The classic connection with the AutoSwitch frames: the slave's handshake (its brokerId) answered with
+    the epoch file, and transfer frames stamped with the epoch that wrote them."""
+
+    master: AutoSwitchMaster
+
     def __init__(self, master: AutoSwitchMaster):
-        self.master = master
+        super().__init__(master)
         self.reader = SlaveFrameReader()
         self.slave_id: int | None = None
-        self.ack_offset = -1
-        self.next_offset = -1
         #: the master's end when the last frame left for this slave (Apache's lastMasterMaxOffset)
         self.sent_end = -1
         self.caught_up_at = 0.0
-        #: bytes sent since the last second's roll, and in the last whole second (the classic master's)
-        self.sent = 0
-        self.sent_in_second = 0
-        self.paused = False
-        self.last_read = self.last_write = time.monotonic()
-        self.addr = "?"
 
-    def connectionMade(self) -> None:
-        peer = self.transport.getPeer()
-        self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
-        no_delay(self.transport)
-        self.transport.registerProducer(self, True)
-        self.master.connections.add(self)
+    @property
+    def name(self) -> str:
+        return f"{self.addr} (brokerId {self.slave_id})"
 
     def connectionLost(self, reason: Any = None) -> None:
-        self.master.connections.discard(self)
-        log.info("slave %s (brokerId %s) disconnected, acked %d", self.addr, self.slave_id, self.ack_offset)
+        super().connectionLost(reason)
         self.master.leave(self.slave_id)
 
-    def dataReceived(self, data: bytes) -> None:
-        self.last_read = time.monotonic()
-        try:
-            frames = self.reader.feed(data)
-        except ProtocolError as exc:
-            log.warning("slave %s: %s; closing", self.addr, exc)
-            self.transport.loseConnection()
-            return
+    def reports_received(self, frames: list) -> None:
         for frame in frames:
             if isinstance(frame, SlaveHandshake):
                 self.slave_id = frame.broker_id
@@ -116,65 +99,28 @@ class SlaveConnection(protocol.Protocol):
         self.pump()
         master.acked()
 
-    # --- IPushProducer
-    def pauseProducing(self) -> None:
-        self.paused = True
+    def frame_limit(self) -> int:
+        """A frame never spans two epochs."""
+        entry = self.master.epoch_at(self.next_offset)
+        return 0 if entry is None else min(self.master.batch_size, entry.end_offset - self.next_offset)
 
-    def resumeProducing(self) -> None:
-        self.paused = False
-        self.pump()
-
-    def stopProducing(self) -> None:
-        self.paused = True
+    def frame_header(self, offset: int, size: int) -> bytes | None:
+        master = self.master
+        entry = master.epoch_at(offset) or (master.epochs.entries or [None])[-1]
+        if entry is None:
+            return None
+        return encode_transfer_header(offset, size, entry.epoch, entry.start_offset, master.confirm_offset())
 
     def pump(self) -> None:
-        """Frames from ``next_offset`` while there is data and the transport takes it, one epoch at a time."""
-        if self.next_offset < 0:
-            return
-        master = self.master
-        while not self.paused:
-            entry = master.epoch_at(self.next_offset)
-            if entry is None:
-                return
-            view = master.store.get_commitlog_data(self.next_offset,
-                                                   min(master.batch_size, entry.end_offset - self.next_offset))
-            if view is None:
-                return
-            size = len(view)
-            self.transport.writeSequence((encode_transfer_header(self.next_offset, size, entry.epoch,
-                                                                 entry.start_offset, master.confirm_offset()),
-                                          bytes(view)))
-            self.next_offset += size
-            self.sent += size
-            self.sent_end = master.store.get_max_phy_offset()
-            self.last_write = time.monotonic()
-
-    def housekeep(self, now: float) -> None:
-        master = self.master
-        if now - self.last_read > master.housekeeping_s:
-            log.warning("slave %s sent nothing for %.0f s; closing", self.addr, now - self.last_read)
-            self.transport.loseConnection()
-            return
-        if self.next_offset < 0 or self.paused:
-            return
-        self.pump()
-        if now - self.last_write > master.heartbeat_s:
-            entry = master.epoch_at(self.next_offset) or (master.epochs.entries or [None])[-1]
-            if entry is not None:
-                self.transport.write(encode_transfer_header(self.next_offset, 0, entry.epoch, entry.start_offset,
-                                                            master.confirm_offset()))
-                self.last_write = now
-
-
-class _Factory(protocol.Factory):
-    def __init__(self, master: AutoSwitchMaster):
-        self.master = master
-
-    def buildProtocol(self, addr: Any) -> SlaveConnection:
-        return SlaveConnection(self.master)
+        start = self.next_offset
+        super().pump()
+        if self.next_offset != start:
+            self.sent_end = self.master.store.get_max_phy_offset()
 
 
 class AutoSwitchMaster(HAMaster):
+    connection_type = SlaveConnection
+
     def __init__(self, store: MessageStore, epochs: EpochFile, reactor: Any, *, batch_size: int = 32 * 1024,
                  heartbeat_ms: int = 5000, housekeeping_ms: int = 20000,
                  on_caught_up: Callable[[], Any] = lambda: None,
@@ -188,14 +134,6 @@ class AutoSwitchMaster(HAMaster):
         self.members = members
         #: joining slaves (brokerId -> when their window ends), counted as members by all-ack waits
         self.joining: dict[int, float] = {}
-
-    def listen(self, port: int, interface: str = "") -> int:
-        self._port = self.reactor.listenTCP(port, _Factory(self), interface=interface)
-        self.store.add_arriving_listener(self._arrived)
-        loop = self._loop = task.LoopingCall(self._poll)
-        loop.clock = self.reactor
-        loop.start(POLL_INTERVAL, now=False)
-        return self._port.getHost().port
 
     def _enough(self, end: int, slaves: int) -> bool:
         if slaves != ALL_IN_SYNC_STATE_SET:

@@ -5,7 +5,8 @@ On connecting the slave sends its controller-assigned brokerId; the master answe
 and end. The slave truncates to :func:`~.protocol.truncate_point` (dropping what a master it once was
 wrote and no one acknowledged), reports where its log now ends, and appends each transfer frame that
 starts exactly there, recording an epoch entry when a frame's epoch is new. Reports follow every append
-and at least every haSendHeartbeatInterval. The connection is retried until stopped.
+and at least every haSendHeartbeatInterval; reconnecting and closing a silent master are the classic
+slave's (:mod:`ferrymq.server.ha.slave`).
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import logging
 import time
 from typing import Any
 
-from ferrymq.remoting.client import split_address
 from ferrymq.server.store.message_store import MessageStore
-from twisted.internet import protocol, task
 
+from .. import slave as classic
 from ..protocol import ProtocolError, no_delay
+from ..slave import HASlave
 from .epoch import EpochFile
 from .protocol import (
     MasterFrameReader,
@@ -30,31 +31,25 @@ from .protocol import (
 
 log = logging.getLogger("ferrymq.ha.autoswitch")
 
-TICK = 0.1
-MAX_RETRY_S = 5.0
 
+class MasterConnection(classic.MasterConnection):
+    """The classic connection's upkeep with the AutoSwitch frames: the handshake first, then frames stamped
+    with their epoch; reports are due once the handshake is done."""
 
-class MasterConnection(protocol.Protocol):
+    slave: AutoSwitchSlave
+
     def __init__(self, slave: AutoSwitchSlave):
-        self.slave = slave
+        super().__init__(slave)
         self.reader = MasterFrameReader(max_body=max(slave.max_frame, 1 << 20))
         self.transferring = False
-        self.reported = -1
-        self.last_report = 0.0
-        self.last_read = time.monotonic()
 
     def connectionMade(self) -> None:
         no_delay(self.transport)
-        self.slave.connection = self
+        self.slave.connected(self)
         self.transport.write(encode_slave_handshake(self.slave.broker_id))
 
-    def connectionLost(self, reason: Any = None) -> None:
-        self.slave.disconnected(self)
-
-    def report(self) -> None:
-        self.reported = self.slave.store.get_max_phy_offset()
-        self.last_report = time.monotonic()
-        self.transport.write(encode_slave_report(self.reported))
+    def report_frame(self, offset: int) -> bytes:
+        return encode_slave_report(offset)
 
     def _fail(self, why: str) -> None:
         log.error("master %s: %s; closing", self.slave.address, why)
@@ -105,93 +100,21 @@ class MasterConnection(protocol.Protocol):
         if self.transferring and store.get_max_phy_offset() > self.reported:
             self.report()
 
-    def tick(self, now: float) -> None:
-        if now - self.last_read > self.slave.housekeeping_s:
-            self._fail(f"nothing received for {now - self.last_read:.0f} s")
-        elif self.transferring and now - self.last_report > self.slave.heartbeat_s:
-            self.report()
 
+class AutoSwitchSlave(HASlave):
+    """The classic slave's connection upkeep (reconnecting, reports, heartbeats) speaking the AutoSwitch
+    protocol as the controller-assigned ``broker_id``."""
 
-class _Factory(protocol.ClientFactory):
-    def __init__(self, slave: AutoSwitchSlave):
-        self.slave = slave
+    connection_type = MasterConnection
 
-    def buildProtocol(self, addr: Any) -> MasterConnection | None:
-        return MasterConnection(self.slave) if self.slave.factory is self else None
-
-    def clientConnectionFailed(self, connector: Any, reason: Any) -> None:
-        if self.slave.factory is self:
-            log.warning("AutoSwitch HA: connect to master %s failed: %s", self.slave.address,
-                        reason.getErrorMessage())
-            self.slave.retry_later()
-
-
-class AutoSwitchSlave:
     def __init__(self, store: MessageStore, epochs: EpochFile, reactor: Any, broker_id: int, *,
                  heartbeat_ms: int = 5000, housekeeping_ms: int = 20000, max_frame: int = 32 * 1024):
-        self.store = store
+        super().__init__(store, reactor, heartbeat_ms=heartbeat_ms, housekeeping_ms=housekeeping_ms,
+                         max_frame=max_frame)
         self.epochs = epochs
-        self.reactor = reactor
         self.broker_id = broker_id
-        self.heartbeat_s = heartbeat_ms / 1000
-        self.housekeeping_s = housekeeping_ms / 1000
-        self.max_frame = max_frame
-        self.address = ""
-        self.connection: MasterConnection | None = None
-        self.factory: _Factory | None = None
-        self._connector: Any = None
-        self._retry: Any = None
-        self._loop: task.LoopingCall | None = None
-        self.running = False
-
-    def start(self) -> None:
-        self.running = True
-        loop = self._loop = task.LoopingCall(self._tick)
-        loop.clock = self.reactor
-        loop.start(TICK, now=False)
-
-    def stop(self) -> None:
-        self.running = False
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
-        if self._retry is not None and self._retry.active():
-            self._retry.cancel()
-        self._drop()
 
     def set_master_address(self, address: str) -> None:
-        if not address or address == self.address:
-            return
-        log.info("AutoSwitch HA master address %s -> %s", self.address or "(none)", address)
-        self.address = address
-        self._drop()
-        self._connect()
-
-    def _drop(self) -> None:
-        self.factory = None
-        if self.connection is not None:
-            self.connection.transport.abortConnection()
-            self.connection = None
-        elif self._connector is not None:
-            self._connector.disconnect()
-        self._connector = None
-
-    def _connect(self) -> None:
-        if not self.running or not self.address or self._connector is not None:
-            return
-        host, port = split_address(self.address)
-        self.factory = _Factory(self)
-        self._connector = self.reactor.connectTCP(host, port, self.factory, timeout=3)
-
-    def disconnected(self, conn: MasterConnection) -> None:
-        if self.connection is conn:
-            self.connection = None
-            self.retry_later()
-
-    def retry_later(self) -> None:
-        self._connector = None
-        if self.running and (self._retry is None or not self._retry.active()):
-            self._retry = self.reactor.callLater(min(MAX_RETRY_S, self.heartbeat_s), self._connect)
-
-    def _tick(self) -> None:
-        if self.connection is not None:
-            self.connection.tick(time.monotonic())
+        """As the classic slave's; an empty address (no master named yet) keeps the one held."""
+        if address:
+            super().set_master_address(address)

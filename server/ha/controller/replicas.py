@@ -1,5 +1,9 @@
 """A broker's side of Apache 5.x controller mode (Apache's ReplicasManager).
 
+The controllers are the ones controllerAddr lists or, with fetchControllerAddrByDnsLookup, the addresses
+its name resolves to, looked up before the first start-up attempt and every two minutes after
+(:mod:`.lookup`).
+
 Start-up, retried every :data:`RETRY_S` until it succeeds:
 
 1. ask each controller address who leads (CONTROLLER_GET_METADATA_INFO);
@@ -27,11 +31,12 @@ from ferrymq.remoting.errors import ResponseCodeError
 from ferrymq.server.config import BrokerConfig
 from ferrymq.wire import headers as h
 from ferrymq.wire.codes import ResponseCode
-from twisted.internet import defer, task
+from twisted.internet import defer, task, threads
 
 from ..autoswitch.epoch import EpochFile
 from .client import ControllerClient, ReplicaState
 from .identity import BrokerIdentity, IdentityFiles
+from .lookup import LOOKUP_PERIOD_MS, ControllerLookupError, listed, resolve
 
 log = logging.getLogger("ferrymq.ha.controller")
 
@@ -69,7 +74,8 @@ class ReplicasManager:
         self.max_offset = max_offset
         self.in_sync_slaves = in_sync_slaves
         self.client = ControllerClient(reactor, tls)
-        self.controllers = [a.strip() for a in config.controllerAddr.split(";") if a.strip()]
+        #: the controllers' addresses (with fetchControllerAddrByDnsLookup, none until the first lookup)
+        self.controllers = [] if config.fetchControllerAddrByDnsLookup else listed(config.controllerAddr)
         self.leader = ""
         #: the brokerId the controller assigned (None until registered)
         self.broker_id: int | None = None
@@ -114,6 +120,9 @@ class ReplicasManager:
         return task.deferLater(self.reactor, seconds, lambda: None)
 
     async def _boot(self) -> None:
+        if self.config.fetchControllerAddrByDnsLookup:
+            await self.lookup_controllers()
+            self._every(LOOKUP_PERIOD_MS, self.lookup_controllers, now=False)
         attempt = 0
         while self.running:
             if await self._start_once():
@@ -142,6 +151,25 @@ class ReplicasManager:
         return self.master_id is not None or await self._elect()
 
     # ------------------------------------------------------------------ talking to the controller
+
+    def lookup_controllers(self) -> defer.Deferred:
+        """fetchControllerAddrByDnsLookup: the controllers are the addresses controllerAddr's name resolves to
+        now; a lookup that fails keeps the ones known."""
+        pool = self.reactor.getThreadPool()
+        return threads.deferToThreadPool(self.reactor, pool, resolve, self.config.controllerAddr).addCallbacks(
+            self._looked_up, self._lookup_failed)
+
+    def _looked_up(self, found: list[str]) -> None:
+        if found != self.controllers:
+            log.info("controller mode: controllerAddr %s resolves to %s", self.config.controllerAddr,
+                     ";".join(found))
+        self.controllers = found
+
+    def _lookup_failed(self, failure: Any) -> None:
+        failure.trap(ControllerLookupError)
+        log.error("controller mode: %s; %s", failure.getErrorMessage(),
+                  f"keeping the controllers {';'.join(self.controllers)}" if self.controllers
+                  else "no controller to register with until it does")
 
     async def update_leader(self) -> bool:
         for addr in self.controllers:
