@@ -100,7 +100,8 @@ _hops = Mailbox(lambda run: _reactor().callFromThread(run))
 _answers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Mailbox] = weakref.WeakKeyDictionary()
 
 
-def _answers_to(loop: asyncio.AbstractEventLoop) -> Mailbox:
+def answers_to(loop: asyncio.AbstractEventLoop) -> Mailbox:
+    """The mailbox that hands answers to ``loop``'s thread, one wake-up per turn of the answering side."""
     mailbox = _answers.get(loop)
     if mailbox is None:
         ref = weakref.ref(loop)  # the loop's entry goes with the loop
@@ -162,7 +163,7 @@ async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await _here(fn, args, kwargs)
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    running = _Call(fn, args, kwargs, future, _answers_to(loop))
+    running = _Call(fn, args, kwargs, future, answers_to(loop))
     _hops.post(running.run)
     try:
         return await future

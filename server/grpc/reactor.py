@@ -9,11 +9,10 @@ to the reactor with one wake-up, and the answers that one turn of the reactor gi
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ferrymq.sdk.aio.bridge import Mailbox
+from ferrymq.sdk.aio.bridge import Mailbox, answers_to
 from twisted.internet import defer
 
 
@@ -25,25 +24,6 @@ def _wake_reactor(run: Callable[[], None]) -> None:
 
 #: calls into the reactor thread
 _calls = Mailbox(_wake_reactor)
-#: answers to each loop awaiting them (the server's; a test's own)
-_answers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Mailbox] = weakref.WeakKeyDictionary()
-
-
-def _answers_to(loop: asyncio.AbstractEventLoop) -> Mailbox:
-    mailbox = _answers.get(loop)
-    if mailbox is None:
-        ref = weakref.ref(loop)
-
-        def wake(run: Callable[[], None]) -> None:
-            target = ref()
-            if target is None:
-                raise RuntimeError("the event loop is gone")
-            target.call_soon_threadsafe(run)
-
-        mailbox = _answers[loop] = Mailbox(wake)
-    return mailbox
-
-
 def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
     if not future.done():
         future.set_result(value) if ok else future.set_exception(value)
@@ -53,7 +33,7 @@ async def in_reactor(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` run in the reactor thread; its result, or its Deferred's, or the exception it failed with."""
     loop = asyncio.get_running_loop()
     future = loop.create_future()
-    answers = _answers_to(loop)
+    answers = answers_to(loop)
 
     def post(ok: bool, value: Any) -> None:
         try:
