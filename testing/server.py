@@ -142,13 +142,11 @@ class FerryMQServer:
         if self._admin_tls is None:
             self._admin_tls = False
             if self.conf.get("tls.server.mode") == "enforcing":
-                from ferrymq.server.config import tls_config
-
-                tls = tls_config(self.conf)
+                tls = _tls_keys(self.conf)
                 self._admin_tls = ssl._create_unverified_context()
-                if tls.client_cert_path and tls.client_key_path:
-                    self._admin_tls.load_cert_chain(tls.client_cert_path, tls.client_key_path,
-                                                    tls.client_key_password or None)
+                if tls.get("tls.client.certPath") and tls.get("tls.client.keyPath"):
+                    self._admin_tls.load_cert_chain(tls["tls.client.certPath"], tls["tls.client.keyPath"],
+                                                    tls.get("tls.client.keyPassword") or None)
         return self._admin_tls
 
     @property
@@ -316,3 +314,16 @@ def _free_pair() -> int:
         return free_port(also_free=(-2, 1))
     except RuntimeError as exc:
         raise ServerStartError(str(exc)) from None
+
+
+def _tls_keys(conf: Mapping[str, str]) -> dict[str, str]:
+    """The tls.* keys of ``conf``, then those of its ``tls.config.file`` (``key=value`` lines), as the server
+    reads them; read here because the test process talks to the server through ferrymq.wire alone."""
+    keys = {k: v for k, v in conf.items() if k.startswith("tls.")}
+    path = Path(keys.get("tls.config.file", ""))
+    if keys.get("tls.config.file") and path.is_file():
+        for line in path.read_text().splitlines():
+            key, sep, value = line.strip().partition("=")
+            if sep and not key.startswith("#"):
+                keys[key.strip()] = value.strip()
+    return keys

@@ -16,18 +16,17 @@ it when it serves its HTTP gateway on its loop), both directions are plain calls
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import inspect
 import logging
-import threading
-import weakref
 from collections.abc import Callable
 from typing import Any, Self
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
 from twisted.python.threadable import isInIOThread
+
+from ferrymq.remoting.mailbox import Mailbox, answers_to
 
 from .. import reactor_thread
 
@@ -52,70 +51,8 @@ def _ensure_reactor() -> None:
         reactor_thread.ensure_running()
 
 
-class Mailbox:
-    """Calls posted from one thread, run in the order posted in another, which is woken once per burst.
-
-    A wake-up (``reactor.callFromThread``, ``loop.call_soon_threadsafe``) writes to the other thread's
-    wake-up pipe and hands it the interpreter lock; the calls of many concurrent requests posted here
-    are run by one wake-up instead, in one turn of the other thread's loop.
-    """
-
-    __slots__ = ("_calls", "_lock", "_wake", "_woken")
-
-    def __init__(self, wake: Callable[[Callable[[], None]], Any]) -> None:
-        self._calls: collections.deque[tuple[Callable[..., Any], tuple]] = collections.deque()
-        self._lock = threading.Lock()
-        self._woken = False
-        self._wake = wake
-
-    def post(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Raises what the wake-up raises (RuntimeError for a closed loop) when it has to wake."""
-        self._calls.append((fn, args))
-        with self._lock:
-            if self._woken:
-                return
-            self._woken = True
-        try:
-            self._wake(self._run)
-        except BaseException:
-            with self._lock:
-                self._woken = False
-            raise
-
-    def _run(self) -> None:
-        with self._lock:
-            self._woken = False  # before taking the calls: one posted from now on wakes the thread again
-        calls = self._calls
-        while calls:
-            fn, args = calls.popleft()
-            try:
-                fn(*args)
-            except Exception:  # noqa: BLE001 - one failing call must not stop the others
-                log.exception("call %r posted across threads failed", fn)
-
-
 #: calls into the reactor thread
 _hops = Mailbox(lambda run: _reactor().callFromThread(run))
-#: answers of :func:`call` to each event loop awaiting them, from the reactor thread
-_answers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Mailbox] = weakref.WeakKeyDictionary()
-
-
-def answers_to(loop: asyncio.AbstractEventLoop) -> Mailbox:
-    """The mailbox that hands answers to ``loop``'s thread, one wake-up per turn of the answering side."""
-    mailbox = _answers.get(loop)
-    if mailbox is None:
-        ref = weakref.ref(loop)  # the loop's entry goes with the loop
-
-        def wake(run: Callable[[], None]) -> None:
-            target = ref()
-            if target is None:
-                raise RuntimeError("the event loop is gone")
-            target.call_soon_threadsafe(run)
-
-        mailbox = _answers[loop] = Mailbox(wake)
-    return mailbox
-
-
 def _settle(future: asyncio.Future, ok: bool, value: Any) -> None:
     if future.done():  # cancelled meanwhile
         return

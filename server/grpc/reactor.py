@@ -3,7 +3,7 @@
 Each wake-up of the other thread (``reactor.callFromThread``, ``loop.call_soon_threadsafe``) writes to its
 wake-up pipe and hands it the interpreter lock: the calls that one turn of the server's loop makes hop
 to the reactor with one wake-up, and the answers that one turn of the reactor gives come back with one
-(:class:`ferrymq.sdk.aio.bridge.Mailbox`).
+(:class:`ferrymq.remoting.mailbox.Mailbox`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from ferrymq.sdk.aio.bridge import Mailbox, answers_to
+from ferrymq.remoting.mailbox import Mailbox, answers_to
 from twisted.internet import defer
 
 
