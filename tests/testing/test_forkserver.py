@@ -18,6 +18,16 @@ from ferrymq.testing.ports import LOOPBACK
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfds are Linux's")
 
 
+@pytest.fixture(autouse=True)
+def own_fork_server(monkeypatch):
+    """A fork server started in this test's environment: the shared one serves only the environment it
+    started in, and starts servers plainly once an earlier test left the process's environment changed."""
+    monkeypatch.setattr(forkserver, "_SERVER", None)
+    yield
+    if forkserver._SERVER is not None:
+        forkserver._SERVER._give_up()
+
+
 def namesrv_conf(home: Path) -> Path:
     conf = home / "namesrv.conf"
     conf.write_text(f"listenPort=0\nbindAddress={LOOPBACK}\nkvConfigPath={home / 'kv.json'}\n"
