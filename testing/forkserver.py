@@ -13,12 +13,15 @@ same imports; it checks both before serving.
 A child is the fork server's, not the test process's: :class:`ForkedProcess` gives the caller the part of
 :class:`subprocess.Popen` the server helpers use (``pid``, ``poll``, ``wait``, signals, ``returncode``)
 through a pidfd and the exit status the fork server reaps. Where that cannot work (no ``fork`` or pidfd,
-an environment other than the fork server's, ``FERRYMQ_TEST_FORKSERVER=0``) :func:`start_cli` starts
-``python -m ferrymq.testing.child`` as before.
+``FERRYMQ_TEST_FORKSERVER=0``, or an environment whose variables differ from the fork server's in one its
+imports read: a module's default taken from ``$ROCKETMQ_HOME`` at import would be stale in the child)
+:func:`start_cli` starts ``python -m ferrymq.testing.child`` as before. The fork server records which
+variables its imports read, so a test that changes any other (``JAVA_HOME``, ``PATH``) keeps the saving.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -27,7 +30,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 from pathlib import Path
 
 #: set to 0 to start every server with ``python -m ferrymq.testing.child`` instead
@@ -126,6 +130,7 @@ class ForkServer:
     def __init__(self) -> None:
         self._proc: subprocess.Popen | None = None
         self._env: dict[str, str] | None = None
+        self._reads: frozenset[str] | None = None  # what its imports read of the environment; None: all
         self._lock = threading.Lock()
         self._pending = b""
         self._broken = False
@@ -133,7 +138,7 @@ class ForkServer:
     def spawn(self, args: list[str], *, log: Path, env: Mapping[str, str]) -> ForkedProcess | None:
         """Fork ``ferrymq ARGS``; None when the fork server cannot (another environment, or it failed)."""
         with self._lock:
-            if self._broken or (self._env is not None and _imports_see(env) != _imports_see(self._env)):
+            if self._broken or (self._env is not None and self._seen(env) != self._seen(self._env)):
                 return None
             if self._proc is None and threading.current_thread() is not threading.main_thread():
                 return None  # the kernel kills the fork server when the thread that started it ends
@@ -145,6 +150,8 @@ class ForkServer:
             if "pid" not in reply:  # its imports started a reactor or a thread: it forks nothing
                 self._broken = True
                 return None
+            if "env_read" in reply:
+                self._reads = None if reply["env_read"] is None else frozenset(reply["env_read"])
         return ForkedProcess(self, reply["pid"], ["ferrymq", *args])
 
     def status(self, pid: int) -> int:
@@ -192,10 +199,12 @@ class ForkServer:
         return line.decode()
 
 
-def _imports_see(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment the fork server's imports saw must be the child's: pytest's note of the running test
-    is the one variable that changes between tests."""
-    return {key: value for key, value in env.items() if key != "PYTEST_CURRENT_TEST"}
+    def _seen(self, env: Mapping[str, str]) -> dict[str, str]:
+        """What of ``env`` the fork server's start and imports saw, which a child's must equal: the
+        interpreter's own ``PYTHON*`` variables and those its imports read (pytest's note of the running
+        test changes between tests and is read by none)."""
+        return {key: value for key, value in env.items() if key != "PYTEST_CURRENT_TEST" and (
+            self._reads is None or key in self._reads or key.startswith("PYTHON"))}
 
 
 _SERVER: ForkServer | None = None
@@ -231,8 +240,10 @@ def _serve(parent: int) -> None:
     import importlib
 
     _die_with_parent(parent)
-    for name in PRELOAD:
-        importlib.import_module(name)
+    with _recording_environ() as env_read:
+        for name in PRELOAD:
+            importlib.import_module(name)
+    env_told = False
     # as under `python -m`: the CLI's imports are done, the module itself runs afresh as __main__
     cli_file = sys.modules["ferrymq.server.cli"].__file__
     del sys.modules["ferrymq.server.cli"]
@@ -271,8 +282,42 @@ def _serve(parent: int) -> None:
                 _child(request, cli_file, me)  # does not return
             forked.add(pid)
             answer = {"pid": pid}
+            if not env_told:
+                answer["env_read"] = None if env_read.everything else sorted(env_read.keys)
+                env_told = True
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
+
+
+class _EnvRead:
+    """The variables read through ``os.environ`` while recording; ``everything`` once it was iterated."""
+
+    def __init__(self) -> None:
+        self.keys: set[str] = set()
+        self.everything = False
+
+
+@contextlib.contextmanager
+def _recording_environ() -> Iterator[_EnvRead]:
+    """Record the variables read through ``os.environ`` (``os.getenv`` and ``expanduser`` go through it);
+    C code reading the environment directly is not seen, and none of the preloaded imports does."""
+    read = _EnvRead()
+    environ = type(os.environ)
+    getitem, iterate = environ.__getitem__, environ.__iter__
+
+    def recording_getitem(self: Any, key: str) -> str:
+        read.keys.add(key)
+        return getitem(self, key)
+
+    def recording_iter(self: Any) -> Iterator[str]:
+        read.everything = True
+        return iterate(self)
+
+    environ.__getitem__, environ.__iter__ = recording_getitem, recording_iter
+    try:
+        yield read
+    finally:
+        environ.__getitem__, environ.__iter__ = getitem, iterate
 
 
 def _child(request: dict, cli_file: str, fork_server: int) -> None:

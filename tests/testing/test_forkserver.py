@@ -20,8 +20,8 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pi
 
 @pytest.fixture(autouse=True)
 def own_fork_server(monkeypatch):
-    """A fork server started in this test's environment: the shared one serves only the environment it
-    started in, and starts servers plainly once an earlier test left the process's environment changed."""
+    """A fork server started in this test's environment: the shared one serves only environments that equal
+    the one it started in wherever its imports read, and an earlier test may have changed those."""
     monkeypatch.setattr(forkserver, "_SERVER", None)
     yield
     if forkserver._SERVER is not None:
@@ -62,6 +62,10 @@ def test_a_refused_start_ends_alike_forked_and_plain_and_another_environment_sta
     missing = ["namesrv", "-c", str(tmp_path / "missing.conf")]
     forked = forkserver.start_cli(missing, tmp_path / "forked.log")
     assert isinstance(forked, forkserver.ForkedProcess)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))  # read by no import: still forked
+    also_forked = forkserver.start_cli(missing, tmp_path / "also-forked.log")
+    assert isinstance(also_forked, forkserver.ForkedProcess)
+    assert also_forked.wait(30) != 0
     monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path))  # read by the config classes as they are imported
     plain = forkserver.start_cli(missing, tmp_path / "plain.log")
     assert isinstance(plain, subprocess.Popen)
