@@ -751,7 +751,7 @@ def test_a_terminated_clients_auto_renewed_messages_come_back_at_once(grpc_serve
     topic, group = pb.Resource(name=grpc_server.create_topic("NORMAL")), pb.Resource(name=create_group(grpc_server))
     answer = stub.SendMessage(service.SendMessageRequest(messages=[_message(topic.name, b"held")]), metadata=CLIENT)
     assert answer.status.code == pb.OK, answer.status.message
-    clients, streams = [], []  # each client's Telemetry stream stays open (FerryMQ forgets a client without)
+    clients, streams = [], []  # each client's Telemetry stream stays open, as the SDKs keep it
     for _ in range(2):
         client = (("x-mq-client-id", f"compat-grpc-renew-{uuid.uuid4().hex}"), ("x-mq-language", "PYTHON"))
         commands, stream = _consumer_telemetry(stub, group, topic, client)

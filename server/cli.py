@@ -507,10 +507,12 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
         auth_cfg = cfg.from_properties(cfg.AuthConfig, props)
         cfg.from_properties(cfg.PlannedFeatures, props)
+        grpc_lines = "\n".join(cfg.to_properties(cfg.from_properties(keys, props)) for keys in GRPC_KEYS)
         tls_cfg = cfg.tls_config(props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
     return broker_cfg, (f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}\n"
-                        f"{cfg.to_properties(gateway_cfg)}\n{cfg.to_properties(auth_cfg)}\n{cfg.to_properties(tls_cfg)}")
+                        f"{cfg.to_properties(gateway_cfg)}\n{grpc_lines}\n{cfg.to_properties(auth_cfg)}\n"
+                        f"{cfg.to_properties(tls_cfg)}")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
