@@ -12,6 +12,7 @@ and ACLs. One client JVM per server runs every scenario at once, and the tests c
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -157,3 +158,60 @@ def test_the_default_mode_serves_a_client_on_its_default_tls_and_a_plain_one_on_
     tls, plain = runs[kind]["tls"], runs[kind]["send"]
     assert len(tls.of("sent")) == len(BODIES), tls.explain()
     assert len(plain.of("sent")) == len(BODIES), plain.explain()
+
+
+#: bob may send to PROXIED_TOPIC from the clients of 10.20.30.0/24 alone (an ACL's sourceIps)
+BOB = ("bob", "bob-secret")
+PROXIED_TOPIC = "GrpcAclProxied"
+#: where the client a PROXY protocol header names is, against bob's ACL
+PROXIED_CLIENTS = {"inside": ("10.20.30.40", 4567), "outside": ("10.99.0.1", 4567), "no header": None}
+
+
+def _send_as_bob(server: Secured, source: tuple[str, int] | None):
+    """A message from bob to PROXIED_TOPIC, signed as Apache's Python SDK signs, through a relay writing a v2
+    PROXY protocol header naming ``source`` (straight to the port when None): the send's status."""
+    import uuid
+
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as pb
+    from rocketmq.grpc_protocol import service_pb2 as service
+    from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc
+    from rocketmq.v5.client import ClientConfiguration
+    from rocketmq.v5.client import Credentials as SdkCredentials
+    from rocketmq.v5.util.signature import Signature
+
+    from .proxy_relay import header, relay
+
+    config = ClientConfiguration(server.grpc_endpoint, SdkCredentials(*BOB))
+    message = pb.Message(topic=pb.Resource(name=PROXIED_TOPIC), body=b"proxied", system_properties=pb.SystemProperties(
+        message_id=uuid.uuid4().hex.upper(), message_type=pb.NORMAL))
+    with contextlib.ExitStack() as stack:
+        endpoint = server.grpc_endpoint if source is None else stack.enter_context(
+            relay(server.grpc_endpoint, header(2, source)))
+        channel = stack.enter_context(grpc.insecure_channel(endpoint))
+        answer = service_grpc.MessagingServiceStub(channel).SendMessage(
+            service.SendMessageRequest(messages=[message]),
+            metadata=Signature.metadata(config, f"compat-grpc-bob-{uuid.uuid4().hex}"), timeout=15)
+    return pb.Code.Name(answer.status.code), answer.status.message
+
+
+def test_an_acls_source_ips_match_the_client_a_proxy_protocol_header_names(secured):
+    """Behind a load balancer the access checks see the client its PROXY protocol header names: bob's ACL
+    lets his sends in from 10.20.30.0/24 only, so a header naming 10.20.30.40 passes, one naming 10.99.0.1
+    and a connection without a header (from 127.0.0.1) are refused with the proxy's reason."""
+    answers = {}
+    for kind, server in secured.items():
+        with BlockingMQAdmin(server.namesrv_addr, credentials=Credentials(*ROOT)) as admin:
+            admin.create_topic(PROXIED_TOPIC, 2)
+            admin.wait_for_route(PROXIED_TOPIC)
+        for command in (("createUser", "-u", BOB[0], "-p", BOB[1]),
+                        ("createAcl", "-s", f"User:{BOB[0]}", "-r", f"Topic:{PROXIED_TOPIC}", "-a", "Pub",
+                         "-i", "10.20.30.0/24", "-d", "Allow")):
+            out, err = io.StringIO(), io.StringIO()
+            assert admin_main([command[0], "-n", server.namesrv_addr, "-b", server.broker_addr, "--access-key",
+                               ROOT[0], "--secret-key", ROOT[1], *command[1:]], out, err) == 0, err.getvalue()
+        answers[kind] = {case: _send_as_bob(server, source) for case, source in PROXIED_CLIENTS.items()}
+    for kind, got in answers.items():
+        assert {case: code for case, (code, _) in got.items()} == {
+            "inside": "OK", "outside": "UNAUTHORIZED", "no header": "UNAUTHORIZED"}, (kind, got)
+    assert answers["ferrymq"]["outside"][1] == answers["apache"]["outside"][1], answers

@@ -14,6 +14,8 @@ from logging.handlers import RotatingFileHandler
 from twisted.internet.error import CannotListenError
 
 from ferrymq.server import config as cfg
+from ferrymq.server.grpc.policies import KEY_CLASSES as GRPC_KEYS
+from ferrymq.server.grpc.policies import ConsumerPolicy, ProducerPolicy, RenewalPolicy
 from ferrymq.server.store.config import MessageStoreConfig
 from ferrymq.server.stall_watch import DEFAULT_THRESHOLD as STALL_THRESHOLD
 
@@ -164,8 +166,11 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
         tls = port_tls(cfg.tls_config(props).server_tls())
     except (OSError, ValueError) as exc:
         raise CannotStart(f"TLS on grpcListenPort: {exc}") from None
-    server = GrpcThread(MessagingService(limits=Limits(maxMessageSize=broker_cfg.maxMessageSize)), bind,
-                        gateway_cfg.grpcListenPort, interceptors, tls)
+    service = MessagingService(limits=Limits(maxMessageSize=broker_cfg.maxMessageSize),
+                               producer=cfg.from_properties(ProducerPolicy, props),
+                               consumer=cfg.from_properties(ConsumerPolicy, props),
+                               renewal=cfg.from_properties(RenewalPolicy, props))
+    server = GrpcThread(service, bind, gateway_cfg.grpcListenPort, interceptors, tls)
     try:
         server.start()
     except OSError as exc:
@@ -304,6 +309,9 @@ def _store_only_keys() -> set[str]:
 _PLANNED_HELP = f"Apache keys of features not implemented yet (refused unless false):\n{cfg.describe(cfg.PlannedFeatures)}"
 
 
+_GRPC_HELP = "gRPC keys (Apache's proxy keys; docs/grpc.md):\n" + "\n".join(cfg.describe(c) for c in GRPC_KEYS)
+
+
 _TLS_HELP = f"TLS keys (Apache's tls.* system properties; docs/tls.md):\n{cfg.describe(cfg.TlsConfig)}"
 
 
@@ -338,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"{_FILE_HELP}\n\nBroker keys:\n{cfg.describe(cfg.BrokerConfig)}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys:\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
-        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
+        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n{_GRPC_HELP}\n\n"
         f"Access control keys (docs/acl.md):\n{cfg.describe(cfg.AuthConfig)}\n\n{_TLS_HELP}\n\n{_PLANNED_HELP}",
     )
     _add_common(p, "broker")
@@ -358,7 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Broker keys:\n{cfg.describe(cfg.BrokerConfig, storePathRootDir='./data')}\n\n"
         f"Store keys:\n{_describe_store()}\n\n"
         f"Network keys (both servers):\n{cfg.describe(cfg.NettyServerConfig, skip=['listenPort'])}\n\n"
-        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n"
+        f"Gateway keys:\n{cfg.describe(cfg.GatewayConfig)}\n\n{_GRPC_HELP}\n\n"
         f"Access control keys (docs/acl.md):\n{cfg.describe(cfg.AuthConfig)}\n\n"
         f"Standalone keys:\n{cfg.describe(cfg.StandaloneConfig)}\n\n{_TLS_HELP}\n\n{_PLANNED_HELP}",
     )
@@ -499,10 +507,12 @@ def _broker_configs(props: dict[str, str], path: str | None, **defaults) -> tupl
         gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
         auth_cfg = cfg.from_properties(cfg.AuthConfig, props)
         cfg.from_properties(cfg.PlannedFeatures, props)
+        grpc_lines = "\n".join(cfg.to_properties(cfg.from_properties(keys, props)) for keys in GRPC_KEYS)
         tls_cfg = cfg.tls_config(props)
     store_lines = cfg.to_properties(store_cfg, skip=cfg.known_keys(MessageStoreConfig) - _store_only_keys())
     return broker_cfg, (f"{store_lines}\n{cfg.to_properties(netty_cfg, skip=['listenPort'])}\n"
-                        f"{cfg.to_properties(gateway_cfg)}\n{cfg.to_properties(auth_cfg)}\n{cfg.to_properties(tls_cfg)}")
+                        f"{cfg.to_properties(gateway_cfg)}\n{grpc_lines}\n{cfg.to_properties(auth_cfg)}\n"
+                        f"{cfg.to_properties(tls_cfg)}")
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
@@ -516,7 +526,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
         print(store_lines)
         return 0
     _warn_unknown(props, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig, cfg.GatewayConfig,
-                  cfg.AuthConfig, cfg.PlannedFeatures, cfg.TlsConfig)
+                  *GRPC_KEYS, cfg.AuthConfig, cfg.PlannedFeatures, cfg.TlsConfig)
     _install_reactor(props)
     http = _http_gateway(broker_cfg, props)
     gateways = [http, _mqtt_gateway(broker_cfg, props)]
@@ -544,7 +554,8 @@ def cmd_standalone(args: argparse.Namespace) -> int:
         print(cfg.to_properties(standalone))
         return 0
     _warn_unknown(props, cfg.NamesrvConfig, cfg.NettyServerConfig, cfg.BrokerConfig, MessageStoreConfig,
-                  cfg.GatewayConfig, cfg.StandaloneConfig, cfg.AuthConfig, cfg.PlannedFeatures, cfg.TlsConfig)
+                  cfg.GatewayConfig, *GRPC_KEYS, cfg.StandaloneConfig, cfg.AuthConfig, cfg.PlannedFeatures,
+                  cfg.TlsConfig)
     _install_reactor(props)
     grpc = _grpc_server(broker_cfg, props)  # first: its import would keep the name server from answering
     namesrv = _start_namesrv(namesrv_cfg, netty_cfg, tls_cfg, "namesrvListenPort")

@@ -531,6 +531,10 @@ class PlannedFeatures:
     enableSlaveActingMaster: bool = key(
         False, "Apache 5.x slave acting as master.", check=equal_to(False, f"{NO_REPLICATION}; leave it false")
     )
+    recallMessageEnable: bool = key(
+        False, "Apache 5.x's recall of a delayed message by its recall handle (RecallMessage, docs/grpc.md).",
+        check=equal_to(False, "recalling a delayed message is not implemented yet in FerryMQ; leave it false")
+    )
 
 
 #: Apache's class names for its built-in providers: the behaviour FerryMQ has, so these values are accepted.

@@ -102,6 +102,8 @@ def test_standalone_refuses_a_bad_value_in_one_line(tmp_path, line, expected):
     ("broker", "brokerRole=SLAVE"),
     ("broker", "maxIndexNum=many"),
     ("broker", "metricsAuthEnabled=true"),  # without authenticationEnabled
+    ("broker", "grpcClientProducerMaxAttempts=0"),
+    ("broker", "recallMessageEnable=true"),
     ("namesrv", "listenPort=99999"),
     ("namesrv", "scanNotActiveBrokerInterval=5s"),
     ("namesrv", "notifyMinBrokerIdChanged=true"),

@@ -15,20 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .policies import RenewalPolicy
 from .receipts import GrpcReceipt
 
 #: the proxy's RenewStrategyPolicy: the invisible time of a message's n-th renewal (the last one repeats)
 RENEW_DELAYS_MS = (60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000)
-
-
-@dataclass(frozen=True, slots=True)
-class RenewalPolicy:
-    """ProxyConfig's keys and defaults."""
-
-    renewSchedulePeriodMillis: int = 5_000
-    renewAheadTimeMillis: int = 10_000
-    renewMaxTimeMillis: int = 3 * 3600 * 1000
-    invisibleTimeMillisWhenClear: int = 1_000
 
 
 @dataclass(slots=True)

@@ -34,7 +34,7 @@ from ferrymq.remoting.errors import RemotingTimeoutError
 from ferrymq.server.ha.roles import refuses_sends
 from ferrymq.remoting.local import LocalChannel, LocalPeer
 from ferrymq.remoting.pending import Pending
-from ferrymq.server.broker.clients import ClientChannelInfo
+from ferrymq.server.broker.clients import CHANNEL_EXPIRED_TIMEOUT_MS, ClientChannelInfo
 from ferrymq.server.broker.processors.common import peer_host
 from ferrymq.server.broker.tag_subscriptions import build_subscription
 from ferrymq.wire.codes import RequestCode, ResponseCode
@@ -58,14 +58,15 @@ from ferrymq.wire.msgid import parse_offset_msg_id
 from ferrymq.wire.requests import encode_request_header
 from ferrymq.wire.topics import AUTO_CREATE_TOPIC, RETRY_GROUP_TOPIC_PREFIX
 
-from . import admin_relay, route
+from . import admin_relay, recall, route
 from .calls import CLIENT_ID, LANGUAGE, check_topic, metadata, peer
-from .consumer import ConsumerMethods, check_group
+from .consumer import ConsumerMethods, _now_ms, check_group
 from .messages import Limits, Outgoing, to_message, to_outgoing
 from .protocol import Code, pb, service, service_grpc
 from .reactor import in_reactor, to_reactor
-from .renewals import RenewalPolicy, Renewals
-from .settings import ConsumerPolicy, ProducerPolicy, answer
+from .policies import ConsumerPolicy, ProducerPolicy, RenewalPolicy
+from .renewals import Renewals
+from .settings import answer
 from .status import OK, SEND_STATUS, STORED_STATUS, Refused, from_remoting, status
 
 log = logging.getLogger("ferrymq.grpc")
@@ -76,6 +77,8 @@ TRANSACTIONS_KEPT = 100_000
 BROKER_TIMEOUT = 3.0
 #: the topic a send names for the broker to create a topic from, and its queues (the producer's defaults)
 DEFAULT_TOPIC_QUEUE_NUMS = 4
+#: seconds between two looks for clients without a Telemetry stream gone silent (the proxy's cleaner's period)
+SILENT_CHECK_PERIOD = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,8 @@ class _Client:
     language: str = ""
     #: the admin questions sent to the client, by nonce: (the broker's request, its answer to fire)
     asked: dict[str, tuple[RemotingCommand, defer.Deferred]] = field(default_factory=dict)
+    #: when its settings or heartbeat last came (ms)
+    seen_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +218,12 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         self.renewals = Renewals(renewal or RenewalPolicy())
         self.consumer = consumer or ConsumerPolicy()
         self.limits = limits or Limits()
-        self.producer = producer or ProducerPolicy(maxBodySize=self.limits.maxMessageSize)
+        self.producer = producer or ProducerPolicy()
         self.clients: dict[str, _Client] = {}
         self._transactions: collections.OrderedDict[tuple[str, str], _HalfMessage] = collections.OrderedDict()
         self._round_robin = itertools.count()
+        #: the task forgetting clients gone silent, while some client has no Telemetry stream
+        self._watching: asyncio.Task | None = None
 
     @property
     def broker(self) -> BrokerSide:
@@ -241,6 +248,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         client = self.clients.get(self._client_id(context))
         if client is None or client.settings is None:
             raise Refused(Code.UNRECOGNIZED_CLIENT_TYPE, "cannot find client settings for this client")
+        client.seen_ms = _now_ms()
         self._register(client)  # a client stays in the broker's tables while it heartbeats
         return service.HeartbeatResponse(status=OK)
 
@@ -288,11 +296,29 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
                 yield command
         finally:
             reader.cancel()
-            if client.outbox is outbox:  # the client's stream, not a newer one: the client is gone
+            if client.outbox is outbox:  # the client's stream, not a newer one
+                # kept, as the proxy keeps it, until it says it terminates or its heartbeats stop
                 client.outbox = None
-                self._unregister(client)
-                if self.clients.get(client_id) is client:
-                    del self.clients[client_id]
+                if self._watching is None:
+                    self._watching = asyncio.ensure_future(self._forget_silent())
+
+    async def _forget_silent(self) -> None:
+        """Every :data:`SILENT_CHECK_PERIOD` while some client has no Telemetry stream: forget those whose
+        settings and heartbeats stopped ``channelExpiredTimeout`` ago (the broker's tables drop them then),
+        handing back the messages they were receiving with auto_renew."""
+        try:
+            while any(client.outbox is None for client in self.clients.values()):
+                await asyncio.sleep(SILENT_CHECK_PERIOD)
+                silent_since = _now_ms() - CHANNEL_EXPIRED_TIMEOUT_MS
+                for client_id, client in list(self.clients.items()):
+                    if client.outbox is None and client.seen_ms < silent_since:
+                        del self.clients[client_id]
+                        self._unregister(client)
+                        await self._renew(self.renewals.clear(client_id))
+        except Exception:  # noqa: BLE001 - the next stream to end starts it again
+            log.exception("gRPC: forgetting silent clients failed")
+        finally:
+            self._watching = None
 
     async def _read_telemetry(self, client: _Client, request_iterator, outbox: asyncio.Queue) -> None:
         try:
@@ -320,8 +346,10 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
             check_group(settings.subscription.group)
             group = await in_reactor(self._consumer_group, settings.subscription.group.name)
         client.settings = settings
+        client.seen_ms = _now_ms()
         self._register(client)
-        return service.TelemetryCommand(status=OK, settings=answer(settings, self.producer, self.consumer, group))
+        answered = answer(settings, self.producer, self.limits.maxMessageSize, self.consumer, group)
+        return service.TelemetryCommand(status=OK, settings=answered)
 
     def _consumer_group(self, name: str):
         """A consumer's group: one the broker has, as the proxy takes no consumer of an unknown group (its
@@ -425,7 +453,7 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
             # the producer group is the topic's name: a check-back asks the topic's gRPC producers
             outgoing.append(to_outgoing(message, topic.name, remote, self.limits))
         # the type check comes first, as the proxy's: a topic this broker lacks is of type UNSPECIFIED
-        _check_message_type(self.broker.topics.get(topic.name), outgoing[0])
+        _check_message_type(self.broker.topics.get(topic.name), _message_type(outgoing[0]))
         config = self._topic(topic.name)
         queue_id = self._queue(config, outgoing[0].message_group if len(outgoing) == 1 else "")
         entries = [await self._send(topic.name, queue_id, message, remote) for message in outgoing]
@@ -457,7 +485,8 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         if code == Code.OK and MessageSysFlag.transaction_type(message.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
             self._remember_half(topic, uniq_key, stored.msg_id, stored.queue_offset)
         return service.SendResultEntry(status=status(code), message_id=uniq_key, transaction_id=uniq_key,
-                                       offset=stored.queue_offset)
+                                       offset=stored.queue_offset, recall_handle=recall.handle_of(msg.properties,
+                                                                                                  broker.name))
 
     async def _send_request(self, topic: str, queue_id: int, message: Outgoing,
                             remote: str) -> service.SendResultEntry:
@@ -508,6 +537,20 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
         return service.EndTransactionResponse(status=OK)
 
 
+    # ------------------------------------------------------------------ recall
+
+    @_answers(service.RecallMessageResponse)
+    async def RecallMessage(self, request, context):
+        """Refused after the proxy's checks, as Apache's proxy refuses it without recallMessageEnable
+        (:mod:`.recall`)."""
+        self._client_id(context)
+        check_topic(request.topic)
+        if self.producer.enableTopicMessageTypeCheck:
+            _check_message_type(self.broker.topics.get(request.topic.name), "DELAY")
+        recall.parse(request.recall_handle)
+        raise Refused(Code.INTERNAL_SERVER_ERROR, recall.FORBIDDEN)
+
+
 _RESOLUTION = {pb.COMMIT: MessageSysFlag.TRANSACTION_COMMIT_TYPE, pb.ROLLBACK: MessageSysFlag.TRANSACTION_ROLLBACK_TYPE}
 
 
@@ -527,8 +570,9 @@ def _message_type(message: Outgoing) -> str:
     return "NORMAL"
 
 
-def _check_message_type(config, message: Outgoing) -> None:
-    expected, actual = route.topic_message_type(config), _message_type(message)
+def _check_message_type(config, actual: str) -> None:
+    """A message of type ``actual`` refused on a topic (``config``: None when the broker lacks it) of another."""
+    expected = route.topic_message_type(config)
     if actual != expected and expected != "MIXED":
         raise Refused(Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
                       f"TopicMessageType validate failed, the expected type is {expected}, but actual type is {actual}")

@@ -10,40 +10,14 @@ long-polling time of its receives (:class:`ConsumerPolicy`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from google.protobuf.duration_pb2 import Duration
 
+from .policies import ConsumerPolicy, ProducerPolicy
 from .protocol import pb
 
 
 def _duration(millis: int) -> Duration:
     return Duration(seconds=millis // 1000, nanos=(millis % 1000) * 1_000_000)
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerPolicy:
-    """ProxyConfig's producer keys and defaults."""
-
-    maxAttempts: int = 3
-    backoffInitialMillis: int = 10
-    backoffMaxMillis: int = 1000
-    backoffMultiplier: int = 2
-    maxBodySize: int = 4 * 1024 * 1024
-    validateMessageType: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumerPolicy:
-    """ProxyConfig's consumer keys and defaults."""
-
-    grpcClientConsumerMinLongPollingTimeoutMillis: int = 5_000
-    grpcClientConsumerMaxLongPollingTimeoutMillis: int = 20_000
-    grpcClientConsumerLongPollingBatchSize: int = 32
-    #: the invisible time of a receive with auto_renew (the PushConsumer's)
-    defaultInvisibleTimeMills: int = 60_000
-    minInvisibleTimeMillsForRecv: int = 10_000
-    maxInvisibleTimeMills: int = 12 * 3600 * 1000
 
 
 #: Apache's CustomizedRetryPolicy default: 1s 5s 10s 30s 1m..10m 20m 30m 1h 2h
@@ -80,11 +54,11 @@ def retry_delay_ms(group, reconsume_times: int) -> int:
     return int(delays[min(times + 2, len(delays) - 1)])
 
 
-def answer(settings: pb.Settings, producer: ProducerPolicy, consumer: ConsumerPolicy | None = None,
+def answer(settings: pb.Settings, producer: ProducerPolicy, max_body_size: int, consumer: ConsumerPolicy | None = None,
            group=None) -> pb.Settings:
-    """The settings the server answers a client's with: a producer's completed by ``producer``; a
-    consumer's by ``consumer`` and its ``group`` (a SubscriptionGroupConfig, None when the broker has
-    none: then as sent); metrics off (the server collects none from clients)."""
+    """The settings the server answers a client's with: a producer's completed by ``producer`` and the largest
+    body accepted; a consumer's by ``consumer`` and its ``group`` (a SubscriptionGroupConfig, None when the
+    broker has none: then as sent); metrics off (the server collects none from clients)."""
     merged = pb.Settings()
     merged.CopyFrom(settings)
     if settings.HasField("subscription") and group is not None:
@@ -96,11 +70,12 @@ def answer(settings: pb.Settings, producer: ProducerPolicy, consumer: ConsumerPo
         merged.backoff_policy.CopyFrom(retry_policy(group))
     if settings.HasField("publishing"):
         merged.backoff_policy.CopyFrom(pb.RetryPolicy(
-            max_attempts=producer.maxAttempts,
-            exponential_backoff=pb.ExponentialBackoff(initial=_duration(producer.backoffInitialMillis),
-                                                      max=_duration(producer.backoffMaxMillis),
-                                                      multiplier=producer.backoffMultiplier)))
-        merged.publishing.max_body_size = producer.maxBodySize
-        merged.publishing.validate_message_type = producer.validateMessageType
+            max_attempts=producer.grpcClientProducerMaxAttempts,
+            exponential_backoff=pb.ExponentialBackoff(
+                initial=_duration(producer.grpcClientProducerBackoffInitialMillis),
+                max=_duration(producer.grpcClientProducerBackoffMaxMillis),
+                multiplier=producer.grpcClientProducerBackoffMultiplier)))
+        merged.publishing.max_body_size = max_body_size
+        merged.publishing.validate_message_type = producer.enableTopicMessageTypeCheck
     merged.metric.CopyFrom(pb.Metric(on=False))
     return merged

@@ -8,6 +8,10 @@ ends the TLS) or its plain one. Whatever else a client sends first goes to the p
 server refuses it. The splice runs on the gRPC server's own loop, so the broker's reactor carries none of
 it; ``disabled`` and ``enforcing`` modes have no splitter at all (grpcio listens on the public port).
 
+A load balancer in front may open the connection with a PROXY protocol header (v1 or v2, :mod:`.proxy_header`),
+as Apache's proxy accepts it: the splitter reads it off, and the client is the address it names. A header
+that does not parse closes the connection (logged).
+
 grpcio sees a spliced client at the splitter's loopback address. :data:`ORIGINS` maps that address to the
 client's own, for :func:`client_peer`: the address the service records (born host, client address) and
 the access checks match against source IPs.
@@ -21,9 +25,12 @@ from typing import Any
 
 from ferrymq.remoting.tls import HANDSHAKE_RECORD
 
+from . import proxy_header
+
 log = logging.getLogger("ferrymq.grpc")
 
-#: seconds a connection may stay silent before its first byte (the proxy's grpcClientIdleTimeMills)
+#: seconds a connection may stay silent before its first byte after any PROXY header (the proxy's
+#: grpcClientIdleTimeMills)
 FIRST_BYTE_TIMEOUT = 120.0
 #: where grpcio's two inner ports listen
 LOOPBACK = "127.0.0.1"
@@ -88,6 +95,7 @@ class _Client(asyncio.Protocol):
         self.origin = ""
         self.inner: _Inner | None = None
         self.pending: list[bytes] | None = None  # read while the inner connection is being made
+        self.head: bytes | None = b""  # read while whether a PROXY protocol header comes first is unknown
         self.closed = False
         self._timer: asyncio.TimerHandle | None = None
         self._connecting: asyncio.Task | None = None
@@ -104,6 +112,8 @@ class _Client(asyncio.Protocol):
             self.inner.transport.write(data)
         elif self.pending is not None:
             self.pending.append(data)
+        elif self.head is not None:
+            self._read_header(data)
         else:
             if self._timer is not None:
                 self._timer.cancel()
@@ -111,6 +121,24 @@ class _Client(asyncio.Protocol):
             self.transport.pause_reading()
             port = self.splitter.tls_port if data[0] == HANDSHAKE_RECORD else self.splitter.plain_port
             self._connecting = asyncio.get_running_loop().create_task(self._connect(port))
+
+    def _read_header(self, data: bytes) -> None:
+        """``data`` read while a PROXY protocol header may still be coming: once it is known, the client is
+        the address it names, and what follows it goes on to be spliced."""
+        self.head += data
+        try:
+            header = proxy_header.read(self.head)
+        except proxy_header.BadHeader as exc:
+            log.warning("gRPC: closing the connection from %s: %s", self.origin, exc)
+            self.transport.close()
+            return
+        if header is None:
+            return
+        if header.source is not None:
+            self.origin = grpc_peer(header.source)
+        rest, self.head = self.head[header.length:], None
+        if rest:
+            self.data_received(rest)
 
     async def _connect(self, port: int) -> None:
         try:

@@ -189,3 +189,38 @@ def test_peers_are_written_as_grpcio_writes_them():
     assert grpc_peer(("10.0.0.1", 5000)) == "ipv4:10.0.0.1:5000"
     assert grpc_peer(("::1", 5000, 0, 0)) == "ipv6:[::1]:5000"
     assert grpc_peer(("::ffff:10.0.0.1", 5000, 0, 0)) == "ipv4:10.0.0.1:5000"
+
+
+def test_a_proxy_protocol_header_names_the_client_and_is_not_passed_on():
+    """A v1 header before a plain preface, a v2 one before a TLS hello (each in two pieces): the inner port
+    gets what follows the header, and the client is known by the header's source address."""
+    v1 = b"PROXY TCP4 10.20.30.40 192.0.2.1 4567 8081\r\n"
+    v2 = (b"\r\n\r\n\x00\r\nQUIT\n\x21\x21\x00\x24" + bytes.fromhex("20010db8000000000000000000000007")
+          + bytes(16) + (4569).to_bytes(2, "big") + (8081).to_bytes(2, "big"))
+
+    async def run():
+        async with splitting() as (splitter, port, plain, tls):
+            for header, first, inner, name, origin in ((v1, PREFACE, plain, b"plain:", "ipv4:10.20.30.40:4567"),
+                                                       (v2, HELLO, tls, b"tls:", "ipv6:[2001:db8::7]:4569")):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(header[:9])
+                await writer.drain()
+                await asyncio.sleep(0.05)
+                writer.write(header[9:] + first)
+                assert await asyncio.wait_for(reader.readexactly(len(name + first)), 5) == name + first
+                assert ORIGINS[grpc_peer(inner.peers[-1])] == origin
+                writer.close()
+            await until(lambda: not splitter.open)
+
+    asyncio.run(run())
+
+
+def test_a_bad_proxy_protocol_header_closes_the_connection_before_any_splice(caplog):
+    async def run():
+        async with splitting() as (splitter, port, plain, tls):
+            assert await exchange(port, b"PROXY TCP4 10.20.30.40 nowhere 4567 8081\r\n" + PREFACE) == b""
+            await until(lambda: not splitter.open)
+            assert plain.peers == tls.peers == []
+
+    asyncio.run(run())
+    assert "bad PROXY protocol v1 header" in caplog.text
