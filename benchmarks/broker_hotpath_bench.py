@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> dict:
                    help="the HTTP gateway: on (the default, idle on a port of its own, served where httpEventLoop "
                         "says by default), BROKER or OWN_THREAD (on, with that httpEventLoop: the reactor is the "
                         "asyncio one on uvloop with BROKER, epoll's with OWN_THREAD) or off (httpListenPort=0)")
+    p.add_argument("--grpc", choices=("on", "off", "BROKER", "OWN_THREAD"), default="on",
+                   help="the gRPC service: on (the default, idle, served where grpcEventLoop says by default), "
+                        "BROKER or OWN_THREAD (on, with that grpcEventLoop; the reactor is the asyncio one on uvloop "
+                        "when it or the HTTP gateway is BROKER) or off (grpcListenPort=0)")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = p.parse_args(argv)
     phases = set(args.phases.split(","))
@@ -127,6 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
     home = Path(tempfile.mkdtemp(prefix="ferrymq-hotpath-"))
     overrides: dict[str, object] = ({"httpListenPort": 0} if args.http == "off" else
                                     {"httpEventLoop": args.http} if args.http in ("BROKER", "OWN_THREAD") else {})
+    overrides.update({"grpcListenPort": 0} if args.grpc == "off" else
+                     {"grpcEventLoop": args.grpc} if args.grpc in ("BROKER", "OWN_THREAD") else {})
     if args.segment_mib:
         overrides["mappedFileSizeCommitLog"] = args.segment_mib << 20
     side = FerrySide(home / "ferrymq", args.flush, overrides)

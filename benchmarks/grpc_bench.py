@@ -1,7 +1,7 @@
 """gRPC send and receive+ack through FerryMQ's grpcListenPort beside Apache's proxy (local mode), one run.
 
 Run: ``.venv/bin/python -m benchmarks.grpc_bench [--quick | --full] [--rounds N] [--sides ferrymq,apache]
-[--tls-mode MODE] [--out FILE]``.
+[--tls-mode MODE] [--event-loop BROKER|OWN_THREAD] [--out FILE]``.
 
 ``ferrymq standalone`` (grpcListenPort) and Apache 5.5.0's name server and proxy in local mode (its
 broker in the proxy's JVM), both ASYNC_FLUSH on temp stores and loopback, each in its default
@@ -59,6 +59,8 @@ class Plan:
     sides: tuple[str, ...] = SIDES
     #: FerryMQ's tls.server.mode (the load is plain gRPC: permissive or disabled)
     tls_mode: str = "permissive"
+    #: FerryMQ's grpcEventLoop (BROKER, OWN_THREAD), or "" for its default
+    event_loop: str = ""
 
     @classmethod
     def quick(cls, **overrides) -> "Plan":
@@ -280,8 +282,10 @@ class Bench:
         if "ferrymq" in self.plan.sides:
             from ferrymq.testing import FerryMQServer
 
-            server = FerryMQServer(self.home / "ferrymq", {"flushDiskType": "ASYNC_FLUSH",
-                                                           "tls.server.mode": self.plan.tls_mode}, grpc=True)
+            conf = {"flushDiskType": "ASYNC_FLUSH", "tls.server.mode": self.plan.tls_mode}
+            if self.plan.event_loop:
+                conf["grpcEventLoop"] = self.plan.event_loop
+            server = FerryMQServer(self.home / "ferrymq", conf, grpc=True)
             server.start()
             self._stops.append(server.stop)
             self.endpoints["ferrymq"] = (server.namesrv_addr, server.grpc_endpoint)
@@ -351,10 +355,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--sides", default=",".join(SIDES), help="ferrymq,apache (default both)")
     parser.add_argument("--tls-mode", choices=("permissive", "disabled"), default="permissive",
                         help="FerryMQ's tls.server.mode (default permissive, as Apache's)")
+    parser.add_argument("--event-loop", choices=("BROKER", "OWN_THREAD"), default="",
+                        help="FerryMQ's grpcEventLoop (default: the server's default)")
     parser.add_argument("--out", type=Path, help="write the results as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the work dir")
     args = parser.parse_args(argv)
-    overrides: dict[str, Any] = {"sides": tuple(s for s in args.sides.split(",") if s), "tls_mode": args.tls_mode}
+    overrides: dict[str, Any] = {"sides": tuple(s for s in args.sides.split(",") if s), "tls_mode": args.tls_mode,
+                                 "event_loop": args.event_loop}
     if args.rounds:
         overrides["rounds"] = args.rounds
     if args.seconds:

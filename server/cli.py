@@ -78,7 +78,8 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
     if gateway_cfg.httpListenPort == 0:
         return None
     from ferrymq.gateways.http.gateway import Gateway
-    from ferrymq.gateways.http.server import GatewayOnReactor, GatewayThread, on_asyncio_reactor
+    from ferrymq.gateways.http.server import GatewayOnReactor, GatewayThread
+    from ferrymq.server.event_loop import on_asyncio_reactor
     from twisted.internet import reactor
 
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
@@ -99,16 +100,19 @@ def _http_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
 
 
 def _install_reactor(props: dict[str, str]) -> None:
-    """The asyncio reactor on uvloop when the HTTP gateway is to be served on the broker's loop; else
+    """The asyncio reactor on uvloop when the HTTP gateway or gRPC is to be served on the broker's loop; else
     Twisted's default (epoll) reactor. Call before anything imports the reactor."""
     gateway_cfg = cfg.from_properties(cfg.GatewayConfig, props)
-    if gateway_cfg.httpListenPort == 0 or gateway_cfg.httpEventLoop != "BROKER":
+    wanting = [f"{name}=BROKER" for name, port, loop in (
+        ("httpEventLoop", gateway_cfg.httpListenPort, gateway_cfg.httpEventLoop),
+        ("grpcEventLoop", gateway_cfg.grpcListenPort, gateway_cfg.grpcEventLoop)) if port and loop == "BROKER"]
+    if not wanting:
         return
-    from ferrymq.gateways.http.server import install_reactor
+    from ferrymq.server.event_loop import install_reactor
 
     if not install_reactor():
-        log.warning("httpEventLoop=BROKER: the asyncio reactor on uvloop cannot be installed here; the HTTP "
-                    "gateway is served on a loop of its own")
+        log.warning("%s: the asyncio reactor on uvloop cannot be installed here; served on a loop of its own "
+                    "instead", ", ".join(wanting))
 
 
 def _mqtt_gateway(broker_cfg: cfg.BrokerConfig, props: dict[str, str], state_dir_name: str = "mqtt"):
@@ -148,7 +152,8 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
         return None
     try:
         from ferrymq.server.grpc.messages import Limits
-        from ferrymq.server.grpc.server import GrpcThread
+        from ferrymq.server.event_loop import on_asyncio_reactor
+        from ferrymq.server.grpc.server import GrpcOnReactor, GrpcThread
         from ferrymq.server.grpc.service import MessagingService
         from ferrymq.server.grpc.tls import port_tls
     except ImportError as exc:
@@ -170,7 +175,9 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
                                producer=cfg.from_properties(ProducerPolicy, props),
                                consumer=cfg.from_properties(ConsumerPolicy, props),
                                renewal=cfg.from_properties(RenewalPolicy, props))
-    server = GrpcThread(service, bind, gateway_cfg.grpcListenPort, interceptors, tls)
+    on_reactor = gateway_cfg.grpcEventLoop == "BROKER" and on_asyncio_reactor()
+    server = (GrpcOnReactor if on_reactor else GrpcThread)(service, bind, gateway_cfg.grpcListenPort,
+                                                           interceptors, tls)
     try:
         server.start()
     except OSError as exc:

@@ -623,6 +623,11 @@ class GatewayConfig:
         "reactor is then Twisted's asyncio reactor on uvloop), or OWN_THREAD, on a loop of its own in a thread "
         "beside the broker's epoll reactor (docs/benchmarks.md, \"HTTP gateway\", has both's figures).",
         check=one_of("BROKER", "OWN_THREAD"))
+    grpcEventLoop: str = key(
+        "BROKER", "Where a broker process serves gRPC: BROKER, on the broker's own event loop (the reactor is then "
+        "Twisted's asyncio reactor on uvloop: a call runs in one thread from request to store), or OWN_THREAD, on "
+        "a loop of its own in a thread beside the broker's epoll reactor (docs/benchmarks.md, \"gRPC\", has both's "
+        "figures).", check=one_of("BROKER", "OWN_THREAD"))
     httpCheckBackSecret: str = key("", "HMAC-SHA256 key signing the HTTP gateway's transaction check-back calls "
                                        "(docs/http.md); empty refuses transactional publishes over HTTP.",
                                    secret=True)

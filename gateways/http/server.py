@@ -9,8 +9,8 @@ this broker run through the broker's request table in process (:meth:`.Gateway.s
 served one of two ways (``httpEventLoop``):
 
 - :class:`GatewayOnReactor` (``BROKER``): on the broker's own loop, the reactor being Twisted's asyncio
-  reactor on uvloop (:func:`install_reactor`). An HTTP publish runs start to end in one thread, with no
-  hand-over to the reactor and back and no contention for the interpreter lock.
+  reactor on uvloop (:mod:`ferrymq.server.event_loop`). An HTTP publish runs start to end in one thread,
+  with no hand-over to the reactor and back and no contention for the interpreter lock.
 - :class:`GatewayThread` (``OWN_THREAD``): on a loop of its own in a thread, beside the broker's epoll
   reactor; every SDK call hops to the reactor thread and its answer hops back.
 
@@ -143,33 +143,6 @@ class GatewayThread:
         return threads.deferToThread(shut_down)
 
 
-def install_reactor() -> bool:
-    """Make Twisted's reactor the asyncio reactor on a uvloop loop, so that :class:`GatewayOnReactor` can
-    serve on it; call before anything imports ``twisted.internet.reactor``. False when that happened
-    already (the reactor installed stays), or when uvloop is missing."""
-    import sys
-
-    if "twisted.internet.reactor" in sys.modules:
-        return False
-    try:
-        import uvloop
-    except ImportError:
-        return False
-    from twisted.internet import asyncioreactor
-
-    loop = uvloop.new_event_loop()
-    asyncio.set_event_loop(loop)
-    asyncioreactor.install(loop)
-    return True
-
-
-def on_asyncio_reactor() -> bool:
-    """Whether the installed reactor runs on an asyncio loop (an installed :func:`install_reactor`)."""
-    from twisted.internet import asyncioreactor, reactor
-
-    return isinstance(reactor, asyncioreactor.AsyncioSelectorReactor)
-
-
 def _listen(host: str, port: int, backlog: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
@@ -182,7 +155,8 @@ def _listen(host: str, port: int, backlog: int) -> socket.socket:
 
 
 class GatewayOnReactor:
-    """The gateway served on the reactor's own loop (the reactor being :func:`install_reactor`'s).
+    """The gateway served on the reactor's own loop (the reactor being
+    :func:`ferrymq.server.event_loop.install_reactor`'s).
 
     :meth:`start` binds the port before the reactor runs (a taken port stops the server from starting,
     as a taken listenPort does); uvicorn serves from the reactor's first turn and the gateway's client

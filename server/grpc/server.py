@@ -1,14 +1,24 @@
-"""Serving the v2 service: grpcio's asyncio server on a loop of its own, in a thread of the broker process.
+"""Serving the v2 service: grpcio's asyncio server, on the broker's own loop or on a loop of its own.
 
-One thread and one loop serve every call and every Telemetry stream; what a call asks of the broker
-hops to the reactor thread and back (:func:`.reactor.in_reactor`). grpcio's thread-pool server spends
-the same CPU per unary call (measured with QueryRoute, 8 concurrent callers), but it holds a pool thread
-for as long as each client's Telemetry stream stays open (the client's whole life), and another for
-every send waiting on the broker: its pool would bound the number of clients. On asyncio a stream or a
-waiting send costs a coroutine.
+Where it runs is ``grpcEventLoop``:
+
+- :class:`GrpcOnReactor` (``BROKER``): on the reactor's loop, the reactor being Twisted's asyncio reactor
+  on uvloop. A call runs start to end in the reactor thread: the broker's send or POP is called straight
+  from the service (:func:`.reactor.in_reactor`), with no thread to wake and no contention for the
+  interpreter lock. grpcio's completion events reach the loop from grpcio's poller thread through a
+  socket, as they do on any loop.
+- :class:`GrpcThread` (``OWN_THREAD``): on a loop of its own in a thread, beside the broker's epoll reactor;
+  what a call asks of the broker hops to the reactor thread and back.
+
+grpcio's thread-pool server spends the same CPU per unary call as its asyncio one on a thread (measured with
+QueryRoute, 8 concurrent callers), but it holds a pool thread for as long as each client's Telemetry stream
+stays open (the client's whole life), and another for every send waiting on the broker: its pool would
+bound the number of clients. On asyncio a stream or a waiting send costs a coroutine.
 
 The port is grpcio's own, plain (``tls.server.mode=disabled``) or TLS (``enforcing``); in ``permissive`` mode
 grpcio listens on two loopback ports, plain and TLS, and the port is the :mod:`.splitter`'s, on the same loop.
+Either way the ports are bound by ``start()``, before the reactor runs: a taken port stops the server from
+starting, as a taken listenPort does.
 """
 
 from __future__ import annotations
@@ -39,9 +49,12 @@ def _target(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class GrpcThread:
-    """The service listening on ``host:port``. :meth:`start` binds before the reactor runs (a taken port
-    stops the server from starting, as a taken listenPort does)."""
+class _Serving:
+    """The service's grpcio server and, in permissive mode, its splitter: bound by :meth:`_bind` in the
+    thread of the loop that is to run them, started by :meth:`_start` on it."""
+
+    #: where the server runs, for the log line
+    placement = ""
 
     def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
                  tls: PortTls | None = None):
@@ -53,8 +66,112 @@ class GrpcThread:
         self.host = host
         self.port = port
         self.splitter: Splitter | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._server: grpc.aio.Server | None = None
+
+    def _bind(self) -> None:
+        """Create the server (on this thread's event loop) and bind its ports; raises OSError naming the
+        key when the port cannot be listened on."""
+        tls = self.tls
+        splitter = None
+        try:
+            if tls is not None and tls.plain_too:
+                splitter = Splitter(0, 0)
+                bound = splitter.bind(self.host, self.port)
+        except OSError as exc:
+            raise OSError(self._cannot_listen(exc)) from None
+        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND_MESSAGE_SIZE),
+                                          ("grpc.so_reuseport", 0)], interceptors=self.interceptors)
+        service_grpc.add_MessagingServiceServicer_to_server(self.service, server)
+        try:
+            if splitter is not None:
+                splitter.plain_port = server.add_insecure_port(f"{LOOPBACK}:0")
+                splitter.tls_port = server.add_secure_port(f"{LOOPBACK}:0", tls.credentials)
+                ok = splitter.plain_port and splitter.tls_port
+            else:
+                target = _target(self.host, self.port)
+                bound = ok = (server.add_secure_port(target, tls.credentials) if tls is not None
+                              else server.add_insecure_port(target))
+        except RuntimeError as exc:  # grpcio raises when it cannot bind
+            ok, problem = 0, exc
+        else:
+            problem = "not bound"
+        if not ok:
+            if splitter is not None:
+                splitter.stop_accepting()
+            raise OSError(self._cannot_listen(problem))
+        self.port = bound
+        self.splitter = splitter
+        self._server = server
+
+    def _cannot_listen(self, problem: object) -> str:
+        return (f"grpcListenPort {self.port} on {self.host} cannot be listened on ({problem}; in use by another "
+                f"process?): set grpcListenPort in the config file, or 0 to turn gRPC off")
+
+    async def _start(self) -> None:
+        await self._server.start()
+        if self.splitter is not None:
+            await self.splitter.serve()
+        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
+        log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
+                 clients, self.placement)
+
+    async def _shut_down(self) -> None:
+        """Stop accepting, give the calls in flight :data:`GRACE` seconds, then cut every splice."""
+        if self.splitter is not None:
+            self.splitter.stop_accepting()
+        if self._server is not None:
+            await self._server.stop(GRACE)
+        if self.splitter is not None:
+            await self.splitter.close()
+
+
+class GrpcOnReactor(_Serving):
+    """The service on the reactor's own loop (the reactor being Twisted's asyncio reactor,
+    :func:`ferrymq.server.event_loop.install_reactor`); it serves from the reactor's first turn."""
+
+    placement = "on the broker's event loop"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        #: the reactor's loop (installing the reactor made it this thread's), running once the reactor runs
+        self._loop = asyncio.get_event_loop()
+        self._started: asyncio.Task | None = None
+
+    def start(self) -> None:
+        from twisted.internet import reactor
+
+        self._bind()
+        reactor.callWhenRunning(self._serve)
+
+    def _serve(self) -> None:
+        self._started = self._loop.create_task(self._start())
+        self._started.add_done_callback(_log_failure)
+
+    def stop(self):
+        """Stop serving (calls in flight get :data:`GRACE` seconds); a Deferred fired once stopped."""
+        from twisted.internet import defer
+
+        return defer.Deferred.fromFuture(self._loop.create_task(self._stop()))
+
+    async def _stop(self) -> None:
+        if self._started is not None:
+            await asyncio.wait({self._started})
+        await self._shut_down()
+
+
+def _log_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("the gRPC server did not start: %r", task.exception())
+
+
+class GrpcThread(_Serving):
+    """The service on a loop of its own, in a thread of the broker process."""
+
+    placement = "on a thread of its own"
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -66,54 +183,17 @@ class GrpcThread:
         if not ready.wait(timeout):
             raise RuntimeError(f"the gRPC server did not start within {timeout} s")
         if self._error is not None:
-            raise OSError(f"grpcListenPort {self.port} on {self.host} cannot be listened on (in use by another "
-                          f"process?): set grpcListenPort in the config file, or 0 to turn gRPC off") from None
-        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
-        log.info("gRPC MessagingService served on %s:%d to %s clients (docs/grpc.md)", self.host, self.port, clients)
+            raise OSError(str(self._error)) from None
 
     def _run(self, ready: threading.Event) -> None:
         async def serve() -> None:
             self._loop = asyncio.get_running_loop()
             self._stopped = asyncio.Event()
-            server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND_MESSAGE_SIZE),
-                                              ("grpc.so_reuseport", 0)], interceptors=self.interceptors)
-            service_grpc.add_MessagingServiceServicer_to_server(self.service, server)
-            tls = self.tls
-            split = tls is not None and tls.plain_too
-            try:
-                if split:
-                    plain = server.add_insecure_port(f"{LOOPBACK}:0")
-                    secure = server.add_secure_port(f"{LOOPBACK}:0", tls.credentials)
-                    bound = min(plain, secure)
-                else:
-                    target = _target(self.host, self.port)
-                    bound = (server.add_secure_port(target, tls.credentials) if tls is not None
-                             else server.add_insecure_port(target))
-            except RuntimeError as exc:  # grpcio raises when it cannot bind
-                self._error = exc
-                return
-            if bound == 0:
-                self._error = OSError("not bound")
-                return
-            await server.start()
-            if split:
-                splitter = Splitter(plain, secure)
-                try:
-                    bound = await splitter.listen(self.host, self.port)
-                except OSError as exc:
-                    self._error = exc
-                    await server.stop(None)
-                    return
-                self.splitter = splitter
-            self.port = bound
-            self._server = server
+            self._bind()
+            await self._start()
             ready.set()
             await self._stopped.wait()
-            if self.splitter is not None:
-                self.splitter.stop_accepting()
-            await server.stop(GRACE)
-            if self.splitter is not None:
-                await self.splitter.close()
+            await self._shut_down()
 
         try:
             asyncio.run(serve())

@@ -1,7 +1,7 @@
 """``apache.rocketmq.v2.MessagingService`` answered from the broker of this process.
 
-The service runs on the gRPC server's asyncio loop; what it asks of the broker runs in the reactor
-thread. A send is stored by the broker's send processor with a send's checks and outcome but no request
+The service runs on the gRPC server's asyncio loop, the reactor's own or one in a thread of its own
+(:mod:`.server`); what it asks of the broker runs in the reactor thread (:mod:`.reactor`). A send is stored by the broker's send processor with a send's checks and outcome but no request
 to encode, dispatch and decode again (:meth:`~ferrymq.server.broker.processors.send.SendProcessor.store`,
 as the MQTT gateway stores); an END_TRANSACTION (and a send to a retry topic, which the broker's send may
 rewrite to its DLQ) goes through the broker's own request table (:class:`ferrymq.remoting.local.LocalPeer`),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import Any
 
 from ferrymq.remoting.tls import HANDSHAKE_RECORD
@@ -32,6 +33,8 @@ log = logging.getLogger("ferrymq.grpc")
 #: seconds a connection may stay silent before its first byte after any PROXY header (the proxy's
 #: grpcClientIdleTimeMills)
 FIRST_BYTE_TIMEOUT = 120.0
+#: connections the public port queues before they are accepted (asyncio's default)
+BACKLOG = 100
 #: where grpcio's two inner ports listen
 LOOPBACK = "127.0.0.1"
 
@@ -66,14 +69,31 @@ class Splitter:
         self.timeout = timeout
         self.open: set[asyncio.BaseTransport] = set()
         self._server: asyncio.AbstractServer | None = None
+        self._socket: socket.socket | None = None  # bound, not yet served
+
+    def bind(self, host: str, port: int) -> int:
+        """Listen on ``host:port`` (before the loop runs, if need be); the port bound. Raises OSError when it
+        cannot be listened on. :meth:`serve` accepts."""
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.create_server((host, port), family=family, backlog=BACKLOG)
+        return self._socket.getsockname()[1]
+
+    async def serve(self) -> None:
+        """Start accepting on the port :meth:`bind` bound."""
+        sock, self._socket = self._socket, None
+        self._server = await asyncio.get_running_loop().create_server(lambda: _Client(self), sock=sock,
+                                                                        backlog=BACKLOG)
 
     async def listen(self, host: str, port: int) -> int:
-        """Start accepting on ``host:port``; the port bound. Raises OSError when it cannot be listened on."""
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: _Client(self), host, port, reuse_address=True)
-        return self._server.sockets[0].getsockname()[1]
+        """:meth:`bind` and :meth:`serve` at once; the port bound."""
+        bound = self.bind(host, port)
+        await self.serve()
+        return bound
 
     def stop_accepting(self) -> None:
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
         if self._server is not None:
             self._server.close()
 

@@ -28,10 +28,14 @@ from ferrymq.testing.server import FerryMQServer  # noqa: E402
 CLIENT = (("x-mq-client-id", "grpc-test@1"),)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+#: the log line's words for each place the service runs (grpcEventLoop)
+PLACEMENTS = {"BROKER": "on the broker's event loop", "OWN_THREAD": "on a thread of its own"}
+
+
+@pytest.fixture(scope="module", params=sorted(PLACEMENTS))
+def server(request, tmp_path_factory):
     # half messages are checked back after 1 s, every 0.5 s
-    conf = {"transactionTimeOut": 1000, "transactionCheckInterval": 500}
+    conf = {"transactionTimeOut": 1000, "transactionCheckInterval": 500, "grpcEventLoop": request.param}
     with FerryMQServer(tmp_path_factory.mktemp("grpc"), conf, grpc=True) as running:
         yield running
 
@@ -83,6 +87,11 @@ def pull_all(server, topic: str, wait: float = 0.0) -> list:
             if out or time.monotonic() >= deadline:
                 return out
             time.sleep(0.2)
+
+
+def test_the_service_runs_where_grpc_event_loop_says(server, stub):
+    stub.QueryRoute(service.QueryRouteRequest(topic=pb.Resource(name="NoSuchTopic")), metadata=CLIENT, timeout=10)
+    assert f"to TLS and plain clients, {PLACEMENTS[server.conf['grpcEventLoop']]}" in server.log
 
 
 def test_route_lists_read_write_queues_at_the_endpoints_asked_with_the_topic_type(server, stub, topics):
