@@ -7,6 +7,7 @@ it, refusals included, so nothing is encoded, written to loopback and decoded tw
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
@@ -50,14 +51,20 @@ class LocalPeer:
     def invoke(self, cmd: RemotingCommand, timeout: float) -> defer.Deferred:
         """Fires with the answer, or fails with RemotingTimeoutError when it takes over ``timeout`` s
         (a store waiting for its flush), as a remote call would."""
-        result = dispatch(self.processor, cmd, self.channel)
-        if isinstance(result, Pending):
-            result = result.deferred()
-        if not isinstance(result, defer.Deferred):
-            return defer.succeed(result)
-        if self._clock is None:
-            from twisted.internet import reactor
+        result = within(dispatch(self.processor, cmd, self.channel), timeout, self._clock,
+                        lambda: RemotingTimeoutError(self.channel.remote_address, cmd.code, cmd.opaque, timeout))
+        return result if isinstance(result, defer.Deferred) else defer.succeed(result)
 
-            self._clock = reactor
-        return result.addTimeout(timeout, self._clock, onTimeoutCancel=lambda _result, _t: Failure(
-            RemotingTimeoutError(self.channel.remote_address, cmd.code, cmd.opaque, timeout)))
+
+def within(result: Any, timeout: float, clock: Any, timed_out: Callable[[], Exception]) -> Any:
+    """A processor's outcome for a caller of its process: an answer given at once as it is; a later one
+    (a :class:`Pending` or a Deferred: a store waiting for its flush, a topic waiting for its
+    registration) as a Deferred that fails with ``timed_out()`` after ``timeout`` s, as a remote call
+    would. ``clock``: the reactor's, None for the global reactor."""
+    if isinstance(result, Pending):
+        result = result.deferred()
+    if isinstance(result, defer.Deferred):
+        if clock is None:
+            from twisted.internet import reactor as clock
+        result.addTimeout(timeout, clock, onTimeoutCancel=lambda _result, _t: Failure(timed_out()))
+    return result

@@ -7,6 +7,8 @@
   gets a UNIQ_KEY; bodies of ``compress_over`` bytes or more (4 KiB) are zlib-compressed (not batches).
 - Retries: ``retry_times_when_send_failed`` more attempts (2) on transport errors and on the broker codes
   Java retries (:data:`RETRY_CODES`); 10/11/12 come back as a non-OK SendResult, other codes fail.
+- In a broker's own process (a gateway it serves), ``store_in_process`` may store an attempt to that
+  broker without a request, answering as the request would.
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ class LocalTransactionState(enum.Enum):
 
 
 QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
+#: ``(addr, msg, mq, body, sys_flag, timeout)``: a send attempt to ``mq`` of the broker at ``addr``, made
+#: without a request by a broker of the producer's own process, firing as the request would (a SendResult,
+#: or the broker's refusal as MQResponseError); None when that broker does not take it so (the request goes)
+StoreInProcess = Callable[[str, Message, MessageQueue, bytes, int, float], "defer.Deferred | None"]
 
 
 def select_by_hash(queues: list[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
@@ -106,6 +112,7 @@ class Producer:
         create_topic_key: str = AUTO_CREATE_TOPIC,
         transaction_checker: Callable[[MessageExt], Any] | None = None,
         instance: ClientInstance | None = None,
+        store_in_process: StoreInProcess | None = None,
     ):
         config = settle_config(group, namesrv_addr, config)
         self.group = group
@@ -120,6 +127,8 @@ class Producer:
         self.create_topic_key = create_topic_key
         #: called with a half message the broker asks about; returns a LocalTransactionState
         self.transaction_checker = transaction_checker
+        #: sends to a broker of this process stored by it without a request (a gateway served by a broker)
+        self.store_in_process = store_in_process
         self._own_instance = instance is None
         self.instance = instance or ClientInstance(config)
         self.publish_table: dict[str, TopicPublishInfo] = {}
@@ -256,6 +265,10 @@ class Producer:
 
         addr = self.instance.find_broker_addr(mq.broker_name)
         if addr is not None:  # known, as for every send but the first to a broker
+            if self.store_in_process is not None and not oneway:
+                stored = self.store_in_process(addr, msg, mq, body, sys_flag, timeout)
+                if stored is not None:
+                    return stored
             return send(addr)
         return self.instance.require_broker_addr(mq.broker_name, msg.topic).addCallback(send)
 

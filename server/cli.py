@@ -205,11 +205,12 @@ def _with_grpc(grpc, broker):
 
 def _with_gateways(gateways, broker, watch):
     """``broker``, whose own gateways (those it serves) now send to it in process and check their clients
-    against its users and ACLs when it does; its HTTP gateway also serves the broker's metrics (with the
-    reactor's stall ``watch``) on /metrics, and its MQTT gateway stores what devices publish through the
-    broker's send checks and reads what it delivers from the broker's store."""
+    against its users and ACLs when it does, storing what they publish to it through its send checks; its
+    HTTP gateway also serves the broker's metrics (with the reactor's stall ``watch``) on /metrics, and its
+    MQTT gateway reads what it delivers from the broker's store."""
     from ferrymq.gateways.http.gateway import Gateway as HttpGateway
     from ferrymq.server.broker.metrics import BrokerMetrics
+    from ferrymq.server.broker.processors.send import SendProcessor
     from ferrymq.server.broker.service import LiveTable
 
     access = None
@@ -221,13 +222,11 @@ def _with_gateways(gateways, broker, watch):
         if isinstance(gateway.gateway, HttpGateway):
             gateway.gateway.broker_metrics = BrokerMetrics(broker.ctx, broker.server, watch)
         else:  # the MQTT gateway
-            from ferrymq.server.broker.processors.send import SendProcessor
-
             topics = broker.ctx.topics
             gateway.gateway.deliver_in_process(
                 broker.ctx.store, broker.config.brokerName,
                 lambda topic: range(config.read_queue_nums) if (config := topics.get(topic)) else ())
-            gateway.gateway.store_in_process(SendProcessor(broker.ctx))
+        gateway.gateway.store_in_process(SendProcessor(broker.ctx))
         gateway.gateway.send_in_process(broker.addr, LiveTable(broker), f"{broker.ip}:0")
         gateway.gateway.access = access
     return broker

@@ -22,6 +22,7 @@ from ferrymq.sdk.producer import LocalTransactionState
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageConst
 
 from ..access import Access
+from ..store_send import StoreSend
 from .consumers import IDLE_SECONDS, GroupConsumer, unknown_handle
 from .problems import Problem
 from .transactions import TRANSACTIONS_KEPT, State, Transaction, TransactionFile, Transactions
@@ -68,6 +69,8 @@ class Gateway:
         self._announced: set[tuple[str, str]] = set()  # (group, broker name) a heartbeat has named the group to
         #: the broker of this process, if any: (its address, its request table, the sends' BORNHOST)
         self._local_broker: tuple[str, Processor, str] | None = None
+        #: that broker's send processor, if publishes to it are stored through it
+        self._local_sends: Any = None
         #: the figures of the broker of this process, if any (a :class:`~ferrymq.server.broker.metrics.BrokerMetrics`),
         #: served on /metrics beside the process's own
         self.broker_metrics: Any = None
@@ -83,6 +86,12 @@ class Gateway:
         selection, retries and the broker's answers stay the client's, as for any other broker."""
         self._local_broker = (addr, processor, born_host)
 
+    def store_in_process(self, sends: Any) -> None:
+        """Store the publishes to the broker that :meth:`send_in_process` names through ``sends``, its send
+        processor, without a send request (call before :meth:`start`; :mod:`ferrymq.gateways.store_send`):
+        the producer still picks each publish's queue, retries it and answers it."""
+        self._local_sends = sends
+
     def _client_kwargs(self) -> dict[str, Any]:
         return {"config": self._instance.config, "instance": self._instance}
 
@@ -91,6 +100,10 @@ class Gateway:
         reactor_thread.ensure_running()
         self._instance = reactor_thread.call(lambda: self._client_instance(config))
         self.producer = Producer(PRODUCER_GROUP, max_message_size=self.max_message_size, **self._client_kwargs())
+        if self._local_sends is not None and self._local_broker is not None:
+            addr, processor, born_host = self._local_broker
+            core = self.producer.core
+            core.store_in_process = StoreSend(self._local_sends, processor, addr, born_host, core)
         await self.producer.start()
         # the instance's connections: the admin requests go with its TLS and are signed with its credentials
         self.admin = MQAdmin(self.namesrv_addr, client=self._instance.remoting)

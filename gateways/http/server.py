@@ -5,8 +5,9 @@ dependencies): httptools takes about a third off the broker process's CPU per HT
 quarter of what is left (docs/benchmarks.md, "HTTP gateway").
 
 Inside a FerryMQ server the gateway reaches the broker through the RocketMQ client it is, whose sends to
-this broker run through the broker's request table in process (:meth:`.Gateway.send_in_process`), and is
-served one of two ways (``httpEventLoop``):
+this broker are stored by its send processor in process (:meth:`.Gateway.store_in_process`; the others run
+through its request table, :meth:`.Gateway.send_in_process`), and is served one of two ways
+(``httpEventLoop``):
 
 - :class:`GatewayOnReactor` (``BROKER``): on the broker's own loop, the reactor being Twisted's asyncio
   reactor on uvloop (:mod:`ferrymq.server.event_loop`). An HTTP publish runs start to end in one thread,

@@ -1,8 +1,8 @@
 """The MQTT gateway's RocketMQ side, on the Deferred SDK in the reactor that serves the devices.
 
 One producer stores what devices publish; in a broker process the messages for that broker are
-stored through its send checks and store path without a request (:mod:`.store_send`). Deliveries to
-devices come from two kinds of consumer:
+stored through its send checks and store path without a request
+(:mod:`ferrymq.gateways.store_send`). Deliveries to devices come from two kinds of consumer:
 
 - **one BROADCASTING consumer for the whole gateway** serves every non-shared subscription: it pulls
   each subscribed RocketMQ topic once (tag expression: the union of the exact filters' tags, or ``*``,
@@ -58,13 +58,13 @@ from ferrymq.sdk.producer import Producer, select_by_hash
 from ferrymq.wire.message import DEFAULT_MAX_MESSAGE_SIZE, MessageExt
 
 from ..access import Access
+from ..store_send import StoreSend
 from . import mapping, topics
 from .persistence import StateFiles
 from .retained import RetainedMessages
 from .fanout import FanOutIndex
 from .session import Ack, Release, Session, Sessions, deliver
 from .store_fanout import StoreFanOut
-from .store_send import StoreSend
 
 log = logging.getLogger("ferrymq.gateway.mqtt")
 
@@ -238,7 +238,8 @@ class Gateway:
 
     def store_in_process(self, sends: Any) -> None:
         """Store what devices publish through ``sends``, the send processor of the broker that
-        :meth:`send_in_process` names, without a send request (call before :meth:`start`; :mod:`.store_send`)."""
+        :meth:`send_in_process` names, without a send request (call before :meth:`start`;
+        :mod:`ferrymq.gateways.store_send`)."""
         self._local_sends = sends
 
     def deliver_in_process(self, store: Any, broker_name: str, queue_ids: Callable[[str], Iterable[int]]) -> None:
@@ -259,8 +260,8 @@ class Gateway:
                                  max_message_size=self.max_message_size)
         yield self.producer.start()
         if self._local_sends is not None and self._local_broker is not None:
-            addr, _processor, born_host = self._local_broker
-            self._store_send = StoreSend(self._local_sends, addr, born_host, self.producer)
+            addr, processor, born_host = self._local_broker
+            self._store_send = StoreSend(self._local_sends, processor, addr, born_host, self.producer)
         if self.state is None:
             # a broadcasting consumer's offsets are local; the sessions they serve end with the process,
             # so every start begins at the subscriptions' own times

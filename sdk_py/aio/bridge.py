@@ -205,6 +205,11 @@ class Client:
     _core: Any
 
     @property
+    def core(self) -> Any:
+        """The Twisted-native client this one drives; use it in the reactor thread."""
+        return self._core
+
+    @property
     def group(self) -> str:
         return self._core.group
 

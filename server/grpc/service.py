@@ -28,12 +28,10 @@ from typing import Any, Callable
 
 import grpc
 from twisted.internet import defer
-from twisted.python.failure import Failure
 
 from ferrymq.remoting.errors import RemotingTimeoutError
 from ferrymq.server.ha.roles import refuses_sends
-from ferrymq.remoting.local import LocalChannel, LocalPeer
-from ferrymq.remoting.pending import Pending
+from ferrymq.remoting.local import LocalChannel, LocalPeer, within
 from ferrymq.server.broker.clients import CHANNEL_EXPIRED_TIMEOUT_MS, ClientChannelInfo
 from ferrymq.server.broker.processors.common import peer_host
 from ferrymq.server.broker.tag_subscriptions import build_subscription
@@ -108,14 +106,10 @@ class BrokerSide:
         channel = LocalChannel(remote)
         msg.born_host = peer_host(channel)
         queue_id = msg.queue_id
-        result = self.sends.store(msg, lambda _writable: queue_id, AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS,
-                                  channel)
-        if isinstance(result, Pending):
-            result = result.deferred()
-        if isinstance(result, defer.Deferred):
-            result.addTimeout(BROKER_TIMEOUT, _reactor(), onTimeoutCancel=lambda _result, timeout: Failure(
-                RemotingTimeoutError(remote, RequestCode.SEND_MESSAGE_V2, 0, timeout)))
-        return result
+        return within(self.sends.store(msg, lambda _writable: queue_id, AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS,
+                                       channel),
+                      BROKER_TIMEOUT, _reactor(),
+                      lambda: RemotingTimeoutError(remote, RequestCode.SEND_MESSAGE_V2, 0, BROKER_TIMEOUT))
 
 
 class TelemetryChannel:

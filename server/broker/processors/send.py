@@ -111,6 +111,14 @@ def illegal_remark(ctx: BrokerContext) -> str:
     )
 
 
+def _check_queue(config: TopicConfig, queue_id: int, channel: Any, base: dict[str, str]) -> None:
+    if queue_id >= max(config.write_queue_nums, config.read_queue_nums):
+        raise refuse(
+            ResponseCode.INVALID_PARAMETER,
+            f"request queueId[{queue_id}] is illegal, {config} Producer: {peer_addr(channel)}", base,
+        )
+
+
 class SendProcessor:
     def __init__(self, ctx: BrokerContext):
         self.ctx = ctx
@@ -143,11 +151,7 @@ class SendProcessor:
                 config = ctx.topics.create_if_absent(topic, 1, Perm.READ | Perm.WRITE)
             if config is None:
                 raise refuse(ResponseCode.TOPIC_NOT_EXIST, topic_not_exist_remark(topic), base)
-        if queue_id >= max(config.write_queue_nums, config.read_queue_nums):
-            raise refuse(
-                ResponseCode.INVALID_PARAMETER,
-                f"request queueId[{queue_id}] is illegal, {config} Producer: {peer_addr(channel)}", base,
-            )
+        _check_queue(config, queue_id, channel, base)
         # Apache leaves these to the route (clients stop choosing the queue); an explicit refusal is safer.
         if not ctx.broker_writable():
             raise refuse(ResponseCode.NO_PERMISSION,
@@ -238,7 +242,8 @@ class SendProcessor:
               default_topic_queue_nums: int, channel: Any) -> Any:
         """Store ``msg`` for a client of this process (a gateway) with a send's checks and outcome but no
         request to encode, dispatch and answer: ``queue_of(write_queue_nums)`` picks its queue, as the
-        client's queue selector over this broker's write queues. Returns the stored PutMessageResult or
+        client's queue selector over this broker's write queues (one past the topic's queues is refused as
+        in a send naming it). Returns the stored PutMessageResult or
         a promise of it (later still for a topic this send created, as a send's answer); a refusal, or a
         put the store did not take, raises (or fails the promise with) a Refusal with the code and remark
         a send would be answered. Not for retry topics, which a send rewrites to their DLQ."""
@@ -251,6 +256,7 @@ class SendProcessor:
         if config.write_queue_nums < 1:
             raise refuse(ResponseCode.NO_PERMISSION, f"the topic[{topic}] has no write queue on this broker", base)
         msg.queue_id = queue_of(config.write_queue_nums)
+        _check_queue(config, msg.queue_id, channel, base)
         msg.store_host = ctx.store_host
         return after_registration(ctx, created, then(self._put(msg, config, base), self._stored))
 

@@ -1,0 +1,146 @@
+"""What a gateway publishes, stored by the broker of the gateway's own process without a send request.
+
+Through the SDK, a message is a SEND_MESSAGE_V2 request built by the producer (header, encoded
+properties), dispatched to the broker's send processor in process (properties decoded again), answered
+with a response command the producer turns into a SendResult. In the broker's process the send
+processor is at hand: :meth:`~ferrymq.server.broker.processors.send.SendProcessor.store` runs a send's
+checks (topic exists or is auto-created, permissions, queue, size limits) and store path on the message
+the producer prepared (:meth:`~ferrymq.sdk.producer.Producer.prepare`: its checks, UNIQ_KEY,
+compression). The stored record is the one the request would have stored, and the outcome the one the
+producer makes of the broker's answer: a SendResult, or the refusal's code and remark as the error the
+producer raises.
+
+Two ways in:
+
+- as the producer's ``store_in_process``: each send attempt the producer makes to a queue of this
+  broker, the queue picked by the producer's own selection, retries and route (the HTTP gateway);
+- :meth:`StoreSend.send_orderly`: the queue :func:`~ferrymq.sdk.producer.select_by_hash` picks among this
+  broker's own write queues, the producer sending by route what this broker does not have or may not
+  write (the MQTT gateway: an MQTT topic's messages stay in one queue).
+
+Requests still carry a retry topic's messages (a send rewrites them to the DLQ), and every send while the
+broker's request table refuses or checks sends (a slave's, a master's short of in-sync replicas:
+:func:`~ferrymq.server.ha.roles.refuses_sends`), so they are answered as a socket client's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from twisted.internet import defer
+from twisted.python.failure import Failure
+
+from ferrymq.remoting.client import split_address
+from ferrymq.remoting.errors import RemotingTimeoutError, ResponseCodeError
+from ferrymq.remoting.local import LocalChannel, within
+from ferrymq.sdk.message import Message, SendResult, SendStatus
+from ferrymq.sdk.producer import Producer, select_by_hash
+from ferrymq.server.ha.roles import refuses_sends
+from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
+from ferrymq.wire.bodies import MessageQueue
+from ferrymq.wire.codes import RequestCode, ResponseCode
+from ferrymq.wire.errors import Refusal
+from ferrymq.wire.message import MessageConst, MessageExt
+from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX
+
+#: refusals another broker of the cluster may not give: :meth:`StoreSend.send_orderly` sends by route then
+_ELSEWHERE = frozenset((ResponseCode.TOPIC_NOT_EXIST, ResponseCode.NO_PERMISSION))
+#: the request the producer would have sent, named in its errors
+_OPERATION = RequestCode.SEND_MESSAGE_V2.name
+#: a stored put's status as the SendResult's (a put not stored is refused)
+_SENT = {
+    PutMessageStatus.PUT_OK: SendStatus.SEND_OK,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+class StoreSend:
+    """Sends of ``producer`` stored by ``sends``, the send processor of the broker at ``addr`` in this
+    process, whose request table is ``table``; ``born_host``: the messages' BORNHOST, ``ip:port``."""
+
+    def __init__(self, sends: Any, table: Mapping[int, Any], addr: str, born_host: str, producer: Producer,
+                 reactor: Any = None):
+        self.sends = sends
+        self.table = table
+        self.addr = addr
+        self.producer = producer
+        self.reactor = reactor
+        self._channel = LocalChannel(born_host)
+        self._born_host = split_address(born_host)
+
+    def takes(self, topic: str) -> bool:
+        """Whether a send to ``topic`` is stored here now rather than sent as a request."""
+        return not topic.startswith(RETRY_GROUP_TOPIC_PREFIX) and not refuses_sends(self.table)
+
+    def __call__(self, addr: str, message: Message, mq: MessageQueue, body: bytes, sys_flag: int,
+                 timeout: float) -> defer.Deferred | None:
+        """The producer's ``store_in_process``: its attempt to ``mq``, stored when ``addr`` is this broker's."""
+        if addr != self.addr or not self.takes(message.topic):
+            return None
+        try:
+            return self._store(message, body, sys_flag, lambda _queues: mq.queue_id, timeout)
+        except Refusal as refusal:
+            return defer.fail(self._error(refusal))
+        except Exception:  # noqa: BLE001 - surfaced through the Deferred, as the producer's
+            return defer.fail()
+
+    def send_orderly(self, message: Message, key: str) -> defer.Deferred:
+        """Store ``message`` in the queue of this broker that :func:`~ferrymq.sdk.producer.select_by_hash`
+        picks for ``key``; fires with the SendResult."""
+        producer = self.producer
+        if not self.takes(message.topic):
+            return producer.send_orderly(message, select_by_hash, key)
+        try:
+            body, sys_flag = producer.prepare(message)
+            return self._store(message, body, sys_flag, lambda queues: select_by_hash(range(queues), message, key),
+                               producer.send_msg_timeout)
+        except Refusal as refusal:
+            if refusal.code in _ELSEWHERE:
+                return producer.send_orderly(message, select_by_hash, key)
+            return defer.fail(self._error(refusal))
+        except Exception:  # noqa: BLE001 - surfaced through the Deferred, as the producer's
+            return defer.fail()
+
+    def _store(self, message: Message, body: bytes, sys_flag: int, queue_of: Callable[[int], int],
+               timeout: float) -> defer.Deferred:
+        """``message`` (prepared: ``body`` and ``sys_flag``) stored on the queue ``queue_of`` picks; raises
+        the Refusal of a check, fails the Deferred with the error of a later refusal."""
+        producer = self.producer
+        topic = message.topic
+        picked: list[int] = []  # the queue answered, as a send's is, even if a delay parks the message
+
+        def pick(queues: int) -> int:
+            picked.append(queue_of(queues))
+            return picked[0]
+
+        msg = MessageExt(topic=topic, body=body, flag=message.flag, properties=dict(message.properties),
+                         sys_flag=sys_flag, born_timestamp=int(time.time() * 1000), born_host=self._born_host)
+        stored = within(self.sends.store(msg, pick, producer.create_topic_key, producer.default_topic_queue_nums,
+                                         self._channel),
+                        timeout, self.reactor,
+                        lambda: RemotingTimeoutError(self.addr, RequestCode.SEND_MESSAGE_V2, 0, timeout))
+        uniq_key = message.properties[MessageConst.UNIQ_KEY]
+        if isinstance(stored, defer.Deferred):
+            return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key))
+        return defer.succeed(self._sent(stored, topic, picked, uniq_key))
+
+    def _sent(self, put: PutMessageResult, topic: str, picked: list[int], uniq_key: str) -> SendResult:
+        """The SendResult the producer makes of a send's answer (``put_result_response``)."""
+        config = self.sends.ctx.config
+        return SendResult(_SENT[put.status], uniq_key, put.msg_id, MessageQueue(topic, config.brokerName, picked[0]),
+                          put.queue_offset, uniq_key, config.regionId, config.traceOn)
+
+    def _refused(self, failure: Failure) -> Failure:
+        if failure.check(Refusal):
+            return Failure(self._error(failure.value))
+        return failure
+
+    def _error(self, refusal: Refusal) -> ResponseCodeError:
+        return ResponseCodeError(_OPERATION, self.addr, refusal.code, refusal.remark)
+
+
+__all__ = ["StoreSend"]
