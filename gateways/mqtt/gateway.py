@@ -259,8 +259,8 @@ class Gateway:
                                  max_message_size=self.max_message_size)
         yield self.producer.start()
         if self._local_sends is not None and self._local_broker is not None:
-            addr, _processor, born_host = self._local_broker
-            self._store_send = StoreSend(self._local_sends, addr, born_host, self.producer)
+            addr, processor, born_host = self._local_broker
+            self._store_send = StoreSend(self._local_sends, processor, addr, born_host, self.producer)
         if self.state is None:
             # a broadcasting consumer's offsets are local; the sessions they serve end with the process,
             # so every start begins at the subscriptions' own times

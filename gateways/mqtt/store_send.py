@@ -11,24 +11,29 @@ one the request would have stored; the Deferred fires when the store took it (fl
 SYNC_FLUSH), or fails with the error the producer would raise for the broker's refusal.
 
 The producer keeps what the broker of this process cannot do: a topic it does not have or may not
-write (the topic may live on the cluster's other brokers), and a slave broker's process, whose sends go
-to its master.
+write (the topic may live on the cluster's other brokers), and whatever the broker's request table
+refuses or checks before its send processor reads a send (:func:`~ferrymq.server.ha.roles.refuses_sends`):
+a slave's sends go to its master, and a master short of minInSyncReplicas answers the producer's request
+as it answers a socket client's. The table is looked up at each send, as the controller swaps it at runtime.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from ferrymq.remoting.client import split_address
+from ferrymq.remoting.dispatch import Route
 from ferrymq.remoting.errors import RemotingTimeoutError, ResponseCodeError
 from ferrymq.remoting.local import LocalChannel
 from ferrymq.remoting.pending import Pending
 from ferrymq.sdk.message import Message
 from ferrymq.sdk.producer import Producer, select_by_hash
+from ferrymq.server.ha.roles import refuses_sends
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.errors import Refusal
 from ferrymq.wire.message import MessageExt
@@ -41,12 +46,15 @@ _OPERATION = RequestCode.SEND_MESSAGE_V2.name
 
 class StoreSend:
     """Sends of ``producer`` stored by ``sends`` (the send processor of the broker at ``addr`` in this
-    process); ``born_host``: the messages' BORNHOST, ``ip:port``."""
+    process, whose request table as it is now ``table`` gives); ``born_host``: the messages' BORNHOST,
+    ``ip:port``."""
 
-    def __init__(self, sends: Any, addr: str, born_host: str, producer: Producer, reactor: Any = None):
+    def __init__(self, sends: Any, table: Mapping[int, Route], addr: str, born_host: str, producer: Producer,
+                 reactor: Any = None):
         if reactor is None:
             from twisted.internet import reactor
         self.sends = sends
+        self.table = table
         self.addr = addr
         self.producer = producer
         self.reactor = reactor
@@ -57,7 +65,7 @@ class StoreSend:
         """Store ``message`` in the queue that :func:`~ferrymq.sdk.producer.select_by_hash` picks for
         ``key``; fires with the PutMessageResult."""
         producer = self.producer
-        if self.sends.ctx.config.is_slave:
+        if refuses_sends(self.table):
             return producer.send_orderly(message, select_by_hash, key)
         try:
             body, sys_flag = producer.prepare(message)
