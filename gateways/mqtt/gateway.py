@@ -284,6 +284,8 @@ class Gateway:
                 LocalFileOffsetStore(FAN_OUT_GROUP, config.client_id, self._offset_dir),
                 persist_interval=config.persist_consumer_offset_interval)
             self._elsewhere = broadcasting(_Elsewhere, local_broker=broker_name)
+            if self._store_send is not None:
+                self._store_send.on_stored = self._fan_out.stored
         else:
             self._fan_out = broadcasting(_SinceSubscribed)
         if self.sessions:

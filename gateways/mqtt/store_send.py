@@ -20,7 +20,7 @@ as it answers a socket client's. The table is looked up at each send, as the con
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from twisted.internet import defer
@@ -34,9 +34,10 @@ from ferrymq.remoting.pending import Pending
 from ferrymq.sdk.message import Message
 from ferrymq.sdk.producer import Producer, select_by_hash
 from ferrymq.server.ha.roles import refuses_sends
+from ferrymq.server.store.status import PutMessageResult
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.errors import Refusal
-from ferrymq.wire.message import MessageExt
+from ferrymq.wire.message import MessageExt, MessageSysFlag
 
 #: refusals another broker of the cluster may not give: the producer sends those messages by route
 _ELSEWHERE = frozenset((ResponseCode.TOPIC_NOT_EXIST, ResponseCode.NO_PERMISSION))
@@ -60,6 +61,9 @@ class StoreSend:
         self.reactor = reactor
         self._channel = LocalChannel(born_host)
         self._born_host = split_address(born_host)
+        #: told of each message stored here, with its place set and its body as sent (the fan-out hands it
+        #: out without reading it back, :meth:`~.store_fanout.StoreFanOut.stored`)
+        self.on_stored: Callable[[MessageExt], None] | None = None
 
     def send_orderly(self, message: Message, key: str) -> defer.Deferred:
         """Store ``message`` in the queue that :func:`~ferrymq.sdk.producer.select_by_hash` picks for
@@ -82,9 +86,20 @@ class StoreSend:
         if isinstance(result, Pending):
             result = result.deferred()
         elif not isinstance(result, defer.Deferred):
-            return defer.succeed(result)
+            return defer.succeed(self._kept(result, msg, message.body))
         timeout = producer.send_msg_timeout
+        result.addCallback(self._kept, msg, message.body)
         return result.addTimeout(timeout, self.reactor, onTimeoutCancel=self._timed_out).addErrback(self._refused)
+
+    def _kept(self, result: PutMessageResult, msg: MessageExt, body: bytes) -> PutMessageResult:
+        on_stored = self.on_stored
+        if on_stored is not None:
+            msg.body, msg.sys_flag = body, msg.sys_flag & ~MessageSysFlag.COMPRESSED_FLAG
+            msg.queue_offset = result.queue_offset
+            msg.commitlog_offset = result.commitlog_offset
+            msg.store_timestamp = result.store_timestamp
+            on_stored(msg)
+        return result
 
     def _timed_out(self, _result: Any, timeout: float) -> Failure:
         return Failure(RemotingTimeoutError(self.addr, RequestCode.SEND_MESSAGE_V2, 0, timeout))
