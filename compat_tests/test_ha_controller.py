@@ -380,21 +380,25 @@ def test_a_master_short_of_in_sync_replicas_refuses_what_devices_publish(groups,
     """FerryMQ's alone (Apache's brokers serve no MQTT; the send of the test above is the reference): the
     MQTT gateway in the master's process stores what devices publish without a send request, yet with
     minInSyncReplicas above the sync state set it stores nothing either, and a QoS 1 PUBLISH is answered
-    as a refused send maps (PUBACK *Unspecified error*, 0x80); with the key back at 2 it is stored."""
+    as a refused send maps (PUBACK *Unspecified error*, 0x80); with the key back at 2 it is stored. The
+    topic is the FerryMQ group's alone (its first PUBLISH creates it there), so no other broker of the
+    cluster could take the message."""
     name = GROUPS["ferrymq"]
     master_addr = wait_for(lambda: elected(controller.addr, name), "ferrymq: elected", timeout=30)[0]
     wait_for(lambda: in_sync(controller, "ferrymq"), "ferrymq: two brokers in sync", timeout=30)
     master = next(b for b in groups["ferrymq"] if b.addr == master_addr)
     device = Device(int(master.conf["mqttListenPort"]), V5)
+    topic = "CtlMqttFerry/device"
     try:
+        assert device.publish(topic, b"created here", 1) == 0x00
         set_broker_config(master_addr, "minInSyncReplicas", 3)
         end = commitlog_range(master_addr)[1]
         try:
-            assert device.publish(f"{TOPIC}/device", b"short of in-sync replicas", 1) == 0x80
+            assert device.publish(topic, b"short of in-sync replicas", 1) == 0x80
             assert commitlog_range(master_addr)[1] == end
         finally:
             set_broker_config(master_addr, "minInSyncReplicas", 2)
-        assert device.publish(f"{TOPIC}/device", b"enough in-sync replicas", 1) == 0x00
+        assert device.publish(topic, b"enough in-sync replicas", 1) == 0x00
         assert commitlog_range(master_addr)[1] > end
     finally:
         device.close()
