@@ -117,8 +117,10 @@ def test_sessions_that_expired_while_the_broker_was_down_are_gone(broker):
 
 @pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
 def test_after_a_crash_a_persistent_session_loses_no_acknowledged_message(broker):
-    """FerryMQ's alone: mosquitto saves its sessions at exit (or every autosave_interval), so SIGKILL
-    loses them. QoS 1 here is at least once: a message may come twice after a crash, never not at all."""
+    """FerryMQ's alone: mosquitto 2.0.11 saves its sessions at exit (or every autosave_interval), so SIGKILL
+    loses them. The messages were queued for the absent session, whose file says how far each queue
+    served it: the gateway's offsets, saved every 5 s, are behind after the crash, and the messages read
+    again are not queued again, so each comes once."""
     topic, client_id = _topic(), f"crash-{uuid.uuid4().hex[:8]}"
     device = Device(broker.port, V311, client_id, clean=False)
     device.subscribe(f"{topic}/#", qos=1)
@@ -133,10 +135,8 @@ def test_after_a_crash_a_persistent_session_loses_no_acknowledged_message(broker
     device = Device(broker.port, V311, client_id, clean=False)
     try:
         assert device.session_present is True
-        got = [m.payload for m in device.receive(2)]
-        while not device.messages.empty() or len(set(got)) < 2:
-            got += [m.payload for m in device.receive(1)]
-        assert set(got) == {b"a", b"b"}
+        assert [m.payload for m in device.receive(2)] == [b"a", b"b"]
+        device.nothing_more(1.5)
     finally:
         device.close()
 
