@@ -7,7 +7,8 @@ elected master, the slave replicates with the AutoSwitch protocol and joins the 
 (getSyncStateSet asks the controller, getBrokerEpoch the brokers) reads the same for both groups, a
 killed master is replaced by its slave and comes back as a slave, no message the official Java and Go
 producers saw acknowledged is lost over two kill rounds (the brokers run allAckInSyncStateSet with
-SYNC_FLUSH), and a sync state set smaller than minInSyncReplicas refuses sends.
+SYNC_FLUSH), and a sync state set smaller than minInSyncReplicas refuses sends (also what devices publish
+to the MQTT gateway in the master's process).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from pathlib import Path
 
 import pytest
 from ferrymq.testing import admin
+from ferrymq.testing.ports import free_port
 from ferrymq.wire.bodies import SyncStateSet
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.command import request
 from ferrymq.wire.message import iter_records
 
+from tests.gateways.mqtt.devices import V5, Device
 from tests.ha.helpers import (
     BrokerProcess,
     commitlog_bytes,
@@ -89,7 +92,8 @@ def groups(controller, tmp_path_factory):
     try:
         for i in range(2):
             ferry.append(ControllerBroker(home / f"ferrymq-{i}", controller.addr,
-                                          controller_mode(controller, GROUPS["ferrymq"])).start())
+                                          {**controller_mode(controller, GROUPS["ferrymq"]),
+                                           "mqttListenPort": free_port()}).start())
         for broker in apache:
             broker.wait_ready()
         yield {"apache": apache, "ferrymq": ferry}
@@ -370,3 +374,31 @@ def test_a_sync_state_set_smaller_than_min_in_sync_replicas_refuses_sends(groups
         assert send(master, TOPIC, b"enough in-sync replicas").code == ResponseCode.SUCCESS, impl
     assert answers["apache"] == (ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough")
     assert answers["ferrymq"] == answers["apache"]
+
+
+def test_a_master_short_of_in_sync_replicas_refuses_what_devices_publish(groups, controller):
+    """FerryMQ's alone (Apache's brokers serve no MQTT; the send of the test above is the reference): the
+    MQTT gateway in the master's process stores what devices publish without a send request, yet with
+    minInSyncReplicas above the sync state set it stores nothing either, and a QoS 1 PUBLISH is answered
+    as a refused send maps (PUBACK *Unspecified error*, 0x80); with the key back at 2 it is stored. The
+    topic is the FerryMQ group's alone (its first PUBLISH creates it there), so no other broker of the
+    cluster could take the message."""
+    name = GROUPS["ferrymq"]
+    master_addr = wait_for(lambda: elected(controller.addr, name), "ferrymq: elected", timeout=30)[0]
+    wait_for(lambda: in_sync(controller, "ferrymq"), "ferrymq: two brokers in sync", timeout=30)
+    master = next(b for b in groups["ferrymq"] if b.addr == master_addr)
+    device = Device(int(master.conf["mqttListenPort"]), V5)
+    topic = "CtlMqttFerry/device"
+    try:
+        assert device.publish(topic, b"created here", 1) == 0x00
+        set_broker_config(master_addr, "minInSyncReplicas", 3)
+        end = commitlog_range(master_addr)[1]
+        try:
+            assert device.publish(topic, b"short of in-sync replicas", 1) == 0x80
+            assert commitlog_range(master_addr)[1] == end
+        finally:
+            set_broker_config(master_addr, "minInSyncReplicas", 2)
+        assert device.publish(topic, b"enough in-sync replicas", 1) == 0x00
+        assert commitlog_range(master_addr)[1] > end
+    finally:
+        device.close()

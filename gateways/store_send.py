@@ -42,7 +42,7 @@ from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 from ferrymq.wire.bodies import MessageQueue
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.errors import Refusal
-from ferrymq.wire.message import MessageConst, MessageExt
+from ferrymq.wire.message import MessageConst, MessageExt, MessageSysFlag
 from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX
 
 #: refusals another broker of the cluster may not give: :meth:`StoreSend.send_orderly` sends by route then
@@ -71,6 +71,9 @@ class StoreSend:
         self.reactor = reactor
         self._channel = LocalChannel(born_host)
         self._born_host = split_address(born_host)
+        #: told of each message stored here, its place set and its body as published (the MQTT fan-out
+        #: hands it out without reading it back, :meth:`~.mqtt.store_fanout.StoreFanOut.stored`)
+        self.on_stored: Callable[[MessageExt], None] | None = None
 
     def takes(self, topic: str) -> bool:
         """Whether a send to ``topic`` is stored here now rather than sent as a request."""
@@ -125,11 +128,20 @@ class StoreSend:
                         lambda: RemotingTimeoutError(self.addr, RequestCode.SEND_MESSAGE_V2, 0, timeout))
         uniq_key = message.properties[MessageConst.UNIQ_KEY]
         if isinstance(stored, defer.Deferred):
-            return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key))
-        return defer.succeed(self._sent(stored, topic, picked, uniq_key))
+            return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key, msg, message.body))
+        return defer.succeed(self._sent(stored, topic, picked, uniq_key, msg, message.body))
 
-    def _sent(self, put: PutMessageResult, topic: str, picked: list[int], uniq_key: str) -> SendResult:
-        """The SendResult the producer makes of a send's answer (``put_result_response``)."""
+    def _sent(self, put: PutMessageResult, topic: str, picked: list[int], uniq_key: str, msg: MessageExt,
+              body: bytes) -> SendResult:
+        """The SendResult the producer makes of a send's answer (``put_result_response``), once
+        :attr:`on_stored` was told of ``msg``."""
+        on_stored = self.on_stored
+        if on_stored is not None:
+            msg.body, msg.sys_flag = body, msg.sys_flag & ~MessageSysFlag.COMPRESSED_FLAG
+            msg.queue_offset = put.queue_offset
+            msg.commitlog_offset = put.commitlog_offset
+            msg.store_timestamp = put.store_timestamp
+            on_stored(msg)
         config = self.sends.ctx.config
         return SendResult(_SENT[put.status], uniq_key, put.msg_id, MessageQueue(topic, config.brokerName, picked[0]),
                           put.queue_offset, uniq_key, config.regionId, config.traceOn)

@@ -212,6 +212,9 @@ class Gateway:
         #: the send processor of this process's broker, if devices' messages are stored through it
         self._local_sends: Any = None
         self._store_send: StoreSend | None = None
+        #: once :meth:`closing` was called, the sends since (the wills of the devices a stop disconnects),
+        #: which :meth:`stop` waits for before the RocketMQ client stops
+        self._last_sends: list[defer.Deferred] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -285,6 +288,8 @@ class Gateway:
                 LocalFileOffsetStore(FAN_OUT_GROUP, config.client_id, self._offset_dir),
                 persist_interval=config.persist_consumer_offset_interval)
             self._elsewhere = broadcasting(_Elsewhere, local_broker=broker_name)
+            if self._store_send is not None:
+                self._store_send.on_stored = self._fan_out.stored
         else:
             self._fan_out = broadcasting(_SinceSubscribed)
         if self.sessions:
@@ -299,8 +304,15 @@ class Gateway:
             self.subscriptions_changed()
         log.info("MQTT gateway in front of name server(s) %s as client %s", self.namesrv_addr, config.client_id)
 
+    def closing(self) -> None:
+        """The devices are about to be disconnected: :meth:`stop` waits for what is sent from now on."""
+        self._last_sends = []
+
     @defer.inlineCallbacks
     def stop(self):
+        if self._last_sends:
+            sends, self._last_sends = self._last_sends, None
+            yield defer.DeferredList(sends)  # each sender handles its own outcome
         for consumer in [*self._shares.values(), *self._fan_outs]:
             try:
                 yield consumer.stop()
@@ -348,7 +360,10 @@ class Gateway:
                 consumer.nudge(message.topic)
             return result
 
-        return d.addCallback(stored)
+        d.addCallback(stored)
+        if self._last_sends is not None:
+            self._last_sends.append(d)
+        return d
 
     def _retain(self, message: Message) -> None:
         topic_name = self.retained.set(message)

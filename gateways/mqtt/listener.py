@@ -252,8 +252,9 @@ class MQTTListener:
         for listening in (self._listening, self._tls_listening):
             if listening is not None:
                 yield listening.stopListening()
+        self.gateway.closing()
         for protocol in list(self.factory.protocols.values()):
-            protocol.run(protocol.conn.shut_down(time.time()))
+            protocol.run(protocol.conn.shut_down(time.time()))  # their wills are stored before the gateway stops
         yield self.gateway.stop()
 
 

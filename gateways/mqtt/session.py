@@ -604,12 +604,14 @@ class ServerConnection:
         return self._close(Disconnect(ReasonCode.SESSION_TAKEN_OVER), publish_will=True)
 
     def shut_down(self, now: float) -> list[Action]:
-        """The server is stopping: close with *Server shutting down*. Wills are not published (the
-        RocketMQ client stops with the server); a persistent session detaches, its expiry starting now."""
+        """The server is stopping: close with *Server shutting down*. The server closes the connection
+        without the client's DISCONNECT, so the will is published (spec 3.1.2.5), as mosquitto does as it
+        stops; a delayed one of a persistent session waits in the session, which detaches, its expiry
+        starting now."""
         self._now = now
         if self.state is State.CLOSED:
             return []
-        return self._close(Disconnect(ReasonCode.SERVER_SHUTTING_DOWN), publish_will=False)
+        return self._close(Disconnect(ReasonCode.SERVER_SHUTTING_DOWN), publish_will=True)
 
     def _close(self, reply: Packet | None, publish_will: bool) -> list[Action]:
         was_connected = self.state is State.CONNECTED

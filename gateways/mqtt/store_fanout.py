@@ -5,7 +5,9 @@ message costs a pull request and its answer, encoded and decoded on both sides o
 In the broker's own process that broker's queues are at hand: the arrival notice that wakes long-polling
 pulls marks the queue, and once per reactor turn the new entries of every marked queue are read straight
 from the store (no request, no remoting codec) and handed to the sessions, so what arrives in one turn
-is delivered together.
+is delivered together. What the gateway itself stored in the turn (:meth:`StoreFanOut.stored`, the
+messages its devices published) is handed out as the gateway has it, by queue and offset: only records
+that other clients stored are read back and decoded.
 
 What it delivers is what the pull consumer would of those queues: every queue of each subscribed
 RocketMQ topic in this broker (the consumer pulls those of other brokers, :class:`.gateway._Elsewhere`),
@@ -61,8 +63,11 @@ class StoreFanOut:
         #: RocketMQ topic -> when it was first subscribed here (ms): its messages stored earlier are not new
         self.since: dict[str, int] = {}
         self._topics: frozenset[str] = frozenset()
-        #: queues with entries not read yet (a dict: insertion-ordered set)
-        self._marked: dict[tuple[str, int], None] = {}
+        #: queues with entries not read yet (insertion-ordered), each with its max offset as the last arrival
+        #: notice told it (None: not known)
+        self._marked: dict[tuple[str, int], int | None] = {}
+        #: what this process stored since the last read, by queue then queue offset: handed out as it is
+        self._stored: dict[tuple[str, int], dict[int, MessageExt]] = {}
         self._turn = None
         self._listening = False
         self._persist = task.LoopingCall(self.persist)
@@ -91,6 +96,17 @@ class StoreFanOut:
             self.store.add_arrival_listener(self._arrived)
             self._persist.start(self.persist_interval, now=False)
 
+    def stored(self, msg: MessageExt) -> None:
+        """``msg`` was just stored in this broker by the gateway: its queue, queue offset, commit-log offset
+        and store time set, its body as published (not compressed). The next read of its queue hands it
+        out as it is instead of reading the record back."""
+        if msg.topic in self._topics:
+            queue = (msg.topic, msg.queue_id)
+            kept = self._stored.get(queue)
+            if kept is None:
+                kept = self._stored[queue] = {}
+            kept[msg.queue_offset] = msg
+
     def nudge(self, topic: str) -> None:
         """Nothing to do: the store's arrival notice names even a queue created by the message."""
 
@@ -116,37 +132,52 @@ class StoreFanOut:
 
     # ------------------------------------------------------------------ reading
 
-    def _arrived(self, topic: str, queue_id: int, _max_offset: int, _tags_code: int | None) -> None:
+    def _arrived(self, topic: str, queue_id: int, max_offset: int, _tags_code: int | None) -> None:
         if topic in self._topics:
-            self._mark(topic, queue_id)
+            self._mark(topic, queue_id, max_offset)
 
-    def _mark(self, topic: str, queue_id: int) -> None:
-        self._marked[(topic, queue_id)] = None
+    def _mark(self, topic: str, queue_id: int, max_offset: int | None = None) -> None:
+        self._marked[(topic, queue_id)] = max_offset
         if self._turn is None:
             self._turn = self.reactor.callLater(0, self._read_marked)
 
     def _read_marked(self) -> None:
         self._turn = None
         marked, self._marked = self._marked, {}
-        for topic, queue_id in marked:
+        stored, self._stored = self._stored, {}
+        for (topic, queue_id), max_offset in marked.items():
             if topic not in self._topics:
                 continue
             try:
-                more = self._read(topic, queue_id)
+                more = self._read(topic, queue_id, max_offset, stored.get((topic, queue_id)))
             except Exception:  # noqa: BLE001 - one queue's trouble stops neither the others nor later turns
                 log.exception("MQTT gateway: reading %s queue %d failed", topic, queue_id)
                 continue
             if more:
                 self._mark(topic, queue_id)
 
-    def _read(self, topic: str, queue_id: int) -> bool:
-        """Hand out what the queue holds past its offset (up to :data:`TURN_LIMIT`); ``True`` if more is left."""
+    def _read(self, topic: str, queue_id: int, max_offset: int | None = None,
+              stored: dict[int, MessageExt] | None = None) -> bool:
+        """Hand out what the queue holds past its offset (up to :data:`TURN_LIMIT`): first what the gateway
+        ``stored`` from that offset on, then what the store holds past it, up to ``max_offset`` if that is
+        known; ``True`` if more is left."""
         mq = MessageQueue(topic, self.broker_name, queue_id)
         table = self.offsets.table
         offset = table.get(mq)
         if offset is None:
             offset = self.store.search_offset_by_time(topic, queue_id, self.since[topic])
         read = 0
+        if stored:
+            kept = []
+            while offset in stored:
+                kept.append(stored[offset])
+                offset += 1
+            if kept:
+                table[mq] = offset
+                read = len(kept)
+                self.handle(kept)
+                if max_offset is not None and offset >= max_offset:
+                    return False
         while read < TURN_LIMIT:
             result = self.store.get_message(topic, queue_id, offset, READ_BATCH, READ_BYTES, None)
             found = result.status is GetMessageStatus.FOUND

@@ -18,6 +18,8 @@ from ferrymq.sdk.message import Message, SendStatus
 from ferrymq.sdk.producer import Producer, select_by_hash
 from ferrymq.sdk.route import TopicPublishInfo
 from ferrymq.server.broker.processors.send import SendProcessor
+from ferrymq.server.broker.service import LiveTable
+from ferrymq.server.ha.roles import IN_SYNC_REPLICAS_REMARK, with_replicas_short
 from ferrymq.wire.bodies import MessageQueue
 from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.message import MessageConst, decode_record
@@ -42,7 +44,7 @@ def brokers(tmp_path):
 def _producer(here: Bk, there: Bk, group: str = "FERRYMQ_MQTT_PRODUCER") -> Producer:
     instance = ClientInstance(ClientConfig("127.0.0.1:9876"))  # no name server is asked: routes are set below
     for bk, addr in ((here, HERE), (there, THERE)):
-        instance.api.local_brokers[addr] = LocalPeer(bk.table, "127.0.0.1:0", clock=bk.clock)
+        instance.api.local_brokers[addr] = LocalPeer(LiveTable(bk), "127.0.0.1:0", clock=bk.clock)
         instance.broker_addrs[bk.config.brokerName] = {0: addr}
     producer = Producer(group, config=instance.config, instance=instance)
     producer.started = True
@@ -52,7 +54,7 @@ def _producer(here: Bk, there: Bk, group: str = "FERRYMQ_MQTT_PRODUCER") -> Prod
 
 
 def _sender(here: Bk, there: Bk) -> StoreSend:
-    return StoreSend(SendProcessor(here.ctx), here.table, HERE, "127.0.0.1:0", _producer(here, there),
+    return StoreSend(SendProcessor(here.ctx), LiveTable(here), HERE, "127.0.0.1:0", _producer(here, there),
                      reactor=here.clock)
 
 
@@ -105,6 +107,30 @@ def test_a_refusal_fails_as_the_producers_send_would(brokers):
     failure = _outcome(_sender(here, there).send_orderly(message, key))
     assert isinstance(failure.value, ResponseCodeError)
     assert failure.value.code == ResponseCode.MESSAGE_ILLEGAL and "msg body length limit 4096B" in failure.value.remark
+
+
+def test_a_master_short_of_in_sync_replicas_refuses_as_it_refuses_a_send_request(brokers):
+    """The controller swaps a master's request table while its sync state set is smaller than
+    minInSyncReplicas (server/ha/controller/broker_role.py): the device's message is refused with the
+    answer a send request gets, and nothing is stored; once the table is back, it is stored again."""
+    here, there = brokers
+    here.ctx.topics.create_if_absent("sensors", 4, 6)
+    sender = _sender(here, there)
+    sender.producer.publish_table["sensors"] = TopicPublishInfo(
+        [MessageQueue("sensors", "broker-a", i) for i in range(4)], have_route=True)
+    enough = here.table
+    here.table = with_replicas_short(enough)
+    message, key = _publish("sensors/room1/temp")
+    failure = _outcome(sender.send_orderly(message, key))
+    assert isinstance(failure.value, ResponseCodeError)
+    assert (failure.value.code, failure.value.remark) == (ResponseCode.SYSTEM_ERROR, IN_SYNC_REPLICAS_REMARK)
+    assert here.store.get_max_phy_offset() == 0
+    request = here.send("sensors", b"by request")
+    assert (request.code, request.remark) == (ResponseCode.SYSTEM_ERROR, IN_SYNC_REPLICAS_REMARK)
+
+    here.table = enough  # the sync state set grew back
+    result = _outcome(sender.send_orderly(message, key))
+    assert result.queue_offset == 0 and here.store.get_max_phy_offset() > 0
 
 
 # ---------------------------------------------------------------------- the producer's sends (HTTP gateway)

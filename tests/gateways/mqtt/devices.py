@@ -133,6 +133,14 @@ class Device:
         self.client.loop_stop()
         self.client.socket().close()
 
+    def hold(self) -> None:
+        """Stop the network thread and leave the connection open: the device neither reads, pings nor
+        reconnects, so the connection is the server's to close (as it stops); :meth:`let_go` after."""
+        self.client.loop_stop()
+
+    def let_go(self) -> None:
+        self.client.socket().close()
+
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
@@ -140,7 +148,16 @@ class Device:
 
 def drop_all(*devices: Device) -> None:
     """:meth:`Device.drop` each at once: stopping a network thread waits up to a second for its loop."""
-    threads = [threading.Thread(target=device.drop) for device in devices]
+    _each_at_once(Device.drop, devices)
+
+
+def hold_all(*devices: Device) -> None:
+    """:meth:`Device.hold` each at once."""
+    _each_at_once(Device.hold, devices)
+
+
+def _each_at_once(method, devices) -> None:
+    threads = [threading.Thread(target=method, args=(device,)) for device in devices]
     for thread in threads:
         thread.start()
     for thread in threads:

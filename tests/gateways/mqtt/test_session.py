@@ -162,6 +162,20 @@ def test_the_will_is_published_on_an_abnormal_close_only(version):
     assert will.message.properties[mapping.MQTT_TOPIC] == "t/status"
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_server_that_stops_publishes_the_will_of_each_connected_client(version):
+    """The server closes the connection without the client's DISCONNECT (spec 3.1.2.5), as mosquitto
+    publishes every will as it stops (tests/gateways/mqtt/test_restart.py)."""
+    device = Device({}, version)
+    device.connect(will=Will("t/status", b"offline"))
+    actions = device.conn.shut_down(1.0)
+    (will,) = of(actions, Forward)
+    assert (will.message.body, will.packet_identifier) == (b"offline", None)
+    expected = [Disconnect(ReasonCode.SERVER_SHUTTING_DOWN)] if version == MQTT_5 else []
+    assert sent(actions) == expected
+    assert device.conn.shut_down(2.0) == [] and device.conn.connection_lost(2.0) == []  # once
+
+
 def test_disconnect_with_will_message_publishes_it():
     device = Device({}, MQTT_5)
     device.connect(will=Will("t/status", b"offline"))
@@ -535,6 +549,17 @@ def test_a_delayed_will_is_dropped_when_the_client_comes_back_first():
     assert not of(again.conn.receive_data(encode(Connect("dev1", MQTT_5, clean_start=False), MQTT_5), 12.0), Forward)
     again.conn.connection_lost(13.0)
     assert not of(expire(sessions, 20.0), Forward)
+
+
+def test_a_server_that_stops_keeps_a_delayed_will_pending_in_its_persistent_session():
+    """It is published when due (after the restart, the session being persisted) unless the client comes
+    back first, as after any close; mosquitto 2.0.11 publishes it at once as it stops."""
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(clean_start=False, will=_delayed_will(5), properties=Properties(session_expiry_interval=60))
+    assert not of(device.conn.shut_down(10.0), Forward)
+    (will,) = of(expire(sessions, 15.0), Forward)
+    assert will.message.body == b"offline"
 
 
 def test_a_delayed_will_goes_with_its_session_when_that_ends_first():
