@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from ferrymq.remoting.pending import Pending
@@ -28,13 +29,15 @@ from .protocol import (
     ReportReader,
     encode_transfer_header,
     first_transfer_offset,
-    no_delay,
 )
+from .stream import stream_writer
 
 log = logging.getLogger("ferrymq.ha.master")
 
 #: how often idle connections look for data no arrival announced, and check heartbeats and expiry (s)
 POLL_INTERVAL = 0.1
+#: :meth:`HAMaster.reach` when no slave needs to hold anything: beyond every commit-log offset
+NO_WAIT = 1 << 63
 
 
 @implementer(IPushProducer)
@@ -47,6 +50,8 @@ class SlaveConnection(protocol.Protocol):
     """
 
     reader: Any
+    #: writes to the slave (see :func:`.protocol.stream_writer`)
+    write: Callable[[bytes], None]
 
     def __init__(self, master: HAMaster):
         self.master = master
@@ -70,7 +75,7 @@ class SlaveConnection(protocol.Protocol):
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
-        no_delay(self.transport)
+        self.write = stream_writer(self.transport)
         self.transport.registerProducer(self, True)
         self.master.connections.add(self)
         log.info("slave %s connected", self.addr)
@@ -132,7 +137,7 @@ class SlaveConnection(protocol.Protocol):
             if view is None:
                 return
             size = len(view)
-            self.transport.writeSequence((self.frame_header(self.next_offset, size), bytes(view)))
+            self.write(b"".join((self.frame_header(self.next_offset, size), view)))
             self.next_offset += size
             self.sent += size
             self.last_write = time.monotonic()
@@ -149,7 +154,7 @@ class SlaveConnection(protocol.Protocol):
         if now - self.last_write > self.master.heartbeat_s:
             header = self.frame_header(self.next_offset, 0)
             if header is not None:
-                self.transport.write(header)
+                self.write(header)
                 self.last_write = now
 
 
@@ -254,7 +259,7 @@ class HAMaster:
         ``end``, False after ``timeout_ms`` (Apache's GroupTransferService). A :class:`Pending`, not a
         Deferred: one is made for every SYNC_MASTER send."""
         d = Pending()
-        if self._enough(end, slaves):
+        if end <= self.reach(slaves):
             d.callback(True)
             return d
         deadline = time.monotonic() + timeout_ms / 1000
@@ -265,13 +270,28 @@ class HAMaster:
             self._wake = self.reactor.callLater(0, self._pump_all)
         return d
 
-    def _enough(self, end: int, slaves: int) -> bool:
-        return sum(1 for c in self.connections if c.ack_offset >= end) >= slaves
+    def reach(self, slaves: int) -> int:
+        """The commit-log offset before which ``slaves`` connected slaves hold every byte: the
+        ``slaves``-th highest acknowledged offset (-1 with fewer slaves connected)."""
+        if slaves <= 0:
+            return NO_WAIT
+        acks = sorted((c.ack_offset for c in self.connections), reverse=True)
+        return acks[slaves - 1] if len(acks) >= slaves else -1
 
     def acked(self) -> None:
+        """Answer the waits the slaves' acknowledgements now cover (the reach is worked out once per
+        call, not once per wait: a slave's report covers every send in the frames it acknowledges)."""
         waits = self._waits
-        while waits and self._enough(waits[0][0], waits[0][1]):
-            waits.popleft()[3].callback(True)
+        reached: dict[int, int] = {}
+        while waits:
+            end, slaves, _deadline, d = waits[0]
+            reach = reached.get(slaves)
+            if reach is None:
+                reach = reached[slaves] = self.reach(slaves)
+            if end > reach:
+                return
+            waits.popleft()
+            d.callback(True)
 
     def _expire(self) -> None:
         self._expiry = None

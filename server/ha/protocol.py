@@ -15,20 +15,11 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
 
 REPORT = struct.Struct(">q")
 TRANSFER_HEADER = struct.Struct(">qi")
 REPORT_SIZE = REPORT.size
 TRANSFER_HEADER_SIZE = TRANSFER_HEADER.size
-
-
-def no_delay(transport: Any) -> None:
-    """TCP_NODELAY on an HA connection, as Apache sets on both ends: a slave's 8-byte report (what a
-    SYNC_MASTER's senders wait for) must not sit behind Nagle's algorithm."""
-    set_no_delay = getattr(transport, "setTcpNoDelay", None)
-    if set_no_delay is not None:
-        set_no_delay(True)
 
 
 class ProtocolError(ValueError):

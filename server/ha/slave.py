@@ -23,7 +23,8 @@ from ferrymq.server.store.message_store import MessageStore
 from ferrymq.wire.bodies import HAClientRuntimeInfo, HARuntimeInfo
 from twisted.internet import protocol, task
 
-from .protocol import ProtocolError, TransferReader, encode_report, no_delay
+from .protocol import ProtocolError, TransferReader, encode_report
+from .stream import stream_writer
 
 log = logging.getLogger("ferrymq.ha.slave")
 
@@ -49,7 +50,7 @@ class MasterConnection(protocol.Protocol):
         self.last_read = time.monotonic()
 
     def connectionMade(self) -> None:
-        no_delay(self.transport)
+        self.write = stream_writer(self.transport)
         self.slave.connected(self)
         self.report()
 
@@ -60,7 +61,7 @@ class MasterConnection(protocol.Protocol):
         self.reported = self.slave.store.get_max_phy_offset()
         self.last_report = time.monotonic()
         self.slave.last_write_ms = int(time.time() * 1000)
-        self.transport.write(self.report_frame(self.reported))
+        self.write(self.report_frame(self.reported))
 
     def report_frame(self, offset: int) -> bytes:
         """The report that this slave's commit log ends at ``offset``."""

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ferrymq.server.ha.autoswitch.epoch import EpochFile
 from ferrymq.testing import admin
 from ferrymq.testing.forkserver import ForkedProcess, start_cli
 from ferrymq.testing.ports import LOOPBACK, free_port
@@ -127,6 +128,14 @@ def send(broker_addr: str, topic: str, body: bytes, queue_id: int = 0, propertie
     h = SendMessageRequestHeader("ha-producer", topic, "TBW102", 4, queue_id, 0, int(time.time() * 1000), 0,
                                  properties=properties)
     return admin.call(broker_addr, request(RequestCode.SEND_MESSAGE_V2, h.to_ext_v2(), body))
+
+
+def epoch_file(path: Path, *entries: tuple[int, int]) -> EpochFile:
+    """An epoch file at ``path`` holding ``(epoch, start offset)`` entries, in order."""
+    epochs = EpochFile(path)
+    for epoch, start in entries:
+        epochs.append(epoch, start)
+    return epochs
 
 
 def pull(broker_addr: str, topic: str, group: str, queue_id: int = 0, offset: int = 0) -> RemotingCommand:

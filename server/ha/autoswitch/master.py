@@ -78,7 +78,7 @@ class SlaveConnection(classic.SlaveConnection):
                 log.info("slave %s (brokerId %d) handshakes; master ends at %d, epochs %s", self.addr,
                          frame.broker_id, store.get_max_phy_offset(),
                          [(e.epoch, e.start_offset) for e in self.master.epochs.entries])
-                self.transport.write(encode_master_handshake(store.get_max_phy_offset(), self.master.epochs.entries))
+                self.write(encode_master_handshake(store.get_max_phy_offset(), self.master.epochs.entries))
                 self.last_write = time.monotonic()
             else:
                 self._acked(frame.max_offset)
@@ -135,13 +135,21 @@ class AutoSwitchMaster(HAMaster):
         #: joining slaves (brokerId -> when their window ends), counted as members by all-ack waits
         self.joining: dict[int, float] = {}
 
-    def _enough(self, end: int, slaves: int) -> bool:
+    def reach(self, slaves: int) -> int:
+        """With :data:`ALL_IN_SYNC_STATE_SET`, the offset before which every member (and joining slave)
+        holds every byte: the lowest of their acknowledged offsets (-1 while one is not connected)."""
         if slaves != ALL_IN_SYNC_STATE_SET:
-            return super()._enough(end, slaves)
+            return super().reach(slaves)
         members = self.members()
         if self.joining:
             members = members | self.joining.keys()
-        return sum(1 for c in self.connections if c.slave_id in members and c.ack_offset >= end) >= len(members)
+        if not members:
+            return classic.NO_WAIT
+        acks: dict[int, int] = {}
+        for c in self.connections:
+            if c.slave_id in members and c.ack_offset > acks.get(c.slave_id, -1):
+                acks[c.slave_id] = c.ack_offset
+        return min(acks.values()) if len(acks) == len(members) else -1
 
     def join(self, conn: SlaveConnection) -> None:
         """Count ``conn``'s slave in all-ack waits for :data:`JOIN_WINDOW_S` (see the module's docstring)."""

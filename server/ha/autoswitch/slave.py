@@ -18,8 +18,9 @@ from typing import Any
 from ferrymq.server.store.message_store import MessageStore
 
 from .. import slave as classic
-from ..protocol import ProtocolError, no_delay
+from ..protocol import ProtocolError
 from ..slave import HASlave
+from ..stream import stream_writer
 from .epoch import EpochFile
 from .protocol import (
     MasterFrameReader,
@@ -44,9 +45,9 @@ class MasterConnection(classic.MasterConnection):
         self.transferring = False
 
     def connectionMade(self) -> None:
-        no_delay(self.transport)
+        self.write = stream_writer(self.transport)
         self.slave.connected(self)
-        self.transport.write(encode_slave_handshake(self.slave.broker_id))
+        self.write(encode_slave_handshake(self.slave.broker_id))
 
     def report_frame(self, offset: int) -> bytes:
         return encode_slave_report(offset)
@@ -57,13 +58,22 @@ class MasterConnection(classic.MasterConnection):
 
     def dataReceived(self, data: bytes) -> None:
         self.last_read = time.monotonic()
-        slave = self.slave
-        store, epochs = slave.store, slave.epochs
         try:
             frames = self.reader.feed(data)
         except ProtocolError as exc:
             self._fail(str(exc))
             return
+        if frames:
+            try:
+                self._take(frames)
+            finally:
+                self.slave.store.dispatch_appended()
+
+    def _take(self, frames: list) -> None:
+        """The handshake, then frames appended to the commit log; the report of the new end goes out before
+        the caller dispatches them (consume queues, index), as the classic slave's."""
+        slave = self.slave
+        store, epochs = slave.store, slave.epochs
         for frame in frames:
             if isinstance(frame, MasterHandshake):
                 cut = truncate_point(epochs.entries, store.get_max_phy_offset(), frame.entries, frame.max_offset)
@@ -93,7 +103,7 @@ class MasterConnection(classic.MasterConnection):
                     return
             if frame.data:
                 try:
-                    store.append_to_commitlog(frame.offset, frame.data)
+                    store.append_to_commitlog(frame.offset, frame.data, dispatch=False)
                 except (ValueError, OSError) as exc:
                     self._fail(f"cannot append replicated data at {frame.offset}: {exc}")
                     return
