@@ -22,6 +22,7 @@ back in :class:`Ack` once the delivery is over (acknowledged by the client, or n
 from __future__ import annotations
 
 import dataclasses
+import math
 import secrets
 from collections import deque
 from collections.abc import MutableMapping
@@ -214,6 +215,12 @@ class Session:
 
     def tokens(self) -> tuple[Any, ...]:
         return tuple(f.token for f in self.in_flight.values()) + tuple(token for _, token in self.queued)
+
+
+def to_store_time(now: float) -> float:
+    """``now`` (seconds) cut to the millisecond, the resolution of a message's store time: a message stored
+    in the millisecond of a SUBSCRIBE is then not taken for one stored before it."""
+    return math.floor(now * 1000) / 1000
 
 
 #: client identifier -> session, owned by the caller and shared by its connections
@@ -530,7 +537,7 @@ class ServerConnection:
                 code = min(sub.qos, 2)
                 new = sub.topic_filter not in session.subscriptions
                 if new:
-                    session.subscribed_at[sub.topic_filter] = self._now
+                    session.subscribed_at[sub.topic_filter] = to_store_time(self._now)
                 # Retain Handling 0: on every SUBSCRIBE, 1: when new, 2: never; never to a shared one (4.8.2)
                 if (sub.retain_handling == 0 or (sub.retain_handling == 1 and new)) and \
                         not sub.topic_filter.startswith(topics.SHARE_PREFIX):

@@ -567,3 +567,13 @@ def test_a_delayed_will_goes_with_its_session_when_that_ends_first():
     device = Device(sessions, MQTT_5)
     device.connect(will=_delayed_will(30))  # Session Expiry Interval 0: the session ends with the connection
     assert of(device.conn.connection_lost(1.0), Forward)
+
+
+def test_a_message_stored_in_the_millisecond_of_the_subscribe_is_delivered():
+    """Store times have millisecond resolution: a message stored in the millisecond a filter was subscribed
+    in (its store time, cut to the millisecond, reads as before the SUBSCRIBE) is for that filter."""
+    device = Device({}, MQTT_5, now=1000.0)
+    device.connect()
+    device.send(Subscribe(1, (Subscription("t/a", 1),), Properties()), now=1000.0127)
+    assert device.conn.session.matching(delivery(), stored_at=1000.012) == ["t/a"]
+    assert device.conn.session.matching(delivery(), stored_at=1000.011) == []  # stored a millisecond before
