@@ -30,6 +30,10 @@ from benchmarks.sidebyside import javatools, parse
 from benchmarks.sidebyside.brokers import FerrySide
 from compat_tests.processes import Child
 
+#: seconds at the end of a send phase its rate and the broker's CPU are read over (Apache's Producer
+#: tool reports each second; the first seconds are warm-up)
+MEASURED_S = 9
+
 
 def _cpu_s(pid: int) -> float:
     """User + system CPU seconds the broker has used (the figure that other jobs on the box disturb least)."""
@@ -99,7 +103,8 @@ def top_functions(collapsed: str, n: int = 30) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="broker_hotpath_bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--seconds", type=float, default=12.0, help="seconds per send phase (Producer reports over 9 s)")
+    p.add_argument("--seconds", type=float, default=12.0,
+                   help=f"seconds per send phase (Producer reports over the last {MEASURED_S} s)")
     p.add_argument("--backlog", type=int, default=50000, help="messages filled then drained")
     p.add_argument("--threads", type=int, default=32, help="sync producer threads")
     p.add_argument("--inflight", type=int, default=1024, help="async sends in flight")
@@ -126,6 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
                         "when it or the HTTP gateway is BROKER) or off (grpcListenPort=0)")
     p.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = p.parse_args(argv)
+    if args.seconds < MEASURED_S + 1:
+        p.error(f"--seconds must be at least {MEASURED_S + 1}: a send phase's rate is read over its last {MEASURED_S} s")
     phases = set(args.phases.split(","))
     tools = javatools.load_tools()
     home = Path(tempfile.mkdtemp(prefix="ferrymq-hotpath-"))
@@ -168,9 +175,9 @@ def main(argv: list[str] | None = None) -> dict:
             prof.start(name, args.seconds - 3)
             child = Child(name, argv, home / f"{name}.log").start()
             try:
-                time.sleep(args.seconds - 9)
+                time.sleep(args.seconds - MEASURED_S)
                 begin()
-                time.sleep(9)
+                time.sleep(MEASURED_S)
                 cpu_end = _cpu_s(pid)
             finally:
                 child.kill()

@@ -454,8 +454,9 @@ class Gateway:
                     if msg.commitlog_offset <= session.served.get(queue, -1):
                         continue
                     session.served[queue] = msg.commitlog_offset
-                if session.matching(delivery, None, stored_at):
-                    self._run(session, deliver(session, delivery, None, stored_at=stored_at))
+                filters = session.matching(delivery, None, stored_at)
+                if filters:
+                    self._run(session, deliver(session, delivery, None, filters=filters))
 
     def _share_listener(self, name: str, msgs: list[MessageExt]):
         """One message (the consumer's batch size is 1) to one member of share ``name``: the consume

@@ -652,10 +652,12 @@ class ServerConnection:
 
 
 def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str | None = None,
-            stored_at: float | None = None, *, retained_for: str | None = None) -> list[Action]:
+            stored_at: float | None = None, *, retained_for: str | None = None,
+            filters: list[str] | None = None) -> list[Action]:
     """Give ``session`` a RocketMQ message (``share``: the shared subscription whose group delivered it;
     ``stored_at``: when the broker stored it, see :meth:`Session.matching`; ``retained_for``: the
-    filter just subscribed whose retained message this is).
+    filter just subscribed whose retained message this is; ``filters``: what :meth:`Session.matching`
+    answered for it, when the caller asked already).
 
     One PUBLISH at the highest QoS its matching subscriptions grant, capped by the message's own, with
     their subscription identifiers (spec 3.3.4). QoS 0 goes now or never; QoS 1 and 2 go when the
@@ -669,7 +671,8 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
         filters = [retained_for] if retained_for in session.subscriptions else []
         retain = True
     else:
-        filters = session.matching(delivery, share, stored_at)
+        if filters is None:
+            filters = session.matching(delivery, share, stored_at)
         retain = delivery.retain and any(session.subscriptions[f].retain_as_published for f in filters)
     if not filters:
         return [Ack(token)]
