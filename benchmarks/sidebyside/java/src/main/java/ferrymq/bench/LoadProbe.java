@@ -40,7 +40,8 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *       {@code -y true} bounds only its executor queue, so on a small machine nearly every request times out
  *       or is shed as "broker busy");</li>
  *   <li>{@code sync}: sync send throughput with the percentiles of each send's round trip (Apache's Producer
- *       prints only the average and the maximum);</li>
+ *       prints only the average and the maximum); with {@code --pause MS} each sender waits that long after
+ *       every answer, for latency below saturation;</li>
  *   <li>{@code latency}: send-to-push-consumer-receipt percentiles at a fixed offered load (Apache's Consumer
  *       only prints averages and maxima);</li>
  *   <li>{@code fill}: write an exact backlog;</li>
@@ -264,6 +265,7 @@ public final class LoadProbe {
         long seconds = num(o, "seconds", 20);
         long measure = Math.min(num(o, "measure", 9), seconds);
         int threads = (int) num(o, "threads", 64);
+        long pause = num(o, "pause", 0);
         byte[] b = body((int) num(o, "size", 1024));
         DefaultMQProducer p = producer(o, "bench_sync_producer", 3000);
         AtomicLong failed = new AtomicLong();
@@ -292,6 +294,13 @@ public final class LoadProbe {
                     } catch (Exception e) {
                         failed.incrementAndGet();
                         countReason(reasons, e);
+                    }
+                    if (pause > 0) {
+                        try {
+                            Thread.sleep(pause);
+                        } catch (InterruptedException e) {
+                            break;
+                        }
                     }
                 }
                 samples[me] = mine;
