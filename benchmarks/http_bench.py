@@ -21,10 +21,10 @@ Both send sides are closed loops of 64, so at saturation each one's latency is 6
 (Little's law) and their p99 difference says how much less the gateway carries, not what it adds. What
 the gateway adds to a publish's latency is read below saturation, in two paced phases run the same way:
 
-* **paced remoting sync send** and **paced HTTP publish**: the same 64 senders, each pausing
-  ``pause_ms`` (64 ms) after every answer before it sends again (LoadProbe ``sync --pause``; wrk's
-  ``delay()``), about 1,000 msg/s on either side, far below what either carries; the p99 difference
-  of these is the p99 the gateway adds.
+* **paced remoting sync send** and **paced HTTP publish**: the same 64 senders, each pausing after
+  every answer before it sends again, a random time uniform from 0 to twice ``pause_ms`` (64 ms), so
+  that they do not move in step (LoadProbe ``sync --pause``; wrk's ``delay()``): about 1,000 msg/s on
+  either side, far below what either carries. The p99 difference of these is the p99 the gateway adds.
 
  The load tools' CPU is reported beside each
 figure (in cores: CPU seconds over wall seconds), and the server's CPU per message (the broker process,
@@ -66,7 +66,7 @@ class Plan:
     seconds: float = 10.0  # measured seconds of each send phase
     warmup_s: float = 4.0  # untimed sends before them (the Java side: inside the same JVM run)
     concurrency: int = 64  # HTTP connections and Java sender threads
-    pause_ms: int = 64  # the paced phases: each sender's pause after every answer (~1,000 msg/s in all)
+    pause_ms: int = 64  # the paced phases: each sender's mean pause after every answer (~1,000 msg/s in all)
     message_size: int = 1024
     consume_workers: int = 8
     consume_max: int = 32  # messages per GET
@@ -90,10 +90,11 @@ class Plan:
 
 
 def wrk_script(size: int, content_type: str = PUBLISH_CONTENT_TYPE, pause_ms: int = 0) -> str:
-    """wrk's Lua: POST a ``size``-byte body on every request (each connection waiting ``pause_ms`` after
-    an answer before its next request, when given); at the end print ``RESULT {json}`` (the line format
-    LoadProbe prints, read by :func:`parse.result`), latencies in microseconds."""
-    pace = f"delay = function() return {pause_ms} end\n" if pause_ms else ""
+    """wrk's Lua: POST a ``size``-byte body on every request (with ``pause_ms``, each connection waits a
+    random time from 0 to twice that after an answer before its next request, as LoadProbe's ``sync
+    --pause`` does); at the end print ``RESULT {json}`` (the line format LoadProbe prints, read by
+    :func:`parse.result`), latencies in microseconds."""
+    pace = f"delay = function() return math.random(0, {2 * pause_ms}) end\n" if pause_ms else ""
     return f"""wrk.method = "POST"
 wrk.headers["Content-Type"] = "{content_type}"
 wrk.body = string.rep("m", {size})

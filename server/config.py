@@ -619,9 +619,10 @@ class GatewayConfig:
         0, "Port of the MQTT gateway over TLS (conventionally 8883), beside mqttListenPort, with the certificate "
         "and key of tls.server.certPath/keyPath; 0 turns it off.", check=port)
     httpEventLoop: str = key(
-        "OWN_THREAD", "Where a broker process serves its HTTP gateway: BROKER, on the broker's own event loop (the "
-        "reactor is then Twisted's asyncio reactor on uvloop), or OWN_THREAD, on a loop of its own in a thread "
-        "beside the broker's epoll reactor (docs/benchmarks.md, \"HTTP gateway\", has both's figures).",
+        "BROKER", "Where a broker process serves its HTTP gateway: BROKER, on the broker's own event loop (the "
+        "reactor is then Twisted's asyncio reactor on uvloop: a publish runs in one thread from request to "
+        "store), or OWN_THREAD, on a loop of its own in a thread beside the broker's reactor (docs/benchmarks.md, "
+        "\"HTTP gateway\", has both's figures).",
         check=one_of("BROKER", "OWN_THREAD"))
     grpcEventLoop: str = key(
         "BROKER", "Where a broker process serves gRPC: BROKER, on the broker's own event loop (the reactor is then "

@@ -148,6 +148,7 @@ def test_the_paced_script_waits_its_pause_between_a_connections_requests(tmp_pat
                              capture_output=True, text=True, timeout=30).stdout
     finally:
         server.shutdown()
-    # two connections, 2 s, a 200 ms pause before each request: at most 10 requests each (unpaced: thousands)
-    assert 4 <= len(seen) <= 22, len(seen)
+    # two connections, 2 s, a pause of 0-400 ms (200 on average) before each request: about 10 requests
+    # each (unpaced: thousands)
+    assert 4 <= len(seen) <= 40, len(seen)
     assert wrk_figures(out)["ok"] >= 4

@@ -124,7 +124,7 @@ class GatewayThread:
         if future.exception() is not None:
             log.error("the HTTP gateway's RocketMQ client did not start: %s", future.exception())
         else:
-            log.info("HTTP gateway listening on %s:%d (docs/http.md)", self.host, self.port)
+            log.info("HTTP gateway listening on %s:%d, on a loop of its own (docs/http.md)", self.host, self.port)
 
     def stop(self):
         """Stop the client (while the reactor still runs), then the server; a Deferred of both."""

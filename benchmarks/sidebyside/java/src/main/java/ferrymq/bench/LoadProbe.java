@@ -12,6 +12,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -40,8 +41,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *       {@code -y true} bounds only its executor queue, so on a small machine nearly every request times out
  *       or is shed as "broker busy");</li>
  *   <li>{@code sync}: sync send throughput with the percentiles of each send's round trip (Apache's Producer
- *       prints only the average and the maximum); with {@code --pause MS} each sender waits that long after
- *       every answer, for latency below saturation;</li>
+ *       prints only the average and the maximum); with {@code --pause MS} each sender waits a random time after
+ *       every answer, uniform from 0 to twice MS (so the senders do not move in step), for latency below
+ *       saturation;</li>
  *   <li>{@code latency}: send-to-push-consumer-receipt percentiles at a fixed offered load (Apache's Consumer
  *       only prints averages and maxima);</li>
  *   <li>{@code fill}: write an exact backlog;</li>
@@ -297,7 +299,7 @@ public final class LoadProbe {
                     }
                     if (pause > 0) {
                         try {
-                            Thread.sleep(pause);
+                            Thread.sleep(ThreadLocalRandom.current().nextLong(2 * pause + 1));
                         } catch (InterruptedException e) {
                             break;
                         }
