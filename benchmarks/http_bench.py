@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python -m benchmarks.http_bench [--quick | --full] [--rounds N] [--gateway loop|thread|process] [--out FILE]``.
 
 One ``ferrymq standalone`` (ASYNC_FLUSH, temp store, loopback, the HTTP gateway served as by default, on
-its own thread) is driven in rounds. Each round runs, in an order that flips every round so drift of the
+the broker's own loop) is driven in rounds. Each round runs, in an order that flips every round so drift of the
 shared machine favours neither side:
 
 * **remoting sync send**: LoadProbe's ``sync`` mode (the side-by-side's program on the official Java
@@ -75,7 +75,7 @@ class Plan:
     segment_mib: int = 64
     #: "loop": served by the broker process on its own loop (httpEventLoop=BROKER); "thread": by the broker
     #: process on a loop of its own (httpEventLoop=OWN_THREAD); "process": `ferrymq gateway http`
-    gateway: str = "thread"
+    gateway: str = "loop"
 
     @classmethod
     def quick(cls, **overrides) -> "Plan":
@@ -411,8 +411,8 @@ async def consume_all(base: str, topic: str, group: str, count: int, workers: in
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(prog="http_bench", description=__doc__.split("\n\n")[0])
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="3 rounds of 10 s phases (the default; about 3 minutes)")
-    size.add_argument("--full", action="store_true", help="5 rounds of 30 s phases (about 10 minutes)")
+    size.add_argument("--quick", action="store_true", help="3 rounds of 10 s phases (the default; about 6 minutes)")
+    size.add_argument("--full", action="store_true", help="5 rounds of 30 s phases (about 20 minutes)")
     p.add_argument("--rounds", type=int, help="rounds (medians are taken over them)")
     p.add_argument("--seconds", type=float, help="measured seconds of each send phase")
     p.add_argument("--gateway", choices=("loop", "thread", "process"),
