@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from twisted.internet import defer
@@ -42,7 +43,7 @@ from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 from ferrymq.wire.bodies import MessageQueue
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.errors import Refusal
-from ferrymq.wire.message import MessageConst, MessageExt, MessageSysFlag
+from ferrymq.wire.message import MessageConst, MessageExt, MessageSysFlag, java_string_hash
 from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX
 
 #: refusals another broker of the cluster may not give: :meth:`StoreSend.send_orderly` sends by route then
@@ -104,7 +105,8 @@ class StoreSend:
             return producer.send_orderly(message, select_by_hash, key)
         try:
             body, sys_flag = producer.prepare(message)
-            return self._store(message, body, sys_flag, lambda queues: select_by_hash(range(queues), message, key),
+            hashed = _key_hash(str(key))
+            return self._store(message, body, sys_flag, lambda queues: select_by_hash(range(queues), message, hashed),
                                producer.send_msg_timeout)
         except Refusal as refusal:
             if refusal.code in _ELSEWHERE:
@@ -159,6 +161,11 @@ class StoreSend:
 
     def _error(self, refusal: Refusal) -> ResponseCodeError:
         return ResponseCodeError(_OPERATION, self.addr, refusal.code, refusal.remark)
+
+
+#: the Java String hash of an orderly send's key, which :func:`~ferrymq.sdk.producer.select_by_hash` takes as
+#: it is: a device fleet publishes to few MQTT topics, each hashed once rather than once a message
+_key_hash = lru_cache(maxsize=4096)(java_string_hash)
 
 
 def _deferred(outcome: Any) -> defer.Deferred:
