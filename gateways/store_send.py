@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from twisted.internet import defer
@@ -42,7 +43,7 @@ from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 from ferrymq.wire.bodies import MessageQueue
 from ferrymq.wire.codes import RequestCode, ResponseCode
 from ferrymq.wire.errors import Refusal
-from ferrymq.wire.message import MessageConst, MessageExt, MessageSysFlag
+from ferrymq.wire.message import MessageConst, MessageExt, MessageSysFlag, java_string_hash
 from ferrymq.wire.topics import RETRY_GROUP_TOPIC_PREFIX
 
 #: refusals another broker of the cluster may not give: :meth:`StoreSend.send_orderly` sends by route then
@@ -85,7 +86,7 @@ class StoreSend:
         if addr != self.addr or not self.takes(message.topic):
             return None
         try:
-            return self._store(message, body, sys_flag, lambda _queues: mq.queue_id, timeout)
+            return _deferred(self._store(message, body, sys_flag, lambda _queues: mq.queue_id, timeout))
         except Refusal as refusal:
             return defer.fail(self._error(refusal))
         except Exception:  # noqa: BLE001 - surfaced through the Deferred, as the producer's
@@ -94,12 +95,18 @@ class StoreSend:
     def send_orderly(self, message: Message, key: str) -> defer.Deferred:
         """Store ``message`` in the queue of this broker that :func:`~ferrymq.sdk.producer.select_by_hash`
         picks for ``key``; fires with the SendResult."""
+        return _deferred(self.store_orderly(message, key))
+
+    def store_orderly(self, message: Message, key: str) -> SendResult | defer.Deferred:
+        """:meth:`send_orderly`, whose outcome is the SendResult itself when the store took the message at
+        once (an ASYNC_FLUSH store): the caller answers without a Deferred's callbacks, once a message."""
         producer = self.producer
         if not self.takes(message.topic):
             return producer.send_orderly(message, select_by_hash, key)
         try:
             body, sys_flag = producer.prepare(message)
-            return self._store(message, body, sys_flag, lambda queues: select_by_hash(range(queues), message, key),
+            hashed = _key_hash(str(key))
+            return self._store(message, body, sys_flag, lambda queues: select_by_hash(range(queues), message, hashed),
                                producer.send_msg_timeout)
         except Refusal as refusal:
             if refusal.code in _ELSEWHERE:
@@ -109,9 +116,10 @@ class StoreSend:
             return defer.fail()
 
     def _store(self, message: Message, body: bytes, sys_flag: int, queue_of: Callable[[int], int],
-               timeout: float) -> defer.Deferred:
-        """``message`` (prepared: ``body`` and ``sys_flag``) stored on the queue ``queue_of`` picks; raises
-        the Refusal of a check, fails the Deferred with the error of a later refusal."""
+               timeout: float) -> SendResult | defer.Deferred:
+        """``message`` (prepared: ``body`` and ``sys_flag``) stored on the queue ``queue_of`` picks: the
+        SendResult, or a Deferred of it when the store answers later; raises the Refusal of a check, fails
+        the Deferred with the error of a later refusal."""
         producer = self.producer
         topic = message.topic
         picked: list[int] = []  # the queue answered, as a send's is, even if a delay parks the message
@@ -129,7 +137,7 @@ class StoreSend:
         uniq_key = message.properties[MessageConst.UNIQ_KEY]
         if isinstance(stored, defer.Deferred):
             return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key, msg, message.body))
-        return defer.succeed(self._sent(stored, topic, picked, uniq_key, msg, message.body))
+        return self._sent(stored, topic, picked, uniq_key, msg, message.body)
 
     def _sent(self, put: PutMessageResult, topic: str, picked: list[int], uniq_key: str, msg: MessageExt,
               body: bytes) -> SendResult:
@@ -153,6 +161,15 @@ class StoreSend:
 
     def _error(self, refusal: Refusal) -> ResponseCodeError:
         return ResponseCodeError(_OPERATION, self.addr, refusal.code, refusal.remark)
+
+
+#: the Java String hash of an orderly send's key, which :func:`~ferrymq.sdk.producer.select_by_hash` takes as
+#: it is: a device fleet publishes to few MQTT topics, each hashed once rather than once a message
+_key_hash = lru_cache(maxsize=4096)(java_string_hash)
+
+
+def _deferred(outcome: Any) -> defer.Deferred:
+    return outcome if isinstance(outcome, defer.Deferred) else defer.succeed(outcome)
 
 
 __all__ = ["StoreSend"]

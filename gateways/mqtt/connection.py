@@ -20,11 +20,9 @@ from .fields import MAX_FIELD_LENGTH, MAX_VARINT, decode_varint
 from .packet import FROM_CLIENT, FROM_SERVER, MQTT_3_1_1, MQTT_5, Packet, PacketType
 from .packets import (
     ConnAck,
-    Connect,
     Disconnect,
     Publish,
     Subscribe,
-    Unsubscribe,
     decode_body,
 )
 from .packets.connect import UnsupportedProtocolLevel
@@ -133,19 +131,20 @@ class Decoder:
         if packet_type and packet_type not in self._accepted:
             raise protocol_error(f"{PacketType(packet_type).name} may not be sent by the {self._peer}")
         packet = decode_body(first_byte, buffer, start, end, self.version)
-        if isinstance(packet, Publish):
+        # by type number, not isinstance: the packet classes are ABCs, whose isinstance misses cost a lookup
+        if packet_type == PacketType.PUBLISH:
             if len(packet.topic_name) > self.maximum_topic_length:
                 raise PacketError(ReasonCode.TOPIC_NAME_INVALID, "topic name longer than the maximum")
             if packet.properties.topic_alias is not None:
                 packet = self._resolve_alias(packet)
-        elif isinstance(packet, (Subscribe, Unsubscribe)):
+        elif packet_type == PacketType.SUBSCRIBE or packet_type == PacketType.UNSUBSCRIBE:
             filters = ([s.topic_filter for s in packet.subscriptions] if isinstance(packet, Subscribe)
                        else packet.topic_filters)
             if any(len(f) > self.maximum_topic_length for f in filters):
                 raise PacketError(ReasonCode.TOPIC_FILTER_INVALID, "topic filter longer than the maximum")
-        elif isinstance(packet, Connect):
+        elif packet_type == PacketType.CONNECT:
             self.version = packet.protocol_level
-        elif isinstance(packet, Disconnect):
+        elif packet_type == PacketType.DISCONNECT:
             self._finished = True
         return packet
 

@@ -193,6 +193,8 @@ class Gateway:
         self._restored = False
         #: how to run a session's actions on the connection it is attached to (set by the listener)
         self.run_actions: Callable[[Session, list], None] = lambda session, actions: None
+        #: called when a batch of deliveries was handed to :attr:`run_actions` (the listener writes them then)
+        self.deliveries_done: Callable[[], None] = lambda: None
         self._instance: ClientInstance | None = None
         self.producer: Producer | None = None
         self._offset_dir: str | None = None
@@ -286,7 +288,7 @@ class Gateway:
             self._fan_out = StoreFanOut(
                 store, broker_name, queue_ids, self._fan_out_expressions, self._store_messages,
                 LocalFileOffsetStore(FAN_OUT_GROUP, config.client_id, self._offset_dir),
-                persist_interval=config.persist_consumer_offset_interval)
+                persist_interval=config.persist_consumer_offset_interval, turn_done=lambda: self.deliveries_done())
             self._elsewhere = broadcasting(_Elsewhere, local_broker=broker_name)
             if self._store_send is not None:
                 self._store_send.on_stored = self._fan_out.stored
@@ -340,30 +342,40 @@ class Gateway:
 
         Every message of one MQTT topic goes to the same queue (by hash of the topic), so that subscribers
         get them in the order they were published, as MQTT's ordered topics promise (4.6)."""
+        outcome = self.publish(message)
+        return outcome if isinstance(outcome, defer.Deferred) else defer.succeed(outcome)
+
+    def publish(self, message: Message) -> Any:
+        """:meth:`send`, whose outcome is the broker's answer itself (a SendResult, ``None`` for an empty
+        retained message) when it was given at once, as the store of this process answers an ASYNC_FLUSH
+        put: a device's PUBLISH is then acknowledged without a Deferred's callbacks."""
         if self.producer is None:
             return defer.fail(RuntimeError("the MQTT gateway's RocketMQ client is not started"))
         retain = message.properties.get(mapping.RETAIN) == "1"
         if retain and not message.body:
             # RocketMQ stores no empty message: an empty retained PUBLISH only clears the retained one
             self._retain(message)
-            return defer.succeed(None)
+            return None
         key = message.properties.get(mapping.MQTT_TOPIC)
         if self._store_send is not None:
-            d = self._store_send.send_orderly(message, key)
+            outcome = self._store_send.store_orderly(message, key)
         else:
-            d = self.producer.send_orderly(message, select_by_hash, key)
-
-        def stored(result):
-            if retain:
-                self._retain(message)
-            for consumer in [*self._fan_outs, *self._shares.values()]:
-                consumer.nudge(message.topic)
-            return result
-
-        d.addCallback(stored)
+            outcome = self.producer.send_orderly(message, select_by_hash, key)
+        if not isinstance(outcome, defer.Deferred):
+            return self._stored(outcome, message, retain)
+        outcome.addCallback(self._stored, message, retain)
         if self._last_sends is not None:
-            self._last_sends.append(d)
-        return d
+            self._last_sends.append(outcome)
+        return outcome
+
+    def _stored(self, result: Any, message: Message, retain: bool) -> Any:
+        if retain:
+            self._retain(message)
+        for fan_out in self._fan_outs:
+            fan_out.nudge(message.topic)
+        for consumer in self._shares.values():
+            consumer.nudge(message.topic)
+        return result
 
     def _retain(self, message: Message) -> None:
         topic_name = self.retained.set(message)
@@ -429,7 +441,10 @@ class Gateway:
     # ------------------------------------------------------------------ RocketMQ -> devices
 
     def _pulled(self, msgs: list[MessageExt], is_new: Callable[[MessageExt], bool]) -> ConsumeConcurrentlyStatus:
-        self._fan_out_messages(msgs, is_new, placed=False)
+        try:
+            self._fan_out_messages(msgs, is_new, placed=False)
+        finally:
+            self.deliveries_done()
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     def _store_messages(self, msgs: list[MessageExt]) -> None:
@@ -463,20 +478,23 @@ class Gateway:
         finishes when the member acknowledges it."""
         outcomes = []
         now_ms = int(time.time() * 1000)
-        for msg in msgs:
-            delivery = mapping.to_delivery(msg.topic, msg.properties, msg.body, now_ms)
-            if delivery is None:
-                continue
-            members = [(session, f) for session in self.sessions.values() for f in session.subscriptions
-                       if (shared := topics.parse_shared(f)) is not None and shared.group == name
-                       and topics.matches(shared.topic_filter, delivery.topic_name)]
-            if not members:
-                continue
-            connected = [m for m in members if m[0].owner is not None] or members
-            session, topic_filter = connected[next(self._turn) % len(connected)]
-            outcome = defer.Deferred()
-            outcomes.append(outcome)
-            self._run(session, deliver(session, delivery, outcome, share=topic_filter))
+        try:
+            for msg in msgs:
+                delivery = mapping.to_delivery(msg.topic, msg.properties, msg.body, now_ms)
+                if delivery is None:
+                    continue
+                members = [(session, f) for session in self.sessions.values() for f in session.subscriptions
+                           if (shared := topics.parse_shared(f)) is not None and shared.group == name
+                           and topics.matches(shared.topic_filter, delivery.topic_name)]
+                if not members:
+                    continue
+                connected = [m for m in members if m[0].owner is not None] or members
+                session, topic_filter = connected[next(self._turn) % len(connected)]
+                outcome = defer.Deferred()
+                outcomes.append(outcome)
+                self._run(session, deliver(session, delivery, outcome, share=topic_filter))
+        finally:
+            self.deliveries_done()
         if not outcomes:
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
         return defer.gatherResults(outcomes).addCallback(

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from twisted.internet import defer, task
 from twisted.internet.protocol import Factory, Protocol
+
+from ferrymq.remoting.twisted_io import writer
 
 from .gateway import Gateway, settle
 from .packets import PingResp, encode
@@ -51,15 +54,46 @@ class MQTTProtocol(Protocol):
         #: broker flushes synchronously; ``None`` while nothing is held
         self._held: list[bytes | None] | None = None
         self._held_for: defer.Deferred | None = None
+        #: how bytes go out: a socket send when nothing is queued before them (:func:`~ferrymq.remoting.twisted_io.writer`)
+        self._send: Callable[[bytes], None] | None = None
+        #: while corked (:meth:`cork`), the packets written, sent together by :meth:`uncork`
+        self._corked: list[bytes] | None = None
 
     def connectionMade(self) -> None:
+        self._send = writer(self.transport)
         self.conn = ServerConnection(self.gateway.sessions, time.time(), maximum_packet_size=MAXIMUM_PACKET_SIZE,
                                      access=self.gateway.access, peer_ip=getattr(self.transport.getPeer(), "host", ""))
         self.factory.protocols[self.conn] = self
         self._arm()
 
     def dataReceived(self, data: bytes) -> None:
-        self.run(self.conn.receive_data(data, time.time()))
+        # the answers to what one read brought (a PUBACK each, with a store that answers at once) go out
+        # as one write
+        corked = self.cork()
+        try:
+            self.run(self.conn.receive_data(data, time.time()))
+        finally:
+            if corked:
+                self.uncork()
+
+    def cork(self) -> bool:
+        """Gather the packets written from now on until :meth:`uncork`, which sends them as one write (one
+        system call instead of one a packet); ``False`` if they are gathered already (the one who corked
+        uncorks)."""
+        if self._corked is not None:
+            return False
+        self._corked = []
+        return True
+
+    def uncork(self) -> None:
+        self._flush()
+        self._corked = None
+
+    def _flush(self) -> None:
+        out = self._corked
+        if out:
+            self._corked = []
+            self._send(out[0] if len(out) == 1 else b"".join(out))
 
     def connectionLost(self, reason=None) -> None:
         if self._timer is not None and self._timer.active():
@@ -121,9 +155,12 @@ class MQTTProtocol(Protocol):
         if self._held is not None:
             self._held.append(data)
         elif data is None:
+            self._flush()
             self.transport.loseConnection()
+        elif self._corked is not None:
+            self._corked.append(data)
         else:
-            self.transport.write(data)
+            self._send(data)
 
     def _hold(self, written: defer.Deferred) -> None:
         """Hold what this connection writes until ``written`` fires (the session's change is on disk,
@@ -142,7 +179,11 @@ class MQTTProtocol(Protocol):
                 self._write(data)
 
     def _forward(self, action: Forward) -> None:
-        d = self.gateway.send(action.message)
+        d = self.gateway.publish(action.message)
+        if not isinstance(d, defer.Deferred):  # stored already
+            if action.packet_identifier is not None:
+                self.run(self.conn.stored(action.packet_identifier))
+            return
         if action.packet_identifier is None:
             d.addErrback(lambda f: log.warning("MQTT message to %s not stored: %s", action.message.topic,
                                                f.getErrorMessage()))
@@ -166,17 +207,29 @@ class MQTTFactory(Factory):
         self.reactor = reactor
         self.gateway = gateway
         self.protocols: dict[ServerConnection, MQTTProtocol] = {}
+        #: the connections the gateway's deliveries corked, until it says they are all handed over
+        self._corked: list[MQTTProtocol] = []
         gateway.run_actions = self._run_for
+        gateway.deliveries_done = self._uncork
 
     def buildProtocol(self, addr) -> MQTTProtocol:
         return MQTTProtocol(self)
 
     def _run_for(self, session: Session, actions: list) -> None:
+        """Run a delivery's actions on the connection of ``session``, whose packets are gathered until the
+        gateway's batch of deliveries is over (:meth:`_uncork`): a subscriber gets them in one write."""
         protocol = self.protocols.get(session.owner)
         if protocol is None:
             settle(actions)
         else:
+            if protocol.cork():
+                self._corked.append(protocol)
             protocol.run(actions)
+
+    def _uncork(self) -> None:
+        corked, self._corked = self._corked, []
+        for protocol in corked:
+            protocol.uncork()
 
 
 class MQTTListener:

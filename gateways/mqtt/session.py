@@ -305,25 +305,27 @@ class ServerConnection:
         return actions
 
     def _handle(self, packet: Packet, now: float) -> list[Action]:
-        if isinstance(packet, Connect):
-            return self._connect(packet, now)
-        if isinstance(packet, Publish):
+        # the decoder gives exactly these classes: comparing the class is cheaper than isinstance of an ABC
+        kind = packet.__class__
+        if kind is Publish:
             return self._publish(packet, now)
-        if isinstance(packet, PubAck):
+        if kind is PubAck:
             return self._finish_outgoing(packet.packet_identifier, Outgoing.PUBLISHED, qos=1)
-        if isinstance(packet, PubRec):
+        if kind is Connect:
+            return self._connect(packet, now)
+        if kind is PubRec:
             return self._pubrec(packet)
-        if isinstance(packet, PubComp):
+        if kind is PubComp:
             return self._finish_outgoing(packet.packet_identifier, Outgoing.RELEASED, qos=2)
-        if isinstance(packet, PubRel):
+        if kind is PubRel:
             return self._pubrel(packet)
-        if isinstance(packet, Subscribe):
+        if kind is Subscribe:
             return self._subscribe(packet)
-        if isinstance(packet, Unsubscribe):
+        if kind is Unsubscribe:
             return self._unsubscribe(packet)
-        if isinstance(packet, PingReq):
+        if kind is PingReq:
             return [Send(PingResp())]
-        if isinstance(packet, Disconnect):
+        if kind is Disconnect:
             return self._disconnect(packet)
         # AUTH: no CONNECT here names an authentication method, so there is no exchange to continue
         return self._close(Disconnect(ReasonCode.PROTOCOL_ERROR), publish_will=True)
@@ -497,8 +499,10 @@ class ServerConnection:
         session = self.session
         actions: list[Action] = []
         while session.queued and len(session.in_flight) < self.client_receive_maximum:
-            publish, token = session.queued.popleft()
-            publish = dataclasses.replace(publish, packet_identifier=session.next_packet_identifier())
+            queued, token = session.queued.popleft()
+            # built field by field: dataclasses.replace costs several times as much, once a message
+            publish = Publish(queued.topic_name, queued.payload, queued.qos, queued.retain, queued.dup,
+                              session.next_packet_identifier(), queued.properties)
             session.in_flight[publish.packet_identifier] = InFlight(publish, token)
             actions.append(Send(publish))
         return actions
@@ -676,14 +680,21 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
         retain = delivery.retain and any(session.subscriptions[f].retain_as_published for f in filters)
     if not filters:
         return [Ack(token)]
-    qos = min(delivery.qos, max(session.subscriptions[f].qos for f in filters))
-    ids = tuple(sorted({session.subscription_ids[f] for f in filters if f in session.subscription_ids}))
+    subscriptions = session.subscriptions
+    qos = min(delivery.qos, max(subscriptions[f].qos for f in filters))
     props = delivery.properties
-    if ids:
-        props = dataclasses.replace(props, subscription_identifier=ids)
-    publish = Publish(delivery.topic_name, delivery.payload, qos, retain, packet_identifier=1 if qos else None,
-                      properties=props)
+    if session.subscription_ids:
+        ids = tuple(sorted({session.subscription_ids[f] for f in filters if f in session.subscription_ids}))
+        if ids:
+            props = dataclasses.replace(props, subscription_identifier=ids)
     connection = session.owner
+    # sent at once when nothing waits before it and the client's Receive Maximum has room: then it takes its
+    # packet identifier now rather than a placeholder replaced on the way out (:meth:`ServerConnection._drain`)
+    at_once = qos and connection is not None and not session.queued \
+        and len(session.in_flight) < connection.client_receive_maximum
+    publish = Publish(delivery.topic_name, delivery.payload, qos, retain,
+                      packet_identifier=(session.next_packet_identifier() if at_once else 1) if qos else None,
+                      properties=props)
     if connection is not None and connection._too_large(publish):
         return [Ack(token)]  # MQTT-3.1.2-25: discarded as if delivered
     if qos == 0:
@@ -697,6 +708,10 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
         # a QoS 2 message of a shared subscription is completed with the member chosen, never another
         # (MQTT 5 4.8.2): its session owns it from now on, as a fan-out delivery, and persists it
         handed, token = [Ack(token)], None
+    if at_once:
+        session.in_flight[publish.packet_identifier] = InFlight(publish, token)
+        handed.append(Send(publish))
+        return handed
     session.queued.append((publish, token))
     return handed + (connection._drain() if connection is not None else [])
 

@@ -45,11 +45,13 @@ class StoreFanOut:
 
     ``store``: the broker's store port (``get_message``, ``search_offset_by_time``, ``add_arrival_listener``);
     ``queue_ids(topic)``: the topic's queues in that broker; ``expressions()``: the RocketMQ topics the
-    sessions subscribe now (as keys); ``handle(messages)``: hands new messages to the sessions."""
+    sessions subscribe now (as keys); ``handle(messages)``: hands new messages to the sessions;
+    ``turn_done()``: a turn's messages were all handed over (the connections write what they got then)."""
 
     def __init__(self, store: Any, broker_name: str, queue_ids: Callable[[str], Iterable[int]],
                  expressions: Callable[[], dict[str, str]], handle: Callable[[list[MessageExt]], None],
-                 offsets: LocalFileOffsetStore, *, reactor: Any = None, persist_interval: float = 5.0):
+                 offsets: LocalFileOffsetStore, *, reactor: Any = None, persist_interval: float = 5.0,
+                 turn_done: Callable[[], None] = lambda: None):
         if reactor is None:
             from twisted.internet import reactor
         self.store = store
@@ -57,6 +59,7 @@ class StoreFanOut:
         self.queue_ids = queue_ids
         self.expressions = expressions
         self.handle = handle
+        self.turn_done = turn_done
         self.offsets = offsets
         self.reactor = reactor
         self.persist_interval = persist_interval
@@ -145,16 +148,19 @@ class StoreFanOut:
         self._turn = None
         marked, self._marked = self._marked, {}
         stored, self._stored = self._stored, {}
-        for (topic, queue_id), max_offset in marked.items():
-            if topic not in self._topics:
-                continue
-            try:
-                more = self._read(topic, queue_id, max_offset, stored.get((topic, queue_id)))
-            except Exception:  # noqa: BLE001 - one queue's trouble stops neither the others nor later turns
-                log.exception("MQTT gateway: reading %s queue %d failed", topic, queue_id)
-                continue
-            if more:
-                self._mark(topic, queue_id)
+        try:
+            for (topic, queue_id), max_offset in marked.items():
+                if topic not in self._topics:
+                    continue
+                try:
+                    more = self._read(topic, queue_id, max_offset, stored.get((topic, queue_id)))
+                except Exception:  # noqa: BLE001 - one queue's trouble stops neither the others nor later turns
+                    log.exception("MQTT gateway: reading %s queue %d failed", topic, queue_id)
+                    continue
+                if more:
+                    self._mark(topic, queue_id)
+        finally:
+            self.turn_done()
 
     def _read(self, topic: str, queue_id: int, max_offset: int | None = None,
               stored: dict[int, MessageExt] | None = None) -> bool:

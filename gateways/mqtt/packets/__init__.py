@@ -28,7 +28,10 @@ PACKET_CLASSES: dict[PacketType, type[Packet]] = {cls.TYPE: cls for cls in (
 def encode(packet: Packet, version: int) -> bytes:
     """The packet's bytes for protocol level ``version`` (4 or 5); ``ValueError`` if it cannot be expressed."""
     body = packet._encode(version)
-    return bytes(((packet.TYPE << 4) | packet.fixed_flags(),)) + encode_varint(len(body)) + body
+    first, size = (packet.TYPE << 4) | packet.fixed_flags(), len(body)
+    if size < 0x4000:  # a remaining length of one or two bytes, as every packet but a large PUBLISH has
+        return (bytes((first, size)) if size < 0x80 else bytes((first, size & 0x7F | 0x80, size >> 7))) + body
+    return bytes((first,)) + encode_varint(size) + body
 
 
 def decode_body(first_byte: int, data, start: int, end: int, version: int) -> Packet:
@@ -40,9 +43,9 @@ def decode_body(first_byte: int, data, start: int, end: int, version: int) -> Pa
     packet_type, flags = first_byte >> 4, first_byte & 0x0F
     if packet_type == 0 or (packet_type == PacketType.AUTH and version != MQTT_5):
         raise malformed(f"reserved packet type {packet_type}")
-    packet_type = PacketType(packet_type)
-    if packet_type is not PacketType.PUBLISH and flags != FIXED_FLAGS[packet_type]:
-        raise malformed(f"reserved fixed header flags {flags:04b} on {packet_type.name}")
+    # the tables are keyed by PacketType, an IntEnum: the plain int finds the same entries
+    if packet_type != PacketType.PUBLISH and flags != FIXED_FLAGS[packet_type]:
+        raise malformed(f"reserved fixed header flags {flags:04b} on {PacketType(packet_type).name}")
     return PACKET_CLASSES[packet_type]._decode(flags, Reader(data, start, end), version)
 
 

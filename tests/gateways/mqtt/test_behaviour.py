@@ -295,6 +295,57 @@ def test_a_qos2_flood_beyond_receive_maximum_is_disconnected_and_harms_no_one_el
         watcher.close()
 
 
+def _burst(port: int, version: int, topic: str, burst: int, first: int = 1) -> list:
+    """Send ``burst`` QoS 1 PUBLISHes to ``topic`` in one write; the PUBACKs, as they came."""
+    from ferrymq.gateways.mqtt.packets import Publish, encode
+
+    sock, decoder, _ = _raw(port, version)
+    try:
+        sock.sendall(b"".join(encode(Publish(topic, b"m%d" % i, 1, packet_identifier=first + i), version)
+                              for i in range(burst)))
+        acks = []
+        sock.settimeout(10)
+        while len(acks) < burst:
+            data = sock.recv(65536)
+            assert data, f"closed after {len(acks)} PUBACKs"
+            acks += decoder.feed(data)
+        return acks
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("version", [V311, V5])
+def test_a_burst_in_one_write_is_acknowledged_and_delivered_in_order(brokers, version):
+    """QoS 1 PUBLISHes arriving in one TCP segment are answered (and delivered) together: every PUBACK
+    comes, in the order of the PUBLISHes, and the subscriber gets them in that order."""
+    from ferrymq.gateways.mqtt.packets import PubAck
+
+    burst = 16  # within every Receive Maximum announced (mosquitto: 20)
+    for name, port in brokers:
+        topic = _topic()
+        subscriber = Device(port, version)
+        try:
+            subscriber.subscribe(f"{topic}/#", qos=1)
+            assert _burst(port, version, f"{topic}/first", 1) == [PubAck(1)], name  # the topic exists from now on
+            assert [m.payload for m in subscriber.receive(1)] == [b"m0"], name
+            assert _burst(port, version, f"{topic}/burst", burst) == [PubAck(i + 1) for i in range(burst)], name
+            got = subscriber.receive(burst)
+            assert [(m.topic, m.payload, m.qos) for m in got] == [(f"{topic}/burst", b"m%d" % i, 1)
+                                                                   for i in range(burst)], name
+        finally:
+            subscriber.close()
+
+
+@pytest.mark.xfail(strict=True, reason="FerryMQ: the PUBACK of the message that creates a topic waits for the name "
+                                      "servers to learn the topic, those of the messages after it do not")
+def test_the_pubacks_of_a_burst_that_creates_its_topic_come_in_order(brokers):
+    """MQTT 4.6: QoS 1 PUBLISHes are acknowledged in the order they came, also when the first creates the topic."""
+    from ferrymq.gateways.mqtt.packets import PubAck
+
+    for name, port in brokers:
+        assert _burst(port, V311, f"{_topic()}/new", 8) == [PubAck(i + 1) for i in range(8)], name
+
+
 def test_garbage_and_a_packet_before_connect_close_the_connection(ferrymq_mqtt):
     from ferrymq.gateways.mqtt.packets import Disconnect, PingReq, encode
 
