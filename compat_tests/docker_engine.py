@@ -18,8 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .toolchain import USER_CACHE
+
 ROOT = Path(__file__).resolve().parent.parent
-ROOTFS_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ferrymq-compat" / "container"
+ROOTFS_CACHE = USER_CACHE / "container"
 #: Debian release and packages of the base root file system (its Python, 3.11, is FerryMQ's minimum)
 SUITE = "bookworm"
 PACKAGES = ("python3", "python3-venv")
