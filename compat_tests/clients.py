@@ -33,8 +33,8 @@ class Client:
         (``rocketmq.client.rebalance.waitInterval``, harness.CLIENT_SYSTEM_PROPERTIES), and refresh its routes
         before each rebalance. The Go client v2.1.2 rebalances every 20 s and polls routes every 30 s, both
         constants: it takes up a queue it dropped (an offset the broker moved) only at its next rebalance, and
-        pulls its retry topic, which the broker creates at the consumer's first heartbeat, after the start's
-        route lookup, only once a route poll and then a rebalance found it."""
+        pulls its retry topic, when the start's route lookup did not find it yet, only once a route poll and
+        then a rebalance did."""
         return {} if self.is_java else {"rebalance": 1}
 
     def _argv(self, command: str, flags: dict[str, object]) -> tuple[str, list[str]]:
