@@ -14,7 +14,7 @@ from .harness import GoHarness, JavaScenarios, Running, ScenarioResult
 #: flags that are durations, with the Java program's name for each (milliseconds); ``rebalance`` is the Go
 #: harness's alone (see :meth:`Client.rebalancing_every_second`)
 DURATIONS = {"timeout": "timeout", "linger": "linger", "idle": "idle", "deliverAfter": "deliverAfterMs",
-             "rebalance": "rebalance"}
+             "rebalance": "rebalance", "interval": "interval"}
 #: subcommands named differently by the two programs
 JAVA_COMMANDS = {"pull": "litepull"}
 
@@ -30,9 +30,11 @@ class Client:
 
     def rebalancing_every_second(self) -> dict[str, object]:
         """A consumer's flags that rebalance it every second, as every Java run does
-        (``rocketmq.client.rebalance.waitInterval``, harness.CLIENT_SYSTEM_PROPERTIES): the Go client v2.1.2
-        rebalances every 20 s, a constant, and takes up a queue it dropped (an offset the broker moved) only
-        at its next rebalance."""
+        (``rocketmq.client.rebalance.waitInterval``, harness.CLIENT_SYSTEM_PROPERTIES), and refresh its routes
+        before each rebalance. The Go client v2.1.2 rebalances every 20 s and polls routes every 30 s, both
+        constants: it takes up a queue it dropped (an offset the broker moved) only at its next rebalance, and
+        pulls its retry topic, when the start's route lookup did not find it yet, only once a route poll and
+        then a rebalance did."""
         return {} if self.is_java else {"rebalance": 1}
 
     def _argv(self, command: str, flags: dict[str, object]) -> tuple[str, list[str]]:

@@ -1,7 +1,7 @@
 """Fixtures for the compatibility suite: official clients, Apache RocketMQ, and FerryMQ under test.
 
 First use downloads and builds what it needs (Maven Central, Go module proxy) into ``~/.m2``, the Go
-module cache and ``compat_tests/.cache``; later runs reuse it. Tests skip only when java, javac, mvn
+module cache and ``~/.cache/ferrymq-compat/build`` (``toolchain.CACHE``); later runs, of any clone, reuse it. Tests skip only when java, javac, mvn
 or go is not installed at all, naming the missing tool.
 
 Fixtures:

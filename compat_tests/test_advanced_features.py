@@ -209,7 +209,7 @@ def test_dead_letter_after_max_reconsume_times(server, client5, mqadmin5):
     ns = server.namesrv_addr
     client5("send", n=ns, t=topic, count=2, body="dead").check()
     got = client5("consume", n=ns, t=topic, g=group, count=4, reconsume=99, maxReconsume=1, timeout=WAIT,
-                  linger=2).check()
+                  linger=2, **client5.rebalancing_every_second()).check()
     times = defaultdict(list)
     for e in got.of("received"):
         times[e["body"]].append(e["reconsumeTimes"])
@@ -276,48 +276,42 @@ def test_query_message_by_key_id_and_unique_key(server, java5, mqadmin5):
 # ---------------------------------------------------------------------------------------------- reset offset
 
 
-def test_reset_offset_by_time_redelivers_the_later_messages(server, client5, mqadmin5):
-    """A live consumer has consumed 4 old and 3 new messages; `mqadmin resetOffsetByTime` to a time
-    between the two batches makes it receive exactly the 3 new ones again."""
+def test_reset_offset_by_time_redelivers_the_later_messages_to_a_live_and_a_returning_group(server, client5, mqadmin5):
+    """Two groups consumed 4 old and 3 new messages; one stays online, the other left. `mqadmin
+    resetOffsetByTime` of each group to a time between the two batches makes the live consumer receive
+    exactly the 3 new ones again, and the other group's next consumer too: brokers keep the reset
+    themselves (useServerSideResetOffset, on by default in 5.5), so the group need not be online.
+
+    The returning group's steps run while the live consumer waits for its pulls the broker holds (the
+    client's long-poll, 15 s for Java and 20 s for Go: the reset reaches it with its next pull)."""
     topic, group = fresh("Reset")
+    live, away = f"{group}_live", f"{group}_away"
     ns = server.namesrv_addr
     client5("send", n=ns, t=topic, count=4, body="old").check()
     time.sleep(1.5)
     boundary = int(time.time() * 1000)
     time.sleep(1.5)
     client5("send", n=ns, t=topic, count=3, body="new").check()
-    consumer = client5.spawn("consume", n=ns, t=topic, g=group, count=10, timeout=WAIT + 30,
+    consumer = client5.spawn("consume", n=ns, t=topic, g=live, count=10, timeout=WAIT + 30,
                              **client5.rebalancing_every_second())
     try:
         deadline = time.monotonic() + WAIT
         while len(consumer.result().of("received")) < 7 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert len(consumer.result().of("received")) == 7, consumer.result().explain()
-        time.sleep(2)  # the consumer commits its offsets every second
-        out = mqadmin5(ns, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(boundary))
+        caught_up = time.monotonic()
+        first = client5("consume", n=ns, t=topic, g=away, count=7, timeout=WAIT).check()
+        assert len(bodies(first)) == 7, first.explain()
+        time.sleep(max(0.0, caught_up + 2 - time.monotonic()))  # the live consumer commits its offsets every second
+        out = mqadmin5(ns, "resetOffsetByTime", "-g", live, "-t", topic, "-s", str(boundary))
+        wait_until_offline(server, away)
+        out_away = mqadmin5(ns, "resetOffsetByTime", "-g", away, "-t", topic, "-s", str(boundary))
+        assert "Consumer not online" not in out_away, out_away
+        back = client5("consume", n=ns, t=topic, g=away, count=3, timeout=WAIT + 60, linger=3,
+                       **client5.rebalancing_every_second()).check()
         res = consumer.finish(WAIT + 60)
     finally:
         consumer.kill()
     again = bodies(res)[7:]
     assert sorted(again) == [f"new #{i}" for i in range(3)], f"mqadmin said:\n{out}\n{res.explain()}"
-
-
-def test_reset_offset_by_time_of_an_offline_group_applies_when_it_returns(server, client5, mqadmin5):
-    """Brokers keep the reset themselves (useServerSideResetOffset, on by default in 5.5): the group
-    need not be online. It consumed all 7 messages and left; after `resetOffsetByTime` to a time
-    between the batches, its next consumer receives exactly the 3 later messages again."""
-    topic, group = fresh("ResetOff")
-    ns = server.namesrv_addr
-    client5("send", n=ns, t=topic, count=4, body="old").check()
-    time.sleep(1.5)
-    boundary = int(time.time() * 1000)
-    time.sleep(1.5)
-    client5("send", n=ns, t=topic, count=3, body="new").check()
-    first = client5("consume", n=ns, t=topic, g=group, count=7, timeout=WAIT).check()
-    assert len(bodies(first)) == 7, first.explain()
-    wait_until_offline(server, group)
-    out = mqadmin5(ns, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(boundary))
-    assert "Consumer not online" not in out, out
-    again = client5("consume", n=ns, t=topic, g=group, count=3, timeout=WAIT + 60, linger=3,
-                    **client5.rebalancing_every_second()).check()
-    assert sorted(bodies(again)) == [f"new #{i}" for i in range(3)], f"mqadmin said:\n{out}\n{again.explain()}"
+    assert sorted(bodies(back)) == [f"new #{i}" for i in range(3)], f"mqadmin said:\n{out_away}\n{back.explain()}"

@@ -12,8 +12,10 @@ Everything comes from the public registries on first use, so a fresh clone needs
   ``rocketmq-clients/golang/v5`` (modules from the Go module proxy).
 * ``npm ci`` installs the Node.js gRPC client ``rocketmq-client-nodejs`` (``node/``, its lock file) once.
 
-Build outputs live in ``compat_tests/.cache/`` (gitignored), keyed by a hash of their inputs so that an
-edited pom or source file triggers a rebuild. A file lock serialises concurrent builders.
+Build outputs live in the user's cache, ``~/.cache/ferrymq-compat/build/`` (``$XDG_CACHE_HOME`` is honoured),
+beside the Maven and Go caches, keyed by a hash of their inputs: an edited pom or source file triggers a
+rebuild, and a fresh clone or another worktree reuses what was built from the same inputs. A file lock
+serialises concurrent builders, of every clone.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CACHE = HERE / ".cache"
+#: The compatibility tests' part of the user's cache (the Debian root file system of the container tests too)
+USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ferrymq-compat"
+CACHE = USER_CACHE / "build"
 JAVA_DIR = HERE / "java"
 GO_DIR = HERE / "go"
 GO5_DIR = HERE / "go5"
