@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 
 from twisted.internet import defer, task
@@ -58,6 +59,11 @@ class MQTTProtocol(Protocol):
         self._send: Callable[[bytes], None] | None = None
         #: while corked (:meth:`cork`), the packets written, sent together by :meth:`uncork`
         self._corked: list[bytes] | None = None
+        #: the device's QoS 1 and 2 PUBLISHes not acknowledged yet, in the order they came, each with the
+        #: arguments of its acknowledgement once its store answered (``None`` until then): MQTT 4.6 has
+        #: them acknowledged in that order, also when a later one is stored first (the first message of
+        #: a topic waits for its route)
+        self._unacked: deque[list] = deque()
 
     def connectionMade(self) -> None:
         self._send = writer(self.transport)
@@ -180,24 +186,37 @@ class MQTTProtocol(Protocol):
 
     def _forward(self, action: Forward) -> None:
         d = self.gateway.publish(action.message)
-        if not isinstance(d, defer.Deferred):  # stored already
-            if action.packet_identifier is not None:
-                self.run(self.conn.stored(action.packet_identifier))
+        pid = action.packet_identifier
+        if pid is None:
+            if isinstance(d, defer.Deferred):
+                d.addErrback(lambda f: log.warning("MQTT message to %s not stored: %s", action.message.topic,
+                                                   f.getErrorMessage()))
             return
-        if action.packet_identifier is None:
-            d.addErrback(lambda f: log.warning("MQTT message to %s not stored: %s", action.message.topic,
-                                               f.getErrorMessage()))
+        if not isinstance(d, defer.Deferred) and not self._unacked:  # stored already, nothing before it
+            self.run(self.conn.stored(pid))
             return
+        slot: list = [None]
+        self._unacked.append(slot)
+        if not isinstance(d, defer.Deferred):
+            slot[0] = (pid,)
+            return  # acknowledged after those before it
 
         def answered(_result):
-            self.run(self.conn.stored(action.packet_identifier))
+            slot[0] = (pid,)
+            self._acknowledge()
 
         def failed(failure):
             log.info("MQTT message to %s not stored: %s", action.message.topic, failure.getErrorMessage())
-            self.run(self.conn.stored(action.packet_identifier, ReasonCode.UNSPECIFIED_ERROR,
-                                      failure.getErrorMessage()))
+            slot[0] = (pid, ReasonCode.UNSPECIFIED_ERROR, failure.getErrorMessage())
+            self._acknowledge()
 
         d.addCallbacks(answered, failed)
+
+    def _acknowledge(self) -> None:
+        """Acknowledge the stored PUBLISHes at the head of :attr:`_unacked`, up to the first still storing."""
+        unacked = self._unacked
+        while unacked and unacked[0][0] is not None:
+            self.run(self.conn.stored(*unacked.popleft()[0]))
 
 
 class MQTTFactory(Factory):

@@ -336,8 +336,6 @@ def test_a_burst_in_one_write_is_acknowledged_and_delivered_in_order(brokers, ve
             subscriber.close()
 
 
-@pytest.mark.xfail(strict=True, reason="FerryMQ: the PUBACK of the message that creates a topic waits for the name "
-                                      "servers to learn the topic, those of the messages after it do not")
 def test_the_pubacks_of_a_burst_that_creates_its_topic_come_in_order(brokers):
     """MQTT 4.6: QoS 1 PUBLISHes are acknowledged in the order they came, also when the first creates the topic."""
     from ferrymq.gateways.mqtt.packets import PubAck
