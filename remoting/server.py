@@ -31,6 +31,7 @@ class RemotingServer(Factory):
     ``refusals`` counts what the limits refused, and ``latency`` holds sampled request latencies, over
     every port this server listens on.
     ``tls`` (None: disabled) lets TLS clients in, beside plain ones in permissive mode (:mod:`.tls`).
+    A new :attr:`processor` answers the open connections' next requests too.
     """
 
     noisy = False  # the service logs its own "listening on" line
@@ -47,7 +48,7 @@ class RemotingServer(Factory):
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
-        self.processor = processor
+        self._processor = processor
         self.options = options or TransportOptions()
         self.reactor = reactor
         self.name = name
@@ -61,6 +62,19 @@ class RemotingServer(Factory):
         self._refused_unlogged = 0
         self._refusal_logged_at = -_REFUSAL_LOG_INTERVAL
 
+    @property
+    def processor(self) -> Processor | None:
+        return self._processor
+
+    @processor.setter
+    def processor(self, processor: Processor | None) -> None:
+        """Every connection, open or new, hands its next request to ``processor``: a broker whose role
+        changes (controller mode) answers a client that connected before the change as its new role
+        does, as a master must take the sends of a producer connected to it while it was a slave."""
+        self._processor = processor
+        for proto in self.connections:
+            proto.processor = processor
+
     # ------------------------------------------------------------------ Factory
 
     def buildProtocol(self, addr: Any) -> RemotingProtocol | None:
@@ -70,7 +84,7 @@ class RemotingServer(Factory):
         if limit and len(self.connections) >= limit:
             self._refuse_connection(addr, limit)
             return None
-        return RemotingProtocol(self.processor, self.options, self.reactor, owner=self, refusals=self.refusals,
+        return RemotingProtocol(self._processor, self.options, self.reactor, owner=self, refusals=self.refusals,
                                 latency=self.latency)
 
     def _refuse_connection(self, addr: Any, limit: int) -> None:
@@ -85,6 +99,7 @@ class RemotingServer(Factory):
             self._refused_unlogged = 0
 
     def connection_made(self, proto: RemotingProtocol) -> None:
+        proto.processor = self._processor  # the one set since the protocol was built, if any
         self.connections.add(proto)
         log.debug("%s: connection from %s", self.name, proto.peer)
 

@@ -1,5 +1,11 @@
 """Broker -> name server: REGISTER_BROKER at start, on topic changes and every registerNameServerPeriod;
-UNREGISTER_BROKER on shutdown. One failing name server never stops registration with the others."""
+UNREGISTER_BROKER on shutdown. One failing name server never stops registration with the others.
+
+Registrations with one name server go out one at a time: a name server may run two requests of one
+connection in either order (Apache's runs them on a thread pool), and an older registration taking effect
+after a newer one would undo it (a promoted master's id 0 turned back into its slave id until the next
+period). Each reads the broker's identity and topics when it goes out, so a queued one sends the newest.
+"""
 
 from __future__ import annotations
 
@@ -44,6 +50,8 @@ class NameServerRegistration:
         self.peers = [NamesrvPeer(addr, self.client, timeout_ms / 1000.0) for addr in split_namesrv_addr(namesrv_addr)]
         self._pending: Any = None
         self._waiters: list[defer.Deferred] = []
+        #: name server address -> fires when the last registration queued for it is answered
+        self._last: dict[str, defer.Deferred] = {}
         self.registrations = 0
 
     def set_namesrv_addr(self, namesrv_addr: str) -> None:
@@ -51,17 +59,36 @@ class NameServerRegistration:
         self.peers = [NamesrvPeer(addr, self.client, timeout) for addr in split_namesrv_addr(namesrv_addr)]
 
     def register_all(self) -> defer.Deferred:
-        """Register with every name server at once; fires when all answered (failures are logged)."""
+        """Register with every name server, each once its previous registration is answered; fires when
+        all answered (failures are logged)."""
+        return defer.DeferredList([self._after_previous(peer) for peer in self.peers], consumeErrors=True)
+
+    def _after_previous(self, peer: NamesrvPeer) -> defer.Deferred:
+        previous = self._last.get(peer.addr)
+        answered = self._last[peer.addr] = defer.Deferred()
+
+        def send() -> defer.Deferred:
+            d = self._register_with(peer)
+            d.addBoth(lambda result: (answered.callback(None), result)[1])
+            return d
+
+        if previous is None or previous.called:
+            return send()
+        out = defer.Deferred()
+
+        def send_after(_: None) -> None:
+            send().chainDeferred(out)
+
+        previous.addCallback(send_after)
+        return out
+
+    def _register_with(self, peer: NamesrvPeer) -> defer.Deferred:
         cluster, addr, name, broker_id, ha_addr = self.identity
-        wrapper = self.wrapper()
-        calls = []
-        for peer in self.peers:
-            d = peer.register_broker(cluster, addr, name, broker_id, ha_addr, wrapper, compressed=self.compressed)
-            d.addCallback(self._registered, peer.addr)
-            d.addErrback(lambda f, a=peer.addr: log.warning("register broker to name server %s failed: %s", a,
-                                                              f.getErrorMessage()))
-            calls.append(d)
-        return defer.DeferredList(calls, consumeErrors=True)
+        d = peer.register_broker(cluster, addr, name, broker_id, ha_addr, self.wrapper(), compressed=self.compressed)
+        d.addCallback(self._registered, peer.addr)
+        d.addErrback(lambda f: log.warning("register broker to name server %s failed: %s", peer.addr,
+                                           f.getErrorMessage()))
+        return d
 
     def _registered(self, reply: RegisterBrokerReply, namesrv: str) -> None:
         if self.on_reply is not None:

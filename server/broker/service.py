@@ -352,14 +352,20 @@ class Broker:
 
     def _topics_changed(self, _config: Any) -> None:
         self._persist(TOPICS, self.ctx.topics)
-        if self.registration is not None:
-            self.registration.register_soon()
+        self.register_again()
 
     def _config_changed(self) -> None:
         if self.controller_mode is not None:
             self.controller_mode.refresh_table()
         if self.registration is not None:
             self.registration.set_namesrv_addr(self.config.namesrvAddr)
+        self.register_again()
+
+    def register_again(self) -> None:
+        """Register soon if registering at all: neither a broker shutting down nor a controller-mode broker
+        without a role registers (its brokerId is not known yet; the name server would route clients to
+        a fenced broker)."""
+        if self._registering is not None:
             self.registration.register_soon()
 
     def scan_clients(self) -> None:

@@ -97,6 +97,11 @@ class TopicConfigManager:
         log.info("%s topic %s: %s", "updated" if old else "created", config.topic_name, config)
         self._changed(config)
 
+    def next_version(self, state_version: int) -> None:
+        """A new data version stamped ``state_version`` (Apache's nextVersion(stateVersion)), with the table
+        unchanged: a controller-mode broker's master epoch, which the name server compares."""
+        self.data_version = DataVersion(counter=self.data_version.counter + 1, state_version=state_version)
+
     def replace_all(self, table: dict[str, TopicConfig], data_version: DataVersion) -> None:
         """A slave's copy of its master's table (SlaveSynchronize): the master's topics and data version."""
         self.table = dict(table)

@@ -123,11 +123,16 @@ def commitlog_range(broker_addr: str) -> tuple[int, int]:
     return int(table["commitLogMinOffset"]), int(table["commitLogMaxOffset"])
 
 
-def send(broker_addr: str, topic: str, body: bytes, queue_id: int = 0, properties: str = "") -> RemotingCommand:
-    """One SEND_MESSAGE_V2 as a producer sends it; the broker's answer."""
+def send_request(topic: str, body: bytes, queue_id: int = 0, properties: str = "") -> RemotingCommand:
+    """One SEND_MESSAGE_V2 as a producer sends it."""
     h = SendMessageRequestHeader("ha-producer", topic, "TBW102", 4, queue_id, 0, int(time.time() * 1000), 0,
                                  properties=properties)
-    return admin.call(broker_addr, request(RequestCode.SEND_MESSAGE_V2, h.to_ext_v2(), body))
+    return request(RequestCode.SEND_MESSAGE_V2, h.to_ext_v2(), body)
+
+
+def send(broker_addr: str, topic: str, body: bytes, queue_id: int = 0, properties: str = "") -> RemotingCommand:
+    """:func:`send_request` on a new connection; the broker's answer."""
+    return admin.call(broker_addr, send_request(topic, body, queue_id, properties))
 
 
 def epoch_file(path: Path, *entries: tuple[int, int]) -> EpochFile:

@@ -153,6 +153,21 @@ def test_oneway_is_never_answered(rt, server, raw_client):
         raw.recv(timeout=0.2)
 
 
+def test_a_new_processor_answers_the_connections_already_open(rt, server, client):
+    """A broker swaps its processor when the controller changes its role: a client connected before the
+    swap (a producer that reached the broker while it was a slave) is answered by the new one."""
+
+    def answering(v):
+        return {ECHO: lambda cmd, ch: cmd.response(ext_fields={"v": v})}
+
+    srv = server(processor=answering("slave"))
+    c = client()
+    assert rt.call(c.invoke, srv.address, request(ECHO), 2).ext("v") == "slave"
+    rt.call(setattr, srv, "processor", answering("master"))
+    assert rt.call(c.invoke, srv.address, request(ECHO), 2).ext("v") == "master"
+    assert len(srv.connections) == 1  # the same connection answered both
+
+
 def test_unknown_code_answered_as_apache(rt, server, client):
     srv = server()
     c = client()

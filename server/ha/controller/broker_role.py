@@ -36,6 +36,9 @@ log = logging.getLogger("ferrymq.ha.controller")
 
 #: the role Apache's controller-mode master takes
 MASTER_ROLE = "SYNC_MASTER"
+#: seconds between a slave's registrations while no name server names the HA address of the master the
+#: controller elected (the master registers with them a moment after its election)
+HA_ADDRESS_RETRY_S = 1.0
 
 
 class ControllerModeProcessor:
@@ -77,6 +80,9 @@ class ControllerMode:
         self.replicas: ReplicasManager | None = None
         self.ha_master: AutoSwitchMaster | None = None
         self.ha_slave: AutoSwitchSlave | None = None
+        #: the master whose HA address the slave replicates from, as the name servers named it
+        self._ha_master_of = ""
+        self._ha_retry: Any = None
         self.role = ""
 
     def start(self, broker_addr: str) -> None:
@@ -91,11 +97,34 @@ class ControllerMode:
         return self.ha_master.in_sync_slaves() if self.ha_master is not None else set()
 
     def _registered(self, reply: Any) -> None:
-        """A slave replicates from the HA address the name server gives for its group's master."""
-        if self.ha_slave is not None and reply.ha_server_addr:
+        """A slave replicates from the HA address the name server gives for its group's master, once that
+        master is the one the controller elected: a name server that names none yet, or the master before
+        the election, is asked again after :data:`HA_ADDRESS_RETRY_S` rather than at the next periodic
+        registration (registerNameServerPeriod, 30 s), which the slave's return to the sync state set,
+        and so the group's all-ack sends, would wait for."""
+        if self.ha_slave is None or self.replicas is None:
+            return
+        master_addr = self.replicas.master_addr
+        if reply.ha_server_addr and reply.master_addr == master_addr:
+            self._ha_master_of = master_addr
             self.ha_slave.set_master_address(reply.ha_server_addr)
+        elif self._ha_master_of != master_addr and not (self._ha_retry is not None and self._ha_retry.active()):
+            log.log(logging.DEBUG if self._ha_retry is not None else logging.INFO,
+                    "the name servers do not name the HA address of master %s yet; registering again each %.0f s",
+                    master_addr, HA_ADDRESS_RETRY_S)
+            self._ha_retry = self.broker.reactor.callLater(HA_ADDRESS_RETRY_S, self._register_for_ha_address)
+
+    def _register_for_ha_address(self) -> None:
+        if self.ha_slave is not None and self.replicas is not None and self._ha_master_of != self.replicas.master_addr:
+            self.broker.register_again()
+
+    def _cancel_ha_retry(self) -> None:
+        if self._ha_retry is not None and self._ha_retry.active():
+            self._ha_retry.cancel()
+        self._ha_retry = None
 
     def stop(self) -> defer.Deferred:
+        self._cancel_ha_retry()
         waits = [self.replicas.stop()] if self.replicas is not None else []
         self._stop_replication()
         if self.broker.slave_sync is not None:
@@ -147,6 +176,8 @@ class ControllerMode:
             b.stop_master_services()
         c = b.config
         self._stop_replication()
+        self._ha_master_of = ""
+        self._cancel_ha_retry()
         self.ha_slave = AutoSwitchSlave(b.store, self.epochs, b.reactor, broker_id,
                                         heartbeat_ms=c.haSendHeartbeatInterval,
                                         housekeeping_ms=c.haHousekeepingInterval, max_frame=c.haTransferBatchSize)
@@ -158,6 +189,7 @@ class ControllerMode:
         b.start_registration()
 
     def role_refreshed(self) -> None:
+        self._stamp_epoch()
         self.broker.start_registration()
 
     def sync_state_set_changed(self) -> None:
@@ -184,5 +216,13 @@ class ControllerMode:
         b.store.config.brokerRole = role
         cluster, addr, name, _old_id, ha_addr = b.registration.identity
         b.registration.identity = (cluster, addr, name, broker_id, ha_addr)
+        self._stamp_epoch()
         self.refresh_table()
         log.info("broker %s is now %s (brokerId %d)", addr, role, broker_id)
+
+    def _stamp_epoch(self) -> None:
+        """The topic table's data version carries the master epoch of the role held, as Apache's broker's
+        (its state version): a name server keeps a brokerId's address from the registration with the
+        higher one, so a late registration of a broker that lost its role does not take its id back."""
+        if self.replicas is not None:
+            self.broker.ctx.topics.next_version(self.replicas.master_epoch)
