@@ -85,8 +85,13 @@ def test_table_shows_medians_ranges_and_whether_each_target_is_met():
     assert "| p99 difference at saturation (ms) | 10.00 |" in text
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk)")
-def test_wrk_with_the_script_posts_bodies_of_the_size_asked_for_and_prints_its_result(tmp_path):
+NO_WRK = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk)")
+
+
+def _wrk_against_a_local_server(script_text: str, tmp_path, connections: int, seconds: int,
+                                path: str = "/v1/topics/t/messages") -> tuple[str, list[tuple[str, int, str]]]:
+    """Run wrk with ``script_text`` against a keep-alive HTTP/1.1 server on the loopback address that answers
+    every other POST 400 (the first 200); wrk's output, and each request's path, body size and content type."""
     seen: list[tuple[str, int, str]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -95,8 +100,7 @@ def test_wrk_with_the_script_posts_bodies_of_the_size_asked_for_and_prints_its_r
         def do_POST(self):
             body = self.rfile.read(int(self.headers["Content-Length"]))
             seen.append((self.path, len(body), self.headers["Content-Type"]))
-            status = 200 if len(seen) % 2 else 400
-            self.send_response(status)
+            self.send_response(200 if len(seen) % 2 else 400)
             self.send_header("Content-Length", "2")
             self.end_headers()
             self.wfile.write(b"{}")
@@ -106,14 +110,20 @@ def test_wrk_with_the_script_posts_bodies_of_the_size_asked_for_and_prints_its_r
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    script = tmp_path / "publish.lua"
-    script.write_text(wrk_script(1024))
+    script = tmp_path / "script.lua"
+    script.write_text(script_text)
     try:
-        out = subprocess.run(["wrk", "-t1", "-c1", "-d1s", "-s", str(script),
-                              f"http://127.0.0.1:{server.server_address[1]}/v1/topics/t/messages"],
+        out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-s", str(script),
+                              f"http://127.0.0.1:{server.server_address[1]}{path}"],
                              capture_output=True, text=True, timeout=30).stdout
     finally:
         server.shutdown()
+    return out, seen
+
+
+@NO_WRK
+def test_wrk_with_the_script_posts_bodies_of_the_size_asked_for_and_prints_its_result(tmp_path):
+    out, seen = _wrk_against_a_local_server(wrk_script(1024), tmp_path, connections=1, seconds=1)
     assert seen and set(seen) == {("/v1/topics/t/messages", 1024, "application/octet-stream")}
     f = wrk_figures(out)
     assert f["ok"] + f["failed"] >= len(seen) - 1  # the request in flight at the end is not counted
@@ -121,34 +131,10 @@ def test_wrk_with_the_script_posts_bodies_of_the_size_asked_for_and_prints_its_r
     assert 0 < f["p50_ms"] <= f["p99_ms"] <= f["max_ms"]
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk)")
+@NO_WRK
 def test_the_paced_script_waits_its_pause_between_a_connections_requests(tmp_path):
-    seen: list[str] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    script = tmp_path / "paced.lua"
-    script.write_text(wrk_script(16, pause_ms=200))
-    try:
-        out = subprocess.run(["wrk", "-t1", "-c2", "-d2s", "-s", str(script), f"http://127.0.0.1:{server.server_address[1]}/p"],
-                             capture_output=True, text=True, timeout=30).stdout
-    finally:
-        server.shutdown()
+    out, seen = _wrk_against_a_local_server(wrk_script(16, pause_ms=200), tmp_path, connections=2, seconds=2)
     # two connections, 2 s, a pause of 0-400 ms (200 on average) before each request: about 10 requests
     # each (unpaced: thousands)
     assert 4 <= len(seen) <= 40, len(seen)
-    assert wrk_figures(out)["ok"] >= 4
+    assert wrk_figures(out)["ok"] >= 2
