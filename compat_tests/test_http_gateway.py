@@ -423,7 +423,11 @@ def _kill_and_restart_with_two_open_transactions(server, compat_home, receiver) 
         while (seen := transaction(gw, by_check["transactionId"]))["state"] == "UNKNOWN" and time.monotonic() < deadline:
             time.sleep(0.2)
         assert (seen["state"], seen["resolvedBy"]) == ("COMMIT", "checkBack"), seen
-        assert [c["answer"] for c in seen["checkBacks"]] == ["UNKNOWN"] * asked_before + ["COMMIT"], seen
+        # the calls the history shows are the receiver's; a check the broker made again meanwhile or after
+        # (on another copy of the half message) is in it too, answered COMMIT without a call
+        assert [c["answer"] for c in seen["checkBacks"] if c["url"] is not None] == \
+            ["UNKNOWN"] * asked_before + ["COMMIT"], seen
+        assert all(c["answer"] == "COMMIT" for c in seen["checkBacks"] if c["url"] is None), seen
         assert [c["answered"] for c in receiver.calls_of(by_check["transactionId"])] == \
             ["UNKNOWN"] * asked_before + ["COMMIT"]
         got = consume_over_http(gw, topic, group, {"committed by the client", "committed by a check-back"})

@@ -198,6 +198,10 @@ class Transactions:
         self.file = file
         self._records: OrderedDict[str, Transaction] = OrderedDict()
         self._http: httpx.AsyncClient | None = None
+        #: the check-back call in flight of each transaction: a check arriving meanwhile (the broker checks
+        #: again when an answer is slow, each time on a new copy of the half message) waits for its answer
+        #: rather than calling the URL a second time
+        self._calling: dict[str, asyncio.Future[CheckBack]] = {}
 
     def load(self) -> list[Transaction]:
         """Take back the open transactions of the file (call before the first :meth:`add`); those are returned."""
@@ -245,8 +249,21 @@ class Transactions:
         if tx.state is not State.UNKNOWN:
             record = CheckBack(_now_ms(), check_times, None, None, tx.state, 0,
                                f"resolved by the {tx.resolved_by} already; answered from the gateway's record")
+        elif tx.id in self._calling:
+            called = await asyncio.shield(self._calling[tx.id])
+            record = CheckBack(_now_ms(), check_times, None, None, called.answer, 0,
+                               "answered with the check-back call that was in flight")
         else:
-            record = await self._call(tx, msg, check_times)
+            calling = self._calling[tx.id] = asyncio.get_running_loop().create_future()
+            try:
+                record = await self._call(tx, msg, check_times)
+            except BaseException:
+                calling.cancel()
+                raise
+            else:
+                calling.set_result(record)
+            finally:
+                del self._calling[tx.id]
             if tx.state is State.UNKNOWN and record.answer is not State.UNKNOWN:
                 tx.resolve(record.answer, "checkBack")
             elif tx.state is not record.answer and record.answer is not State.UNKNOWN:

@@ -335,6 +335,34 @@ def test_a_client_decision_during_a_check_back_stands_and_later_checks_answer_it
     assert len(receiver.calls_of("TX-RACE")) == 1
 
 
+def test_a_check_arriving_while_a_call_is_out_waits_for_its_answer_and_calls_nobody(receiver):
+    """The broker checks a half message again when an answer is slow (on a new copy each time): the
+    receiver is called once, and both checks are answered with what it said."""
+    import asyncio
+
+    from ferrymq.gateways.http.transactions import State, Transactions
+    from ferrymq.sdk.producer import LocalTransactionState
+
+    async def main():
+        transactions = Transactions(SECRET, timeout=SLOW + 1.0)
+        tx = _record("TX-TWICE", receiver.url)
+        transactions.add(tx)
+        receiver.plans["TX-TWICE"] = ["slow"]  # answers COMMIT after SLOW seconds
+        first = asyncio.create_task(transactions.check(_check_of("TX-TWICE", 1)))
+        await asyncio.sleep(0.3)
+        second = await transactions.check(_check_of("TX-TWICE", 2))
+        first = await first
+        await transactions.close()
+        return tx, first, second
+
+    tx, first, second = asyncio.run(main())
+    assert first is second is LocalTransactionState.COMMIT_MESSAGE
+    assert len(receiver.calls_of("TX-TWICE")) == 1
+    assert [(c.answer, c.url, c.check_times) for c in tx.check_backs] == [
+        (State.COMMIT, receiver.url, 1), (State.COMMIT, None, 2)]
+    assert (tx.state, tx.resolved_by) == (State.COMMIT, "checkBack")
+
+
 def test_the_record_keeps_the_latest_transactions_and_check_backs(monkeypatch):
     import asyncio
 
