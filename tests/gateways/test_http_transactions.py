@@ -307,17 +307,26 @@ def _check_of(tx_id: str, times: int):
                       queue_offset=7, commitlog_offset=4096)
 
 
+def _slowly_answered(receiver, tx_id: str):
+    """The gateway's transactions holding ``tx_id``, whose receiver answers its first check COMMIT after
+    SLOW seconds (within the gateway's timeout), and the transaction."""
+    from ferrymq.gateways.http.transactions import Transactions
+
+    transactions = Transactions(SECRET, timeout=SLOW + 1.0)
+    tx = _record(tx_id, receiver.url)
+    transactions.add(tx)
+    receiver.plans[tx_id] = ["slow"]
+    return transactions, tx
+
+
 def test_a_client_decision_during_a_check_back_stands_and_later_checks_answer_it_unasked(receiver):
     import asyncio
 
-    from ferrymq.gateways.http.transactions import State, Transactions
+    from ferrymq.gateways.http.transactions import State
     from ferrymq.sdk.producer import LocalTransactionState
 
     async def main():
-        transactions = Transactions(SECRET, timeout=SLOW + 1.0)
-        tx = _record("TX-RACE", receiver.url)
-        transactions.add(tx)
-        receiver.plans["TX-RACE"] = ["slow"]  # answers COMMIT after SLOW seconds
+        transactions, tx = _slowly_answered(receiver, "TX-RACE")
         checking = asyncio.create_task(transactions.check(_check_of("TX-RACE", 1)))
         await asyncio.sleep(0.3)
         assert (tx.queue_offset, tx.offset_msg_id) == (7, _check_of("TX-RACE", 1).offset_msg_id)  # the check's copy
@@ -340,14 +349,11 @@ def test_a_check_arriving_while_a_call_is_out_waits_for_its_answer_and_calls_nob
     receiver is called once, and both checks are answered with what it said."""
     import asyncio
 
-    from ferrymq.gateways.http.transactions import State, Transactions
+    from ferrymq.gateways.http.transactions import State
     from ferrymq.sdk.producer import LocalTransactionState
 
     async def main():
-        transactions = Transactions(SECRET, timeout=SLOW + 1.0)
-        tx = _record("TX-TWICE", receiver.url)
-        transactions.add(tx)
-        receiver.plans["TX-TWICE"] = ["slow"]  # answers COMMIT after SLOW seconds
+        transactions, tx = _slowly_answered(receiver, "TX-TWICE")
         first = asyncio.create_task(transactions.check(_check_of("TX-TWICE", 1)))
         await asyncio.sleep(0.3)
         second = await transactions.check(_check_of("TX-TWICE", 2))
