@@ -22,6 +22,7 @@ from .processes import LOOPBACK, Child, free_port, port_open
 NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
 PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
+CONTROLLER_MAIN = "org.apache.rocketmq.controller.ControllerStartup"
 
 #: Heap and GC for the server JVMs. G1 as Apache's scripts use; the heap is what a 2-core box can spare.
 SERVER_JVM_FLAGS = (
@@ -157,6 +158,62 @@ class ApacheNamesrv:
             raise
 
     def stop(self) -> None:
+        self.child.kill()
+
+
+@dataclass
+class ApacheController:
+    """One node of Apache's standalone controller (``mqcontroller``), a DLedger peer.
+
+    The controller answers brokers and mqadmin on its DLedger peer port, so :attr:`addr` is both the
+    peer's address and the one brokers list in ``controllerAddr``.
+    """
+
+    home: Path
+    self_id: str
+    port: int
+    child: Child
+
+    @property
+    def addr(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    @classmethod
+    def launch_nodes(cls, home: Path, group: str, nodes: int = 3,
+                     extra: dict[str, object] | None = None) -> list[ApacheController]:
+        """``nodes`` controllers of one DLedger group (``n0``, ``n1``, ...), each with a config file as
+        docs/ha.md shows, started at once; :meth:`wait_ready` waits for each. ``extra``: more keys of
+        every node's config file."""
+        ports = [free_port() for _ in range(nodes)]
+        peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(ports))
+        controllers = []
+        for i, port in enumerate(ports):
+            node_home = home / f"n{i}"
+            node_home.mkdir(parents=True, exist_ok=True)
+            conf = write_conf(node_home / f"controller-n{i}.conf", {
+                "controllerDLegerGroup": group, "controllerDLegerPeers": peers, "controllerDLegerSelfId": f"n{i}",
+                "controllerStorePath": node_home / "store", "configStorePath": node_home / "controller.properties",
+                **(extra or {})})
+            child = Child(f"Apache controller n{i}",
+                          _java_command(node_home, CONTROLLER_MAIN, conf, toolchain.ROCKETMQ_5),
+                          node_home / "controller.out")
+            controllers.append(cls(node_home, f"n{i}", port, child.start()))
+        return controllers
+
+    def wait_ready(self) -> None:
+        """Waits until the controller listens; kills it if it does not."""
+        try:
+            self.child.wait_until(lambda: "boot success" in self.child.log_tail(400) and port_open(LOOPBACK, self.port),
+                                  f"listening on {self.port}", BOOT_TIMEOUT)
+        except BaseException:
+            self.child.kill()
+            raise
+
+    def restart(self) -> None:
+        """Starts the JVM again on the same store and port (after :meth:`kill`); returns at once."""
+        self.child.start()
+
+    def kill(self) -> None:
         self.child.kill()
 
 

@@ -166,10 +166,10 @@ def test_the_controller_assigns_ids_and_elects_one_master(impl, groups, controll
     assert epochs[slave_addr][0] == slave_id
 
 
-def controller_sync_state_set(controller, name: str) -> set[int]:
-    """The group's sync state set as the controller holds it (GET_REPLICA_INFO, what a broker polls)."""
-    reply = admin.call(controller.controller_addr, request(RequestCode.CONTROLLER_GET_REPLICA_INFO,
-                                                           {"brokerName": name}))
+def controller_sync_state_set(controller_addr: str, name: str) -> set[int]:
+    """The group's sync state set as the controller at ``controller_addr`` holds it (GET_REPLICA_INFO, what
+    a broker polls)."""
+    reply = admin.call(controller_addr, request(RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": name}))
     return set(SyncStateSet.decode(reply.body).sync_state_set) if reply.code == ResponseCode.SUCCESS else set()
 
 
@@ -190,7 +190,7 @@ def test_the_slave_replicates_with_epochs_and_joins_the_sync_state_set(groups, c
                  f"{impl}: the slave {slave_addr} reaches the master's end {end}", timeout=30)
         assert commitlog_bytes(by_addr[slave_addr].store / "commitlog", 0, end) == \
             commitlog_bytes(by_addr[master_addr].store / "commitlog", 0, end), impl
-        wait_for(lambda impl=impl: len(controller_sync_state_set(controller, GROUPS[impl])) == 2 or None,
+        wait_for(lambda impl=impl: len(controller_sync_state_set(controller.controller_addr, GROUPS[impl])) == 2 or None,
                  f"{impl}: both brokers in the sync state set", timeout=30)
         epochs = broker_epochs(mqadmin5(controller.addr, "getBrokerEpoch", "-b", GROUPS[impl]))
         assert epochs[slave_addr] == (slave_id, [(1, 0, end)]), impl
@@ -285,7 +285,7 @@ def topic_bodies(store: Path, end: int, topic: str) -> Counter[str]:
 
 
 def in_sync(controller, impl: str) -> bool | None:
-    return len(controller_sync_state_set(controller, GROUPS[impl])) == 2 or None
+    return len(controller_sync_state_set(controller.controller_addr, GROUPS[impl])) == 2 or None
 
 
 def relaunch(groups, controller, impl: str, broker):

@@ -173,7 +173,7 @@ def test_a_mixed_group_fails_over_from_an_apache_master_to_a_ferrymq_slave(broke
         assert send(apache.addr, TOPIC, f"to the Apache master #{i}".encode()).code == ResponseCode.SUCCESS
     wait_caught_up(ferry.addr, ferry.store / "commitlog", apache.addr, apache.store / "commitlog",
                    "FerryMQ slave of Apache")
-    wait_for(lambda: len(controller_sync_state_set(controller, MIXED)) == 2 or None,
+    wait_for(lambda: len(controller_sync_state_set(controller.controller_addr, MIXED)) == 2 or None,
              "Apache master and FerryMQ slave in the sync state set", timeout=30, every=0.1)
 
     apache.child.kill()
@@ -203,7 +203,7 @@ def test_a_partitioned_master_is_replaced_and_truncates_its_tail_when_back(broke
             assert send(master.addr, TOPIC, f"before the partition #{i}".encode()).code == ResponseCode.SUCCESS
     for impl, (master, slave) in roles.items():
         wait_caught_up(slave.addr, slave.store / "commitlog", master.addr, master.store / "commitlog", impl)
-        wait_for(lambda impl=impl: len(controller_sync_state_set(controller, PARTITIONED[impl])) == 2 or None,
+        wait_for(lambda impl=impl: len(controller_sync_state_set(controller.controller_addr, PARTITIONED[impl])) == 2 or None,
                  f"{impl}: both in the sync state set", timeout=30, every=0.1)
 
     for master, _slave in roles.values():
@@ -302,7 +302,7 @@ def rolling_restart(brokers: Brokers, controller, impl: str) -> tuple[list[bytes
     slave_key = next(k for k in keys if k != master_key)
 
     def in_sync(what: str, timeout: float = 30) -> None:
-        wait_for(lambda: len(controller_sync_state_set(controller, name)) == 2 or None, f"{impl}: {what}",
+        wait_for(lambda: len(controller_sync_state_set(controller.controller_addr, name)) == 2 or None, f"{impl}: {what}",
                  timeout=timeout, every=0.1)
 
     in_sync("both in the sync state set")
@@ -352,5 +352,5 @@ def test_a_mixed_group_takes_the_restarted_apache_broker_back_as_slave_of_ferrym
     wait_caught_up(apache.addr, apache.store / "commitlog", ferry.addr, ferry.store / "commitlog",
                    "Apache slave of FerryMQ")
     assert send(apache.addr, TOPIC, b"to the Apache slave").code == ResponseCode.SYSTEM_BUSY
-    wait_for(lambda: len(controller_sync_state_set(controller, MIXED)) == 2 or None,
+    wait_for(lambda: len(controller_sync_state_set(controller.controller_addr, MIXED)) == 2 or None,
              "FerryMQ master and Apache slave in the sync state set", timeout=30, every=0.1)

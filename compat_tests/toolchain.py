@@ -2,8 +2,8 @@
 
 Everything comes from the public registries on first use, so a fresh clone needs only java, mvn and go:
 
-* Maven resolves ``rocketmq-client`` + ``rocketmq-tools`` (``java/pom.xml``), Apache's name server and
-  broker (``java/server/pom.xml``), Apache's proxy (``java/proxy/pom.xml``) and the gRPC client
+* Maven resolves ``rocketmq-client`` + ``rocketmq-tools`` (``java/pom.xml``), Apache's name server,
+  broker and controller (``java/server/pom.xml``), Apache's proxy (``java/proxy/pom.xml``) and the gRPC client
   ``rocketmq-client-java`` (``java/grpc/pom.xml``) into ``~/.m2``; the resulting classpaths are cached as
   text files.
 * ``javac`` compiles the scenario program (``java/src``) once per client version, and the
@@ -273,7 +273,7 @@ def apache_proxy_classpath(version: str = ROCKETMQ_5) -> str:
 
 
 def apache_server_classpath(version: str = ROCKETMQ_5) -> str:
-    """Classpath of Apache's rocketmq-namesrv and rocketmq-broker (downloaded on first use)."""
+    """Classpath of Apache's rocketmq-namesrv, rocketmq-broker and rocketmq-controller (downloaded on first use)."""
     with _build_lock():
         return _maven_classpath(JAVA_DIR / "server" / "pom.xml", f"apache-server-{version}",
                                 {"rocketmq.server.version": version})
