@@ -234,7 +234,8 @@ def fail_over(dep: Deployment, meanwhile: Callable[[], None] = lambda: None) -> 
 ACKED_TOPICS = {"apache": "ThreeNodeAckedApache", "ferrymq": "ThreeNodeAckedFerry"}
 
 
-def test_failovers_lose_no_acknowledged_message_and_survive_the_controller_leader(deployment, java5):
+def test_failovers_lose_no_acknowledged_message_and_survive_the_controller_leader(deployment, java5,
+                                                                                  record_property):
     """The official Java producer sends to each group throughout. Round one: the master is SIGKILLed, then
     the controller leader; the two nodes left elect another leader, and the killed masters, started again,
     rejoin through it. Round two: the master is SIGKILLed again, and replaced by the new leader. Each time the name server routes to a new master of the sync
@@ -262,13 +263,13 @@ def test_failovers_lose_no_acknowledged_message_and_survive_the_controller_leade
         old_leader = leader(deployment.controllers)
         # the killed masters start again while the two controllers left elect a leader; they rejoin through it
         took = fail_over(deployment, old_leader.kill)
-        print("s from the kill to the new master in the route, round one:", took)
+        record_property("failover_s_round_one", took)
         assert all(t <= bound for t in took.values()), (took, bound)
         assert leader(deployment.controllers) not in (None, old_leader)
         sent_at_least(ACKED_AFTER, "through the first new master")
 
         took = fail_over(deployment)
-        print("s from the kill to the new master in the route, round two:", took)
+        record_property("failover_s_round_two", took)
         assert all(t <= bound for t in took.values()), (took, bound)
         sent_at_least(ACKED_AFTER, "through the master the new controller leader elected")
     finally:
