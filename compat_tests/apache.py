@@ -103,6 +103,16 @@ def _java_command(home: Path, main: str, conf: Path, version: str,
     ]
 
 
+def _wait_booted(child: Child, port: int) -> None:
+    """Waits until a name server or controller JVM says it booted and listens on ``port``; kills it if not."""
+    try:
+        child.wait_until(lambda: "boot success" in child.log_tail(400) and port_open(LOOPBACK, port),
+                         f"listening on {port}", BOOT_TIMEOUT)
+    except BaseException:
+        child.kill()
+        raise
+
+
 @dataclass
 class ApacheNamesrv:
     home: Path
@@ -150,12 +160,7 @@ class ApacheNamesrv:
 
     def wait_ready(self) -> None:
         """Waits until the name server listens; kills it if it does not."""
-        try:
-            self.child.wait_until(lambda: "boot success" in self.child.log_tail(400) and port_open(LOOPBACK, self.port),
-                                  f"listening on {self.port}", BOOT_TIMEOUT)
-        except BaseException:
-            self.child.kill()
-            raise
+        _wait_booted(self.child, self.port)
 
     def stop(self) -> None:
         self.child.kill()
@@ -202,16 +207,7 @@ class ApacheController:
 
     def wait_ready(self) -> None:
         """Waits until the controller listens; kills it if it does not."""
-        try:
-            self.child.wait_until(lambda: "boot success" in self.child.log_tail(400) and port_open(LOOPBACK, self.port),
-                                  f"listening on {self.port}", BOOT_TIMEOUT)
-        except BaseException:
-            self.child.kill()
-            raise
-
-    def restart(self) -> None:
-        """Starts the JVM again on the same store and port (after :meth:`kill`); returns at once."""
-        self.child.start()
+        _wait_booted(self.child, self.port)
 
     def kill(self) -> None:
         self.child.kill()
