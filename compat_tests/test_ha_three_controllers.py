@@ -164,6 +164,7 @@ def sync_state_set(dep: Deployment, impl: str, mqadmin5) -> SyncStateSetView:
 
 
 def test_ids_follow_the_registration_order_and_the_first_is_master(deployment, mqadmin5):
+    """Ids 1, 2, 3 in start order; the first is master at epoch 1, routed as id 0, the others by their ids."""
     for impl in GROUPS:
         addrs = [b.addr for b in deployment.brokers[impl]]
         listed = wait_for(lambda impl=impl: full_route(deployment, impl), f"{impl}: three brokers, one master",
@@ -238,10 +239,10 @@ def test_failovers_lose_no_acknowledged_message_and_survive_the_controller_leade
                                                                                   record_property):
     """The official Java producer sends to each group throughout. Round one: the master is SIGKILLed, then
     the controller leader; the two nodes left elect another leader, and the killed masters, started again,
-    rejoin through it. Round two: the master is SIGKILLed again, and replaced by the new leader. Each time the name server routes to a new master of the sync
-    state set before the master's heartbeats could have timed out, and the producer's sends go on through
-    it. At the end every
-    acknowledged body is in the last master's commit log, none twice."""
+    rejoin through it. Round two: the master is SIGKILLed again and the new leader replaces it. Each time
+    the name server routes to a new master of the sync state set before the master's heartbeats could have
+    timed out, and the producer's sends go on through it. At the end every acknowledged body is in the last
+    master's commit log, none twice."""
     for impl, topic in ACKED_TOPICS.items():
         for broker in deployment.brokers[impl]:  # the slaves have it too, so a new master routes it at once
             admin.create_topic(broker.addr, topic, 4)
