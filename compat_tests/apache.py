@@ -261,7 +261,8 @@ class ApacheBroker:
         system_properties: dict[str, str] | None = None,
         namesrv_tls: bool | ssl.SSLContext = False,
     ) -> ApacheBroker:
-        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register."""
+        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register.
+        A key of ``extra`` set to None is left out of the config file."""
         home.mkdir(parents=True, exist_ok=True)
         port = free_port(also_free=(-2, 1))
         store = store_root(home)
@@ -286,7 +287,7 @@ class ApacheBroker:
             **QUIET_TRANSACTION_THREADS,
             **(extra or {}),
         }
-        conf = write_conf(home / "broker.conf", settings)
+        conf = write_conf(home / "broker.conf", {k: v for k, v in settings.items() if v is not None})
         child = Child("Apache broker", _java_command(home, BROKER_MAIN, conf, version, system_properties),
                       home / "broker.out")
         child.start()

@@ -91,7 +91,7 @@ class Deployment:
         conf = broker_conf(self.controllers, GROUPS[impl])
         if impl == "apache":
             broker = ApacheBroker.launch(self.home / f"apache-{i}", self.namesrv[impl].addr, cluster=CLUSTER,
-                                         name=GROUPS[impl], extra=conf)
+                                         name=GROUPS[impl], extra={**conf, "brokerId": None})
         else:
             broker = ControllerBroker(self.home / f"ferrymq-{i}", self.namesrv[impl].addr, conf).launch()
         if i < len(self.brokers[impl]):
