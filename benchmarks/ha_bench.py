@@ -343,7 +343,8 @@ def describe(done: Round) -> str:
 
 # -- failover under Apache's controller -------------------------------------------------------------
 
-#: the brokers' controller timings (compat_tests/test_ha_controller.py's): a dead master is noticed after 3 s
+#: the brokers' controller timings (compat_tests/test_ha_controller.py's): a master silent for 3 s is counted dead
+#: (a killed one at once: the controller sees its connection close)
 CONTROLLER_TIMING = {"brokerHeartbeatInterval": 500, "syncBrokerMetadataPeriod": 1000,
                      "controllerHeartBeatTimeoutMills": 3000, "checkSyncStateSetPeriod": 1000}
 FAILOVER_GROUPS = {"apache": "fo-apache", "ferrymq": "fo-ferry"}
