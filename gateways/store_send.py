@@ -97,9 +97,11 @@ class StoreSend:
         picks for ``key``; fires with the SendResult."""
         return _deferred(self.store_orderly(message, key))
 
-    def store_orderly(self, message: Message, key: str) -> SendResult | defer.Deferred:
+    def store_orderly(self, message: Message, key: str, answer: bool = True) -> Any:
         """:meth:`send_orderly`, whose outcome is the SendResult itself when the store took the message at
-        once (an ASYNC_FLUSH store): the caller answers without a Deferred's callbacks, once a message."""
+        once (an ASYNC_FLUSH store): the caller answers without a Deferred's callbacks, once a message.
+        ``answer=False``: a message stored here has the store's PutMessageResult as its outcome instead,
+        for a caller that needs to know only that it was stored (no SendResult built to be dropped)."""
         producer = self.producer
         if not self.takes(message.topic):
             return producer.send_orderly(message, select_by_hash, key)
@@ -107,7 +109,7 @@ class StoreSend:
             body, sys_flag = producer.prepare(message)
             hashed = _key_hash(str(key))
             return self._store(message, body, sys_flag, lambda queues: select_by_hash(range(queues), message, hashed),
-                               producer.send_msg_timeout)
+                               producer.send_msg_timeout, answer)
         except Refusal as refusal:
             if refusal.code in _ELSEWHERE:
                 return producer.send_orderly(message, select_by_hash, key)
@@ -116,10 +118,10 @@ class StoreSend:
             return defer.fail()
 
     def _store(self, message: Message, body: bytes, sys_flag: int, queue_of: Callable[[int], int],
-               timeout: float) -> SendResult | defer.Deferred:
+               timeout: float, answer: bool = True) -> Any:
         """``message`` (prepared: ``body`` and ``sys_flag``) stored on the queue ``queue_of`` picks: the
-        SendResult, or a Deferred of it when the store answers later; raises the Refusal of a check, fails
-        the Deferred with the error of a later refusal."""
+        SendResult (``answer=False``: the PutMessageResult), or a Deferred of it when the store answers
+        later; raises the Refusal of a check, fails the Deferred with the error of a later refusal."""
         producer = self.producer
         topic = message.topic
         picked: list[int] = []  # the queue answered, as a send's is, even if a delay parks the message
@@ -136,13 +138,13 @@ class StoreSend:
                         lambda: RemotingTimeoutError(self.addr, RequestCode.SEND_MESSAGE_V2, 0, timeout))
         uniq_key = message.properties[MessageConst.UNIQ_KEY]
         if isinstance(stored, defer.Deferred):
-            return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key, msg, message.body))
-        return self._sent(stored, topic, picked, uniq_key, msg, message.body)
+            return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key, msg, message.body, answer))
+        return self._sent(stored, topic, picked, uniq_key, msg, message.body, answer)
 
     def _sent(self, put: PutMessageResult, topic: str, picked: list[int], uniq_key: str, msg: MessageExt,
-              body: bytes) -> SendResult:
-        """The SendResult the producer makes of a send's answer (``put_result_response``), once
-        :attr:`on_stored` was told of ``msg``."""
+              body: bytes, answer: bool = True) -> SendResult | PutMessageResult:
+        """The SendResult the producer makes of a send's answer (``put_result_response``; ``answer=False``:
+        ``put`` itself), once :attr:`on_stored` was told of ``msg``."""
         on_stored = self.on_stored
         if on_stored is not None:
             msg.body, msg.sys_flag = body, msg.sys_flag & ~MessageSysFlag.COMPRESSED_FLAG
@@ -150,6 +152,8 @@ class StoreSend:
             msg.commitlog_offset = put.commitlog_offset
             msg.store_timestamp = put.store_timestamp
             on_stored(msg)
+        if not answer:
+            return put
         config = self.sends.ctx.config
         return SendResult(_SENT[put.status], uniq_key, put.msg_id, MessageQueue(topic, config.brokerName, picked[0]),
                           put.queue_offset, uniq_key, config.regionId, config.traceOn)

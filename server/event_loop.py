@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
+from typing import Any
 
 
 def install_reactor() -> bool:
@@ -33,3 +35,16 @@ def on_asyncio_reactor() -> bool:
     from twisted.internet import asyncioreactor, reactor
 
     return isinstance(reactor, asyncioreactor.AsyncioSelectorReactor)
+
+
+def call_soon(reactor: Any, f: Callable[[], None]) -> Any:
+    """Run ``f`` in the reactor's next turn; the handle returned has ``cancel()``.
+
+    On the asyncio reactor this is the loop's own ``call_soon``: a ``callLater(0)`` there costs a
+    DelayedCall in Twisted's timer heap, a cancelled and re-armed asyncio timer, and a pass of
+    ``runUntilCurrent`` over the reactor's timed calls when it fires. Any other reactor (a test's
+    ``Clock`` included) gets ``callLater(0, f)``."""
+    loop = getattr(reactor, "_asyncioEventloop", None)
+    if loop is not None:
+        return loop.call_soon(f)
+    return reactor.callLater(0, f)

@@ -346,9 +346,10 @@ class Gateway:
         return outcome if isinstance(outcome, defer.Deferred) else defer.succeed(outcome)
 
     def publish(self, message: Message) -> Any:
-        """:meth:`send`, whose outcome is the broker's answer itself (a SendResult, ``None`` for an empty
-        retained message) when it was given at once, as the store of this process answers an ASYNC_FLUSH
-        put: a device's PUBLISH is then acknowledged without a Deferred's callbacks."""
+        """:meth:`send`, whose outcome is the broker's answer itself when it was given at once, as the store
+        of this process answers an ASYNC_FLUSH put: a device's PUBLISH is then acknowledged without a
+        Deferred's callbacks. The answer says only that the message was stored (a SendResult when sent
+        by route, the PutMessageResult when stored in process, ``None`` for an empty retained message)."""
         if self.producer is None:
             return defer.fail(RuntimeError("the MQTT gateway's RocketMQ client is not started"))
         retain = message.properties.get(mapping.RETAIN) == "1"
@@ -358,7 +359,7 @@ class Gateway:
             return None
         key = message.properties.get(mapping.MQTT_TOPIC)
         if self._store_send is not None:
-            outcome = self._store_send.store_orderly(message, key)
+            outcome = self._store_send.store_orderly(message, key, answer=False)
         else:
             outcome = self.producer.send_orderly(message, select_by_hash, key)
         if not isinstance(outcome, defer.Deferred):

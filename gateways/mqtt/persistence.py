@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ferrymq.sdk.message import Message
+from ferrymq.server.event_loop import call_soon
 from twisted.internet import defer, threads
 
 from .packet import MQTT_5
@@ -247,7 +248,7 @@ class StateFiles:
             if self.reactor is None:
                 from twisted.internet import reactor
                 self.reactor = reactor
-            self._scheduled = self.reactor.callLater(0, self._write_next)
+            self._scheduled = call_soon(self.reactor, self._write_next)
 
     def _batch(self) -> list[tuple[Path, bytes | None]]:
         """What to write now: each noted key's file and its bytes (``None``: remove it)."""
@@ -289,7 +290,7 @@ class StateFiles:
     @defer.inlineCallbacks
     def flush(self):
         """Write every noted change; fires once written (an orderly stop waits for it)."""
-        if self._scheduled is not None and self._scheduled.active():
+        if self._scheduled is not None:  # pending: a write that started set it to None
             self._scheduled.cancel()
         self._scheduled = None
         while self._writing is not None:

@@ -26,6 +26,7 @@ from typing import Any
 from twisted.internet import task
 
 from ferrymq.sdk.consumer.offset_store import LocalFileOffsetStore
+from ferrymq.server.event_loop import call_soon
 from ferrymq.server.store.status import GetMessageStatus
 from ferrymq.wire.bodies import MessageQueue
 from ferrymq.wire.message import MessageExt, RecordError, decode_records, decompress_body
@@ -127,7 +128,7 @@ class StoreFanOut:
     def stop(self) -> None:
         if self._persist.running:
             self._persist.stop()
-        if self._turn is not None and self._turn.active():
+        if self._turn is not None:  # pending: a turn that ran set it to None
             self._turn.cancel()
         self._turn = None
         self._topics = frozenset()  # arrivals from now on are not read
@@ -142,7 +143,7 @@ class StoreFanOut:
     def _mark(self, topic: str, queue_id: int, max_offset: int | None = None) -> None:
         self._marked[(topic, queue_id)] = max_offset
         if self._turn is None:
-            self._turn = self.reactor.callLater(0, self._read_marked)
+            self._turn = call_soon(self.reactor, self._read_marked)
 
     def _read_marked(self) -> None:
         self._turn = None

@@ -20,6 +20,7 @@ from ferrymq.sdk.route import TopicPublishInfo
 from ferrymq.server.broker.processors.send import SendProcessor
 from ferrymq.server.broker.service import LiveTable
 from ferrymq.server.ha.roles import IN_SYNC_REPLICAS_REMARK, with_replicas_short
+from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 from ferrymq.wire.bodies import MessageQueue
 from ferrymq.wire.codes import ResponseCode
 from ferrymq.wire.message import MessageConst, decode_record
@@ -89,6 +90,17 @@ def test_stored_here_in_the_queue_the_producers_selector_picks(brokers):
     stored, _ = decode_record(here.store.select_one_message_by_offset(here.ctx.store.get_unit("sensors", queue, 0)[0]))
     assert (stored.body, stored.tags, stored.properties["mqttTopic"]) == (b"reading", "room1/temp", "sensors/room1/temp")
     assert stored.properties["UNIQ_KEY"] == message.uniq_key == result.msg_id
+
+
+def test_without_an_answer_the_outcome_is_the_stores_put_of_the_same_record(brokers):
+    here, there = brokers
+    here.ctx.topics.create_if_absent("sensors", 8, 6)
+    message, key = _publish("sensors/room1/temp")
+    put = _sender(here, there).store_orderly(message, key, answer=False)
+    assert isinstance(put, PutMessageResult) and put.status is PutMessageStatus.PUT_OK
+    queue = select_by_hash(list(range(8)), message, key)
+    assert here.ctx.store.get_unit("sensors", queue, put.queue_offset)[0] == put.commitlog_offset
+    assert _stored(here, put.msg_id).properties["UNIQ_KEY"] == message.uniq_key
 
 
 def test_a_topic_this_broker_does_not_have_goes_by_route(brokers):

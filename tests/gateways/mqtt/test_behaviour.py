@@ -344,6 +344,22 @@ def test_the_pubacks_of_a_burst_that_creates_its_topic_come_in_order(brokers):
         assert _burst(port, V311, f"{_topic()}/new", 8) == [PubAck(i + 1) for i in range(8)], name
 
 
+def test_a_subscriber_gets_a_burst_that_creates_its_topic_in_order(brokers):
+    """MQTT 4.6: a publisher's messages to a topic reach its subscribers in the order they were published,
+    also when the first of them creates the topic (its RocketMQ topic is new)."""
+    burst = 8
+    for name, port in brokers:
+        topic = _topic()
+        subscriber = Device(port, V311)
+        try:
+            subscriber.subscribe(f"{topic}/#", qos=1)
+            _burst(port, V311, f"{topic}/new", burst)
+            got = subscriber.receive(burst)
+            assert [m.payload for m in got] == [b"m%d" % i for i in range(burst)], name
+        finally:
+            subscriber.close()
+
+
 def test_garbage_and_a_packet_before_connect_close_the_connection(ferrymq_mqtt):
     from ferrymq.gateways.mqtt.packets import Disconnect, PingReq, encode
 
