@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -102,10 +103,13 @@ def credentials_of(metadata: dict[str, str]) -> tuple[str | None, str | None, by
     return user, signature, date_time.encode("utf-8")
 
 
-def _peer_ip(context: Any) -> str:
-    """The client's ``ipv4:127.0.0.1:5555`` or ``ipv6:[::1]:5555`` to the address alone."""
-    peer = client_peer(context)
+def peer_ip(peer: str) -> str:
+    """A client's ``ipv4:127.0.0.1:5555`` or ``ipv6:[::1]:5555`` (grpcio's peer form) to the address alone."""
     return peer.partition(":")[2].rpartition(":")[0].strip("[]")
+
+
+def _peer_ip(context: Any) -> str:
+    return peer_ip(client_peer(context))
 
 
 class AccessInterceptor(grpc.aio.ServerInterceptor):
@@ -136,17 +140,20 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
             return f"create authentication context error: {exc}"
         return None
 
+    @staticmethod
+    def refusal(path: str, reason: str) -> Any:
+        """The answer of the method at ``path`` refusing its call for ``reason``, as the proxy answers it."""
+        method = path.rpartition("/")[2]
+        refusal_type = getattr(service, f"{method}Response", None) or service.TelemetryCommand
+        return refusal_type(status=status(Code.UNAUTHORIZED, reason))
+
     async def intercept_service(self, continuation: Callable, details: grpc.HandlerCallDetails) -> Any:
         handler = await continuation(details)
         if handler is None or self.control is None:
             return handler
         metadata = {key: value for key, value in details.invocation_metadata or () if isinstance(value, str)}
-        method = details.method.rpartition("/")[2]
-        refusal_type = getattr(service, f"{method}Response", None) or service.TelemetryCommand
         check = self.check
-
-        def refusal(reason: str) -> Any:
-            return refusal_type(status=status(Code.UNAUTHORIZED, reason))
+        refusal = functools.partial(self.refusal, details.method)
 
         if handler.unary_unary is not None:
             inner = handler.unary_unary

@@ -32,9 +32,11 @@ from typing import Any
 import grpc
 
 from .protocol import service_grpc
+from .dispatch import Dispatcher
 from .service import MessagingService
-from .splitter import LOOPBACK, Splitter
+from .splitter import BACKLOG, LOOPBACK, Splitter
 from .tls import PortTls
+from .transport import GrpcFactory
 
 log = logging.getLogger("ferrymq.grpc")
 
@@ -125,43 +127,54 @@ class _Serving:
             await self.splitter.close()
 
 
-class GrpcOnReactor(_Serving):
-    """The service on the reactor's own loop (the reactor being Twisted's asyncio reactor,
-    :func:`ferrymq.server.event_loop.install_reactor`); it serves from the reactor's first turn."""
+class GrpcOnReactor:
+    """The service served by FerryMQ's own HTTP/2 transport (:mod:`.transport`) on the reactor, Twisted's
+    asyncio reactor (:func:`ferrymq.server.event_loop.install_reactor`), whose loop runs the calls: a call
+    runs from its first byte read to its answer written in the reactor thread, with no thread, splice or
+    second loop between the client and the broker. TLS and plain clients share the port in ``permissive``
+    mode, told apart by their first byte."""
 
     placement = "on the broker's event loop"
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        #: the reactor's loop (installing the reactor made it this thread's), running once the reactor runs
-        self._loop = asyncio.get_event_loop()
-        self._started: asyncio.Task | None = None
-
-    def start(self) -> None:
+    def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
+                 tls: PortTls | None = None):
+        """``interceptors``: the access checks (:class:`.access.AccessInterceptor`) each request passes first;
+        ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
         from twisted.internet import reactor
 
-        self._bind()
-        reactor.callWhenRunning(self._serve)
+        self.service = service
+        self.interceptors = tuple(interceptors)
+        self.tls = tls
+        self.host = host
+        self.port = port
+        access = self.interceptors[0] if self.interceptors else None
+        self.factory = GrpcFactory(Dispatcher(service, access), tls, MAX_INBOUND_MESSAGE_SIZE,
+                                   asyncio.get_event_loop(), reactor)
+        self._listening: Any = None
 
-    def _serve(self) -> None:
-        self._started = self._loop.create_task(self._start())
-        self._started.add_done_callback(_log_failure)
+    def start(self) -> None:
+        """Listen (before the reactor runs, if need be); raises OSError naming the key when the port cannot
+        be listened on."""
+        from twisted.internet import reactor
+        from twisted.internet.error import CannotListenError
+
+        try:
+            self._listening = reactor.listenTCP(self.port, self.factory, backlog=BACKLOG, interface=self.host)
+        except CannotListenError as exc:
+            raise OSError(self._cannot_listen(exc.socketError)) from None
+        self.port = self._listening.getHost().port
+        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
+        log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
+                 clients, self.placement)
+
+    _cannot_listen = _Serving._cannot_listen
 
     def stop(self):
         """Stop serving (calls in flight get :data:`GRACE` seconds); a Deferred fired once stopped."""
         from twisted.internet import defer
 
-        return defer.Deferred.fromFuture(self._loop.create_task(self._stop()))
-
-    async def _stop(self) -> None:
-        if self._started is not None:
-            await asyncio.wait({self._started})
-        await self._shut_down()
-
-
-def _log_failure(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("the gRPC server did not start: %r", task.exception())
+        stopped = defer.maybeDeferred(self._listening.stopListening) if self._listening else defer.succeed(None)
+        return defer.gatherResults([stopped, self.factory.go_away(GRACE)])
 
 
 class GrpcThread(_Serving):
