@@ -39,6 +39,21 @@ _CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None, val
 _RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
 
 
+class _ServerConnection(h2.connection.H2Connection):
+    """``h2``'s connection, but for a GOAWAY NO_ERROR from the client: ``h2`` closes the whole connection on
+    any GOAWAY, while the client that sends it (grpc-js closing a channel) goes on with the calls it has
+    open (RFC 9113, 6.8) and waits for their answers. Such a GOAWAY is reported and the connection stays open."""
+
+    def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list, list]:
+        if frame.error_code != h2.errors.ErrorCodes.NO_ERROR:
+            return super()._receive_goaway_frame(frame)
+        event = h2.events.ConnectionTerminated()
+        event.error_code = h2.errors.ErrorCodes.NO_ERROR
+        event.last_stream_id = frame.last_stream_id
+        event.additional_data = frame.additional_data or None
+        return [], [event]
+
+
 @dataclass(slots=True)
 class CallStarted:
     """A call has begun: the method's ``path`` (``/package.Service/Method``), its ``metadata`` (the headers
@@ -90,7 +105,7 @@ class GrpcConnection:
 
     def __init__(self, max_message_size: int):
         self.max_message_size = max_message_size
-        self._h2 = h2.connection.H2Connection(_CONFIG)
+        self._h2 = _ServerConnection(_CONFIG)
         self._h2.local_settings = h2.settings.Settings(client=False, initial_values={
             h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: WINDOW,
             h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
@@ -101,6 +116,8 @@ class GrpcConnection:
         self._streams: dict[int, _Stream] = {}
         #: True once the connection cannot carry another frame (a protocol error, GOAWAY received)
         self.closed = False
+        #: why the connection failed (a protocol error), for the log
+        self.error = ""
         #: the last call taken once :meth:`go_away` was called
         self._last_stream_id: int | None = None
         self._goaway = b""
@@ -143,13 +160,14 @@ class GrpcConnection:
             elif kind is h2.events.WindowUpdated or kind is h2.events.RemoteSettingsChanged:
                 for stream_id in [event.stream_id] if getattr(event, "stream_id", 0) else list(self._streams):
                     self._flush(stream_id)
-            elif kind is h2.events.ConnectionTerminated:
+            elif kind is h2.events.ConnectionTerminated and event.error_code != h2.errors.ErrorCodes.NO_ERROR:
                 self.closed = True
                 events += self._end_all()
         return events
 
     def _fail(self, exc: Exception) -> list:
         self.closed = True
+        self.error = str(exc) or type(exc).__name__
         try:
             self._h2.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR, str(exc).encode("utf-8", "replace")[:256])
         except h2.exceptions.ProtocolError:  # before the preface: nothing can be said

@@ -74,6 +74,8 @@ class GrpcProtocol(Protocol):
                     call.ended()
         self._flush()
         if self.conn.closed:
+            if self.conn.error:
+                log.warning("gRPC: closing the connection from %s: %s", self.peer, self.conn.error)
             self.transport.loseConnection()
 
     def _start(self, event: CallStarted) -> None:
