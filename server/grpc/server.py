@@ -1,23 +1,19 @@
-"""Serving the v2 service: grpcio's asyncio server, on the broker's own loop or on a loop of its own.
+"""Serving the v2 service, on the broker's own loop or on a loop of its own.
 
 Where it runs is ``grpcEventLoop``:
 
-- :class:`GrpcOnReactor` (``BROKER``): on the reactor's loop, the reactor being Twisted's asyncio reactor
-  on uvloop. A call runs start to end in the reactor thread: the broker's send or POP is called straight
-  from the service (:func:`.reactor.in_reactor`), with no thread to wake and no contention for the
-  interpreter lock. grpcio's completion events reach the loop from grpcio's poller thread through a
-  socket, as they do on any loop.
-- :class:`GrpcThread` (``OWN_THREAD``): on a loop of its own in a thread, beside the broker's epoll reactor;
-  what a call asks of the broker hops to the reactor thread and back.
+- :class:`GrpcOnReactor` (``BROKER``): FerryMQ's own HTTP/2 transport (:mod:`.transport`, on the ``h2``
+  library) on the reactor, Twisted's asyncio reactor on uvloop. A call runs from its first byte read to
+  its answer written in the reactor thread: the broker's send or POP is called straight from the service
+  (:func:`.reactor.in_reactor`), with no thread to wake, no splice and no contention for the interpreter
+  lock. TLS and plain clients share the port in ``permissive`` mode, told apart by their first byte.
+- :class:`GrpcThread` (``OWN_THREAD``): grpcio's asyncio server on a loop of its own in a thread, beside the
+  broker's epoll reactor (where the asyncio reactor cannot be installed); what a call asks of the broker
+  hops to the reactor thread and back. grpcio serves its port plain (``tls.server.mode=disabled``) or TLS
+  (``enforcing``); in ``permissive`` mode it listens on two loopback ports, plain and TLS, and the port is
+  the :mod:`.splitter`'s, on the same loop.
 
-grpcio's thread-pool server spends the same CPU per unary call as its asyncio one on a thread (measured with
-QueryRoute, 8 concurrent callers), but it holds a pool thread for as long as each client's Telemetry stream
-stays open (the client's whole life), and another for every send waiting on the broker: its pool would
-bound the number of clients. On asyncio a stream or a waiting send costs a coroutine.
-
-The port is grpcio's own, plain (``tls.server.mode=disabled``) or TLS (``enforcing``); in ``permissive`` mode
-grpcio listens on two loopback ports, plain and TLS, and the port is the :mod:`.splitter`'s, on the same loop.
-Either way the ports are bound by ``start()``, before the reactor runs: a taken port stops the server from
+Either way the port is bound by ``start()``, before the reactor runs: a taken port stops the server from
 starting, as a taken listenPort does.
 """
 
@@ -47,12 +43,17 @@ MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024
 GRACE = 2.0
 
 
+def _cannot_listen(host: str, port: int, problem: object) -> str:
+    return (f"grpcListenPort {port} on {host} cannot be listened on ({problem}; in use by another process?): "
+            f"set grpcListenPort in the config file, or 0 to turn gRPC off")
+
+
 def _target(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class _Serving:
-    """The service's grpcio server and, in permissive mode, its splitter: bound by :meth:`_bind` in the
+    """grpcio's server of the service and, in permissive mode, its splitter: bound by :meth:`_bind` in the
     thread of the loop that is to run them, started by :meth:`_start` on it."""
 
     #: where the server runs, for the log line
@@ -106,8 +107,7 @@ class _Serving:
         self._server = server
 
     def _cannot_listen(self, problem: object) -> str:
-        return (f"grpcListenPort {self.port} on {self.host} cannot be listened on ({problem}; in use by another "
-                f"process?): set grpcListenPort in the config file, or 0 to turn gRPC off")
+        return _cannot_listen(self.host, self.port, problem)
 
     async def _start(self) -> None:
         await self._server.start()
@@ -161,13 +161,11 @@ class GrpcOnReactor:
         try:
             self._listening = reactor.listenTCP(self.port, self.factory, backlog=BACKLOG, interface=self.host)
         except CannotListenError as exc:
-            raise OSError(self._cannot_listen(exc.socketError)) from None
+            raise OSError(_cannot_listen(self.host, self.port, exc.socketError)) from None
         self.port = self._listening.getHost().port
         clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
         log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
                  clients, self.placement)
-
-    _cannot_listen = _Serving._cannot_listen
 
     def stop(self):
         """Stop serving (calls in flight get :data:`GRACE` seconds); a Deferred fired once stopped."""

@@ -21,22 +21,10 @@ from . import proxy_header
 from .connection import CallEnded, CallStarted, GrpcConnection, MessageReceived, RequestsEnded
 from .dispatch import Call, Context, Dispatcher
 from .framing import UNIMPLEMENTED, Status
+from .opening import FIRST_BYTE_TIMEOUT, grpc_peer
 from .tls import PortTls
 
 log = logging.getLogger("ferrymq.grpc")
-
-#: seconds a connection may stay silent before its first byte after any PROXY header (the proxy's
-#: grpcClientIdleTimeMills)
-FIRST_BYTE_TIMEOUT = 120.0
-
-
-def grpc_peer(host: str, port: int) -> str:
-    """A socket address in grpcio's peer form: ``ipv4:10.0.0.1:5000``, ``ipv6:[::1]:5000`` (an IPv4 address
-    mapped into IPv6 reads as IPv4, as grpcio writes it)."""
-    if host.startswith("::ffff:") and "." in host:
-        host = host[len("::ffff:"):]
-    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
-
 
 class GrpcProtocol(Protocol):
     """One client's HTTP/2 connection, its calls dispatched to the service; ``peer``: the client's address
