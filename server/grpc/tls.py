@@ -2,9 +2,11 @@
 (test mode: a self-signed pair made at start, the remoting port's), client certificates asked for or
 required per ``tls.server.need.client.auth`` and checked against ``tls.server.trustCertPath``.
 
-``tls.server.mode`` decides who may connect: ``enforcing`` TLS clients only (grpcio serves TLS on the port),
-``permissive`` TLS and plain clients alike (the :mod:`.splitter` tells them apart), ``disabled`` plain
-clients only (grpcio serves plain gRPC on the port).
+``tls.server.mode`` decides who may connect: ``enforcing`` TLS clients only, ``permissive`` TLS and plain
+clients alike (told apart by their first byte, :mod:`.transport`; on grpcio's server by the
+:mod:`.splitter`), ``disabled`` plain clients only. FerryMQ's transport takes the :class:`ServerTls`
+context with ALPN agreeing on ``h2`` (:class:`AlpnTls`); grpcio's server its own credentials of the same
+files (:func:`server_credentials`).
 """
 
 from __future__ import annotations
