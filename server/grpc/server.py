@@ -52,22 +52,34 @@ def _target(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class _Serving:
-    """grpcio's server of the service and, in permissive mode, its splitter: bound by :meth:`_bind` in the
-    thread of the loop that is to run them, started by :meth:`_start` on it."""
+class _Port:
+    """The gRPC port of ``service`` on ``host:port``."""
 
     #: where the server runs, for the log line
     placement = ""
 
     def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
                  tls: PortTls | None = None):
-        """``interceptors``: grpcio server interceptors run before the service (the access checks);
-        ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
+        """``interceptors``: the access checks (:class:`.access.AccessInterceptor`) each request passes
+        first; ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
         self.service = service
         self.interceptors = tuple(interceptors)
         self.tls = tls
         self.host = host
         self.port = port
+
+    def _served(self) -> None:
+        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
+        log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
+                 clients, self.placement)
+
+
+class _Serving(_Port):
+    """grpcio's server of the service and, in permissive mode, its splitter: bound by :meth:`_bind` in the
+    thread of the loop that is to run them, started by :meth:`_start` on it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self.splitter: Splitter | None = None
         self._server: grpc.aio.Server | None = None
 
@@ -113,9 +125,7 @@ class _Serving:
         await self._server.start()
         if self.splitter is not None:
             await self.splitter.serve()
-        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
-        log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
-                 clients, self.placement)
+        self._served()
 
     async def _shut_down(self) -> None:
         """Stop accepting, give the calls in flight :data:`GRACE` seconds, then cut every splice."""
@@ -127,7 +137,7 @@ class _Serving:
             await self.splitter.close()
 
 
-class GrpcOnReactor:
+class GrpcOnReactor(_Port):
     """The service served by FerryMQ's own HTTP/2 transport (:mod:`.transport`) on the reactor, Twisted's
     asyncio reactor (:func:`ferrymq.server.event_loop.install_reactor`), whose loop runs the calls: a call
     runs from its first byte read to its answer written in the reactor thread, with no thread, splice or
@@ -136,19 +146,12 @@ class GrpcOnReactor:
 
     placement = "on the broker's event loop"
 
-    def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
-                 tls: PortTls | None = None):
-        """``interceptors``: the access checks (:class:`.access.AccessInterceptor`) each request passes first;
-        ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
+    def __init__(self, *args: Any, **kwargs: Any):
         from twisted.internet import reactor
 
-        self.service = service
-        self.interceptors = tuple(interceptors)
-        self.tls = tls
-        self.host = host
-        self.port = port
+        super().__init__(*args, **kwargs)
         access = self.interceptors[0] if self.interceptors else None
-        self.factory = GrpcFactory(Dispatcher(service, access), tls, MAX_INBOUND_MESSAGE_SIZE,
+        self.factory = GrpcFactory(Dispatcher(self.service, access), self.tls, MAX_INBOUND_MESSAGE_SIZE,
                                    asyncio.get_event_loop(), reactor)
         self._listening: Any = None
 
@@ -163,9 +166,7 @@ class GrpcOnReactor:
         except CannotListenError as exc:
             raise OSError(_cannot_listen(self.host, self.port, exc.socketError)) from None
         self.port = self._listening.getHost().port
-        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
-        log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
-                 clients, self.placement)
+        self._served()
 
     def stop(self):
         """Stop serving (calls in flight get :data:`GRACE` seconds); a Deferred fired once stopped."""

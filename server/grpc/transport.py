@@ -130,6 +130,7 @@ class _Opening(Protocol):
         self._timer: Any = None
 
     def connectionMade(self) -> None:
+        self.transport.setTcpNoDelay(True)  # an answer is written whole at once: no reason to wait for more
         self._timer = self.factory.clock.callLater(self.factory.timeout, self.transport.abortConnection)
 
     def connectionLost(self, reason: Any = None) -> None:

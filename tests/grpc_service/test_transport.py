@@ -258,20 +258,16 @@ def server(tmp_path_factory):
         yield running
 
 
-def test_an_unknown_method_is_unimplemented(server):
+@pytest.mark.parametrize("method, request_bytes, code", [
+    ("NoSuchMethod", b"", grpc.StatusCode.UNIMPLEMENTED),
+    ("QueryRoute", b"\xff\xff\xff", grpc.StatusCode.INTERNAL),  # not a QueryRouteRequest
+], ids=["unknown method", "undecodable request"])
+def test_a_call_the_service_cannot_take_gets_grpcios_status(server, method, request_bytes, code):
     with grpc.insecure_channel(server.grpc_endpoint) as channel:
-        unknown = channel.unary_unary("/apache.rocketmq.v2.MessagingService/NoSuchMethod")
+        call = channel.unary_unary(f"/apache.rocketmq.v2.MessagingService/{method}")
         with pytest.raises(grpc.RpcError) as failed:
-            unknown(b"", timeout=10)
-    assert failed.value.code() == grpc.StatusCode.UNIMPLEMENTED
-
-
-def test_an_undecodable_request_is_internal(server):
-    with grpc.insecure_channel(server.grpc_endpoint) as channel:
-        route = channel.unary_unary("/apache.rocketmq.v2.MessagingService/QueryRoute")
-        with pytest.raises(grpc.RpcError) as failed:
-            route(b"\xff\xff\xff", timeout=10)
-    assert failed.value.code() == grpc.StatusCode.INTERNAL
+            call(request_bytes, timeout=10)
+    assert failed.value.code() == code
 
 
 def test_garbage_closes_the_connection_and_the_port_serves_on(server):
