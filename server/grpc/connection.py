@@ -204,11 +204,8 @@ class GrpcConnection:
 
     def _data(self, event: h2.events.DataReceived, events: list) -> None:
         stream_id = event.stream_id
-        if event.flow_controlled_length:
-            try:
-                self._h2.acknowledge_received_data(event.flow_controlled_length, stream_id)
-            except h2.exceptions.StreamClosedError:  # the connection's part is still acknowledged
-                self._h2.acknowledge_received_data(event.flow_controlled_length, 0)
+        if event.flow_controlled_length:  # a closed stream's share is the connection's alone
+            self._h2.acknowledge_received_data(event.flow_controlled_length, stream_id)
         stream = self._streams.get(stream_id)
         if stream is None:
             return
