@@ -296,3 +296,17 @@ def test_a_clients_goaway_leaves_its_open_calls_to_be_answered():
     pair.server.finish(stream_id, framing.OK)
     frame, _length = Frame.parse_frame_header(memoryview(pair.server.data_to_send())[:9])
     assert (type(frame), frame.stream_id, frame.flags) == (HeadersFrame, stream_id, {"END_HEADERS", "END_STREAM"})
+
+
+def test_going_away_names_the_last_call_taken_and_still_answers_it():
+    pair = Pair()
+    open_call = pair.call()
+    pair.exchange()
+    pair.server.go_away()
+    pair.exchange()
+    [goaway] = [e for e in pair.answers if isinstance(e, h2.events.ConnectionTerminated)]
+    assert (goaway.error_code, goaway.last_stream_id) == (0, open_call)
+    assert pair.server.calls == 1
+    pair.server.finish(open_call, framing.OK)
+    frame, _length = Frame.parse_frame_header(memoryview(pair.server.data_to_send())[:9])
+    assert (type(frame), frame.stream_id) == (HeadersFrame, open_call) and "END_STREAM" in frame.flags
