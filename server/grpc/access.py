@@ -3,9 +3,11 @@
 Credential=<user>/..., SignedHeaders=x-mq-date-time, Signature=<hex HMAC-SHA1>``), and each request needs
 the actions the proxy maps it to on its topic and group.
 
-An interceptor exists only on a broker with ``authenticationEnabled`` or ``authorizationEnabled``: an open
-one serves its calls without it. A refusal is answered, as the proxy answers it, with the method's
-response and status ``UNAUTHORIZED`` (40100) naming the reason.
+The checks (:class:`AccessInterceptor`) exist only on a broker with ``authenticationEnabled`` or
+``authorizationEnabled``: an open one serves its calls without them. FerryMQ's own transport runs
+:meth:`AccessInterceptor.check` on each request before the method (:mod:`.dispatch`); grpcio's server
+(``grpcEventLoop=OWN_THREAD``) runs it as a server interceptor. A refusal is answered, as the proxy answers
+it, with the method's response and status ``UNAUTHORIZED`` (40100) naming the reason.
 """
 
 from __future__ import annotations
