@@ -3,15 +3,18 @@
 Credential=<user>/..., SignedHeaders=x-mq-date-time, Signature=<hex HMAC-SHA1>``), and each request needs
 the actions the proxy maps it to on its topic and group.
 
-An interceptor exists only on a broker with ``authenticationEnabled`` or ``authorizationEnabled``: an open
-one serves its calls without it. A refusal is answered, as the proxy answers it, with the method's
-response and status ``UNAUTHORIZED`` (40100) naming the reason.
+The checks (:class:`AccessInterceptor`) exist only on a broker with ``authenticationEnabled`` or
+``authorizationEnabled``: an open one serves its calls without them. FerryMQ's own transport runs
+:meth:`AccessInterceptor.check` on each request before the method (:mod:`.dispatch`); grpcio's server
+(``grpcEventLoop=OWN_THREAD``) runs it as a server interceptor. A refusal is answered, as the proxy answers
+it, with the method's response and status ``UNAUTHORIZED`` (40100) naming the reason.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -102,10 +105,13 @@ def credentials_of(metadata: dict[str, str]) -> tuple[str | None, str | None, by
     return user, signature, date_time.encode("utf-8")
 
 
-def _peer_ip(context: Any) -> str:
-    """The client's ``ipv4:127.0.0.1:5555`` or ``ipv6:[::1]:5555`` to the address alone."""
-    peer = client_peer(context)
+def peer_ip(peer: str) -> str:
+    """A client's ``ipv4:127.0.0.1:5555`` or ``ipv6:[::1]:5555`` (grpcio's peer form) to the address alone."""
     return peer.partition(":")[2].rpartition(":")[0].strip("[]")
+
+
+def _peer_ip(context: Any) -> str:
+    return peer_ip(client_peer(context))
 
 
 class AccessInterceptor(grpc.aio.ServerInterceptor):
@@ -136,17 +142,20 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
             return f"create authentication context error: {exc}"
         return None
 
+    @staticmethod
+    def refusal(path: str, reason: str) -> Any:
+        """The answer of the method at ``path`` refusing its call for ``reason``, as the proxy answers it."""
+        method = path.rpartition("/")[2]
+        refusal_type = getattr(service, f"{method}Response", None) or service.TelemetryCommand
+        return refusal_type(status=status(Code.UNAUTHORIZED, reason))
+
     async def intercept_service(self, continuation: Callable, details: grpc.HandlerCallDetails) -> Any:
         handler = await continuation(details)
         if handler is None or self.control is None:
             return handler
         metadata = {key: value for key, value in details.invocation_metadata or () if isinstance(value, str)}
-        method = details.method.rpartition("/")[2]
-        refusal_type = getattr(service, f"{method}Response", None) or service.TelemetryCommand
         check = self.check
-
-        def refusal(reason: str) -> Any:
-            return refusal_type(status=status(Code.UNAUTHORIZED, reason))
+        refusal = functools.partial(self.refusal, details.method)
 
         if handler.unary_unary is not None:
             inner = handler.unary_unary

@@ -1,23 +1,19 @@
-"""Serving the v2 service: grpcio's asyncio server, on the broker's own loop or on a loop of its own.
+"""Serving the v2 service, on the broker's own loop or on a loop of its own.
 
 Where it runs is ``grpcEventLoop``:
 
-- :class:`GrpcOnReactor` (``BROKER``): on the reactor's loop, the reactor being Twisted's asyncio reactor
-  on uvloop. A call runs start to end in the reactor thread: the broker's send or POP is called straight
-  from the service (:func:`.reactor.in_reactor`), with no thread to wake and no contention for the
-  interpreter lock. grpcio's completion events reach the loop from grpcio's poller thread through a
-  socket, as they do on any loop.
-- :class:`GrpcThread` (``OWN_THREAD``): on a loop of its own in a thread, beside the broker's epoll reactor;
-  what a call asks of the broker hops to the reactor thread and back.
+- :class:`GrpcOnReactor` (``BROKER``): FerryMQ's own HTTP/2 transport (:mod:`.transport`, on the ``h2``
+  library) on the reactor, Twisted's asyncio reactor on uvloop. A call runs from its first byte read to
+  its answer written in the reactor thread: the broker's send or POP is called straight from the service
+  (:func:`.reactor.in_reactor`), with no thread to wake, no splice and no contention for the interpreter
+  lock. TLS and plain clients share the port in ``permissive`` mode, told apart by their first byte.
+- :class:`GrpcThread` (``OWN_THREAD``): grpcio's asyncio server on a loop of its own in a thread, beside the
+  broker's epoll reactor (where the asyncio reactor cannot be installed); what a call asks of the broker
+  hops to the reactor thread and back. grpcio serves its port plain (``tls.server.mode=disabled``) or TLS
+  (``enforcing``); in ``permissive`` mode it listens on two loopback ports, plain and TLS, and the port is
+  the :mod:`.splitter`'s, on the same loop.
 
-grpcio's thread-pool server spends the same CPU per unary call as its asyncio one on a thread (measured with
-QueryRoute, 8 concurrent callers), but it holds a pool thread for as long as each client's Telemetry stream
-stays open (the client's whole life), and another for every send waiting on the broker: its pool would
-bound the number of clients. On asyncio a stream or a waiting send costs a coroutine.
-
-The port is grpcio's own, plain (``tls.server.mode=disabled``) or TLS (``enforcing``); in ``permissive`` mode
-grpcio listens on two loopback ports, plain and TLS, and the port is the :mod:`.splitter`'s, on the same loop.
-Either way the ports are bound by ``start()``, before the reactor runs: a taken port stops the server from
+Either way the port is bound by ``start()``, before the reactor runs: a taken port stops the server from
 starting, as a taken listenPort does.
 """
 
@@ -32,9 +28,11 @@ from typing import Any
 import grpc
 
 from .protocol import service_grpc
+from .dispatch import Dispatcher
 from .service import MessagingService
-from .splitter import LOOPBACK, Splitter
+from .splitter import BACKLOG, LOOPBACK, Splitter
 from .tls import PortTls
+from .transport import GrpcFactory
 
 log = logging.getLogger("ferrymq.grpc")
 
@@ -45,26 +43,43 @@ MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024
 GRACE = 2.0
 
 
+def _cannot_listen(host: str, port: int, problem: object) -> str:
+    return (f"grpcListenPort {port} on {host} cannot be listened on ({problem}; in use by another process?): "
+            f"set grpcListenPort in the config file, or 0 to turn gRPC off")
+
+
 def _target(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class _Serving:
-    """The service's grpcio server and, in permissive mode, its splitter: bound by :meth:`_bind` in the
-    thread of the loop that is to run them, started by :meth:`_start` on it."""
+class _Port:
+    """The gRPC port of ``service`` on ``host:port``."""
 
     #: where the server runs, for the log line
     placement = ""
 
     def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
                  tls: PortTls | None = None):
-        """``interceptors``: grpcio server interceptors run before the service (the access checks);
-        ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
+        """``interceptors``: the access checks (:class:`.access.AccessInterceptor`) each request passes
+        first; ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
         self.service = service
         self.interceptors = tuple(interceptors)
         self.tls = tls
         self.host = host
         self.port = port
+
+    def _served(self) -> None:
+        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
+        log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
+                 clients, self.placement)
+
+
+class _Serving(_Port):
+    """grpcio's server of the service and, in permissive mode, its splitter: bound by :meth:`_bind` in the
+    thread of the loop that is to run them, started by :meth:`_start` on it."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
         self.splitter: Splitter | None = None
         self._server: grpc.aio.Server | None = None
 
@@ -104,16 +119,13 @@ class _Serving:
         self._server = server
 
     def _cannot_listen(self, problem: object) -> str:
-        return (f"grpcListenPort {self.port} on {self.host} cannot be listened on ({problem}; in use by another "
-                f"process?): set grpcListenPort in the config file, or 0 to turn gRPC off")
+        return _cannot_listen(self.host, self.port, problem)
 
     async def _start(self) -> None:
         await self._server.start()
         if self.splitter is not None:
             await self.splitter.serve()
-        clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
-        log.info("gRPC MessagingService served on %s:%d to %s clients, %s (docs/grpc.md)", self.host, self.port,
-                 clients, self.placement)
+        self._served()
 
     async def _shut_down(self) -> None:
         """Stop accepting, give the calls in flight :data:`GRACE` seconds, then cut every splice."""
@@ -125,43 +137,43 @@ class _Serving:
             await self.splitter.close()
 
 
-class GrpcOnReactor(_Serving):
-    """The service on the reactor's own loop (the reactor being Twisted's asyncio reactor,
-    :func:`ferrymq.server.event_loop.install_reactor`); it serves from the reactor's first turn."""
+class GrpcOnReactor(_Port):
+    """The service served by FerryMQ's own HTTP/2 transport (:mod:`.transport`) on the reactor, Twisted's
+    asyncio reactor (:func:`ferrymq.server.event_loop.install_reactor`), whose loop runs the calls: a call
+    runs from its first byte read to its answer written in the reactor thread, with no thread, splice or
+    second loop between the client and the broker. TLS and plain clients share the port in ``permissive``
+    mode, told apart by their first byte."""
 
     placement = "on the broker's event loop"
 
     def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        #: the reactor's loop (installing the reactor made it this thread's), running once the reactor runs
-        self._loop = asyncio.get_event_loop()
-        self._started: asyncio.Task | None = None
-
-    def start(self) -> None:
         from twisted.internet import reactor
 
-        self._bind()
-        reactor.callWhenRunning(self._serve)
+        super().__init__(*args, **kwargs)
+        access = self.interceptors[0] if self.interceptors else None
+        self.factory = GrpcFactory(Dispatcher(self.service, access), self.tls, MAX_INBOUND_MESSAGE_SIZE,
+                                   asyncio.get_event_loop(), reactor)
+        self._listening: Any = None
 
-    def _serve(self) -> None:
-        self._started = self._loop.create_task(self._start())
-        self._started.add_done_callback(_log_failure)
+    def start(self) -> None:
+        """Listen (before the reactor runs, if need be); raises OSError naming the key when the port cannot
+        be listened on."""
+        from twisted.internet import reactor
+        from twisted.internet.error import CannotListenError
+
+        try:
+            self._listening = reactor.listenTCP(self.port, self.factory, backlog=BACKLOG, interface=self.host)
+        except CannotListenError as exc:
+            raise OSError(_cannot_listen(self.host, self.port, exc.socketError)) from None
+        self.port = self._listening.getHost().port
+        self._served()
 
     def stop(self):
         """Stop serving (calls in flight get :data:`GRACE` seconds); a Deferred fired once stopped."""
         from twisted.internet import defer
 
-        return defer.Deferred.fromFuture(self._loop.create_task(self._stop()))
-
-    async def _stop(self) -> None:
-        if self._started is not None:
-            await asyncio.wait({self._started})
-        await self._shut_down()
-
-
-def _log_failure(task: asyncio.Task) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("the gRPC server did not start: %r", task.exception())
+        stopped = defer.maybeDeferred(self._listening.stopListening) if self._listening else defer.succeed(None)
+        return defer.gatherResults([stopped, self.factory.go_away(GRACE)])
 
 
 class GrpcThread(_Serving):

@@ -26,13 +26,11 @@ from typing import Any
 
 from ferrymq.remoting.tls import HANDSHAKE_RECORD
 
-from . import proxy_header
+from . import opening, proxy_header
+from .opening import FIRST_BYTE_TIMEOUT
 
 log = logging.getLogger("ferrymq.grpc")
 
-#: seconds a connection may stay silent before its first byte after any PROXY header (the proxy's
-#: grpcClientIdleTimeMills)
-FIRST_BYTE_TIMEOUT = 120.0
 #: connections the public port queues before they are accepted (asyncio's default)
 BACKLOG = 100
 #: where grpcio's two inner ports listen
@@ -44,12 +42,8 @@ ORIGINS: dict[str, str] = {}
 
 
 def grpc_peer(address: tuple) -> str:
-    """A socket address in grpcio's peer form: ``ipv4:10.0.0.1:5000``, ``ipv6:[::1]:5000`` (an IPv4 address
-    mapped into IPv6 reads as IPv4, as grpcio writes it)."""
-    host, port = address[0], address[1]
-    if host.startswith("::ffff:") and "." in host:
-        host = host[len("::ffff:"):]
-    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
+    """A socket address ``(host, port, ...)`` in grpcio's peer form (:func:`.opening.grpc_peer`)."""
+    return opening.grpc_peer(address[0], address[1])
 
 
 def client_peer(context: Any) -> str:

@@ -329,3 +329,20 @@ def test_an_sql_filter_receives_only_matching_messages(server, admin, stub, cons
     got = consumer.messages(expression=pb.FilterExpression(type=pb.SQL, expression="color = 'red'"))
     assert [(m.body, dict(m.user_properties)) for m in got] == [(b"red", {"color": "red"})]
 
+
+
+def test_a_receive_its_client_cancels_takes_no_message_sent_after(server, stub, admin, consumers):
+    """A long-polling ReceiveMessage whose client cancels it (RST_STREAM) ends on the server too: the message
+    sent next goes to the next receive, not to the poll nobody waits for any more."""
+    topic, group = make_topic(server, admin), make_group(server, admin)
+    consumer = consumers(group, topic)
+    request = service.ReceiveMessageRequest(
+        group=pb.Resource(name=group), message_queue=pb.MessageQueue(topic=pb.Resource(name=topic), id=-1),
+        filter_expression=pb.FilterExpression(type=pb.TAG, expression="*"), batch_size=1,
+        invisible_duration=Duration(seconds=30), long_polling_timeout=Duration(seconds=20))
+    polling = stub.ReceiveMessage(request, metadata=consumer.metadata, timeout=25)
+    time.sleep(0.5)  # the poll is waiting on the server
+    polling.cancel()
+    time.sleep(0.5)
+    send(stub, topic, b"after the cancel")
+    assert [m.body for m in consumer.messages(poll_s=5)] == [b"after the cancel"]

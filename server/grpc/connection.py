@@ -1,0 +1,296 @@
+"""One client's HTTP/2 connection as gRPC calls, sans-I/O: bytes in (:meth:`GrpcConnection.receive`), call
+events out; answers in (:meth:`~GrpcConnection.send_message`, :meth:`~GrpcConnection.finish`), bytes to
+write out (:meth:`~GrpcConnection.data_to_send`).
+
+HTTP/2 itself is the ``h2`` library's (framing, HPACK, stream states, PING answers). This module adds what
+gRPC puts on top: a call per stream, its messages cut out of the DATA frames by their 5-byte prefix, its
+deadline, its answer as response headers, DATA and trailers (``grpc-status``, ``grpc-message``). What a
+call receives is acknowledged as soon as it is read (the windows bound what is in flight, not what the
+service holds); what it answers waits, per stream, for the client's flow-control window and goes out as
+the client's WINDOW_UPDATEs open it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
+from hyperframe.frame import GoAwayFrame
+
+from . import framing
+from .framing import PREFIX, PREFIX_LENGTH, BadMessage
+
+#: the window a client may fill per stream and per connection before it waits for a WINDOW_UPDATE: above a
+#: 4 MiB body, so that one is sent without a round trip for window
+WINDOW = 16 * 1024 * 1024
+#: the concurrent calls a client may open per connection (grpcio's server sets no limit)
+MAX_CONCURRENT_STREAMS = 2 ** 31 - 1
+#: the headers a call may send (grpcio's default, 16 KiB)
+MAX_HEADER_LIST_SIZE = 16 * 1024
+
+_CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None, validate_inbound_headers=False,
+                                    normalize_inbound_headers=False, validate_outbound_headers=False,
+                                    normalize_outbound_headers=False)
+_RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
+
+
+class _ServerConnection(h2.connection.H2Connection):
+    """``h2``'s connection, but for a GOAWAY NO_ERROR from the client: ``h2`` closes the whole connection on
+    any GOAWAY, while the client that sends it (grpc-js closing a channel) goes on with the calls it has
+    open (RFC 9113, 6.8) and waits for their answers. Such a GOAWAY is reported and the connection stays open."""
+
+    def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list, list]:
+        if frame.error_code != h2.errors.ErrorCodes.NO_ERROR:
+            return super()._receive_goaway_frame(frame)
+        event = h2.events.ConnectionTerminated()
+        event.error_code = h2.errors.ErrorCodes.NO_ERROR
+        event.last_stream_id = frame.last_stream_id
+        event.additional_data = frame.additional_data or None
+        return [], [event]
+
+
+@dataclass(slots=True)
+class CallStarted:
+    """A call has begun: the method's ``path`` (``/package.Service/Method``), its ``metadata`` (the headers
+    that are not HTTP/2's or gRPC's own) and its ``timeout`` in seconds (None: no deadline)."""
+
+    stream_id: int
+    path: str
+    metadata: tuple[tuple[str, str | bytes], ...]
+    timeout: float | None
+
+
+@dataclass(slots=True)
+class MessageReceived:
+    stream_id: int
+    message: bytes
+
+
+@dataclass(slots=True)
+class RequestsEnded:
+    """The client sends no more messages on the call (it half-closed the stream)."""
+
+    stream_id: int
+
+
+@dataclass(slots=True)
+class CallEnded:
+    """The call is over before its answer ended it: the client reset its stream, the connection ended, or
+    the transport answered it (a message too large, an unknown compression)."""
+
+    stream_id: int
+
+
+@dataclass(slots=True)
+class _Stream:
+    encoding: bytes = b""
+    #: bytes read not yet cut into messages
+    inbound: bytearray = field(default_factory=bytearray)
+    #: whether the response headers went out
+    answered: bool = False
+    #: bytes of DATA waiting for the client's window
+    outbound: bytearray = field(default_factory=bytearray)
+    #: the trailers to send once ``outbound`` is out
+    trailers: list[tuple[bytes, bytes]] | None = None
+
+
+class GrpcConnection:
+    """The server's end of one HTTP/2 connection carrying gRPC calls. ``max_message_size``: the largest
+    message a call may send (a larger one ends the call RESOURCE_EXHAUSTED, as grpcio ends it)."""
+
+    def __init__(self, max_message_size: int):
+        self.max_message_size = max_message_size
+        self._h2 = _ServerConnection(_CONFIG)
+        self._h2.local_settings = h2.settings.Settings(client=False, initial_values={
+            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: WINDOW,
+            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_CONCURRENT_STREAMS,
+            h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST_SIZE,
+        })
+        self._h2.initiate_connection()
+        self._h2.increment_flow_control_window(WINDOW - self._h2.inbound_flow_control_window)
+        self._streams: dict[int, _Stream] = {}
+        #: True once the connection cannot carry another frame (a protocol error, GOAWAY received)
+        self.closed = False
+        #: why the connection failed (a protocol error), for the log
+        self.error = ""
+        #: the last call taken once :meth:`go_away` was called
+        self._last_stream_id: int | None = None
+        self._goaway = b""
+
+    @property
+    def calls(self) -> int:
+        """Calls open on the connection."""
+        return len(self._streams)
+
+    def data_to_send(self) -> bytes:
+        data = self._h2.data_to_send()
+        if self._goaway:
+            data, self._goaway = data + self._goaway, b""
+        return data
+
+    # ------------------------------------------------------------------ inbound
+
+    def receive(self, data: bytes) -> list:
+        """The call events ``data`` brings. A protocol error (a bad preface, a broken frame) ends the
+        connection: a GOAWAY goes out, :attr:`closed` is set and every open call ends."""
+        if self.closed:
+            return []
+        try:
+            h2_events = self._h2.receive_data(data)
+        except h2.exceptions.ProtocolError as exc:
+            return self._fail(exc)
+        events: list = []
+        for event in h2_events:
+            kind = type(event)
+            if kind is h2.events.DataReceived:
+                self._data(event, events)
+            elif kind is h2.events.RequestReceived:
+                self._request(event, events)
+            elif kind is h2.events.StreamEnded:
+                if event.stream_id in self._streams:
+                    events.append(RequestsEnded(event.stream_id))
+            elif kind is h2.events.StreamReset:
+                if self._streams.pop(event.stream_id, None) is not None:
+                    events.append(CallEnded(event.stream_id))
+            elif kind is h2.events.WindowUpdated or kind is h2.events.RemoteSettingsChanged:
+                for stream_id in [event.stream_id] if getattr(event, "stream_id", 0) else list(self._streams):
+                    self._flush(stream_id)
+            elif kind is h2.events.ConnectionTerminated and event.error_code != h2.errors.ErrorCodes.NO_ERROR:
+                self.closed = True
+                events += self._end_all()
+        return events
+
+    def _fail(self, exc: Exception) -> list:
+        self.closed = True
+        self.error = str(exc) or type(exc).__name__
+        try:
+            self._h2.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR, str(exc).encode("utf-8", "replace")[:256])
+        except h2.exceptions.ProtocolError:  # before the preface: nothing can be said
+            pass
+        return self._end_all()
+
+    def _end_all(self) -> list:
+        ended = [CallEnded(stream_id) for stream_id in self._streams]
+        self._streams.clear()
+        return ended
+
+    def _request(self, event: h2.events.RequestReceived, events: list) -> None:
+        stream_id = event.stream_id
+        if self._last_stream_id is not None and stream_id > self._last_stream_id:
+            self._h2.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+            return
+        path = b""
+        encoding = b""
+        timeout = None
+        metadata = []
+        for name, value in event.headers:
+            if name[:1] == b":":
+                if name == b":path":
+                    path = value
+            elif name[:5] == b"grpc-":
+                if name == b"grpc-timeout":
+                    timeout = framing.parse_timeout(value)
+                elif name == b"grpc-encoding":
+                    encoding = value
+            elif name != b"te" and name != b"content-type":
+                metadata.append((name.decode("latin-1"), framing.metadata_value(name, value)))
+        self._streams[stream_id] = _Stream(encoding)
+        events.append(CallStarted(stream_id, path.decode("latin-1"), tuple(metadata), timeout))
+
+    def _data(self, event: h2.events.DataReceived, events: list) -> None:
+        stream_id = event.stream_id
+        if event.flow_controlled_length:  # a closed stream's share is the connection's alone
+            self._h2.acknowledge_received_data(event.flow_controlled_length, stream_id)
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return
+        inbound = stream.inbound
+        inbound += event.data
+        while len(inbound) >= PREFIX_LENGTH:
+            compressed, length = PREFIX.unpack_from(inbound)
+            try:
+                if length > self.max_message_size:
+                    raise BadMessage(framing.RESOURCE_EXHAUSTED, f"Received message larger than max ({length} "
+                                                                 f"vs. {self.max_message_size})")
+                if len(inbound) < PREFIX_LENGTH + length:
+                    return
+                message = bytes(inbound[PREFIX_LENGTH:PREFIX_LENGTH + length])
+                del inbound[:PREFIX_LENGTH + length]
+                if compressed:
+                    message = framing.decompress(stream.encoding, message, self.max_message_size)
+            except BadMessage as bad:
+                self.finish(stream_id, bad.code, bad.details)
+                events.append(CallEnded(stream_id))
+                return
+            events.append(MessageReceived(stream_id, message))
+
+    # ------------------------------------------------------------------ outbound
+
+    def send_message(self, stream_id: int, message: bytes) -> None:
+        """One response message on the call (dropped when the call has ended)."""
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return
+        if not stream.answered:
+            stream.answered = True
+            self._h2.send_headers(stream_id, _RESPONSE_HEADERS)
+        stream.outbound += framing.frame(message)
+        self._flush(stream_id)
+
+    def finish(self, stream_id: int, code: int, details: str = "",
+               trailing: tuple[tuple[str, str], ...] = ()) -> None:
+        """End the call with status ``code``, ``details`` and ``trailing`` metadata, once the messages sent
+        before are out (dropped when the call has ended)."""
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return
+        trailers = [(b"grpc-status", b"%d" % code)]
+        if details:
+            trailers.append((b"grpc-message", framing.encode_message(details)))
+        trailers += [(name.encode("latin-1"), value.encode("latin-1")) for name, value in trailing]
+        if not stream.answered:  # Trailers-Only: one HEADERS frame ends the call
+            stream.answered = True
+            trailers[:0] = _RESPONSE_HEADERS
+        stream.trailers = trailers
+        self._flush(stream_id)
+
+    def _flush(self, stream_id: int) -> None:
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            return
+        outbound = stream.outbound
+        h2conn = self._h2
+        try:
+            while outbound:
+                size = min(h2conn.local_flow_control_window(stream_id), h2conn.max_outbound_frame_size, len(outbound))
+                if size <= 0:
+                    return
+                h2conn.send_data(stream_id, bytes(outbound[:size]))
+                del outbound[:size]
+            if stream.trailers is not None:
+                del self._streams[stream_id]
+                h2conn.send_headers(stream_id, stream.trailers, end_stream=True)
+        except h2.exceptions.StreamClosedError:
+            self._streams.pop(stream_id, None)
+
+    def cancel(self, stream_id: int) -> None:
+        """End the call without a status (RST_STREAM CANCEL): its answer is abandoned."""
+        if self._streams.pop(stream_id, None) is not None:
+            try:
+                self._h2.reset_stream(stream_id, h2.errors.ErrorCodes.CANCEL)
+            except h2.exceptions.StreamClosedError:
+                pass
+
+    def go_away(self) -> None:
+        """Tell the client no new call is taken (GOAWAY NO_ERROR); the calls open go on. The frame is made
+        here, not by ``h2``: its GOAWAY closes the connection to every frame, the open calls' answers too."""
+        if self.closed or self._last_stream_id is not None:
+            return
+        self._last_stream_id = self._h2.highest_inbound_stream_id
+        goaway = GoAwayFrame(0, last_stream_id=self._last_stream_id, error_code=h2.errors.ErrorCodes.NO_ERROR)
+        self._goaway = goaway.serialize()

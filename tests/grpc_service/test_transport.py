@@ -1,0 +1,312 @@
+"""FerryMQ's gRPC transport: the sans-I/O connection (:mod:`ferrymq.server.grpc.connection`) driven by ``h2``'s
+own client end, the call dispatch (:mod:`ferrymq.server.grpc.dispatch`) on an asyncio loop, and the port of a
+``ferrymq standalone`` as grpcio's client sees it."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import socket
+import struct
+
+import pytest
+
+grpc = pytest.importorskip("grpc")
+h2_connection = pytest.importorskip("h2.connection")
+pytest.importorskip("rocketmq.grpc_protocol")
+
+import h2.config  # noqa: E402
+import h2.events  # noqa: E402
+from hyperframe.frame import Frame, HeadersFrame  # noqa: E402
+from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
+from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
+
+from ferrymq.server.grpc import framing  # noqa: E402
+from ferrymq.server.grpc.connection import (  # noqa: E402
+    CallEnded,
+    CallStarted,
+    GrpcConnection,
+    MessageReceived,
+    RequestsEnded,
+)
+from ferrymq.server.grpc.dispatch import Call, Context, Dispatcher  # noqa: E402
+from ferrymq.testing.server import FerryMQServer  # noqa: E402
+
+PATH = "/apache.rocketmq.v2.MessagingService/QueryRoute"
+
+
+class Pair:
+    """A server connection and ``h2``'s client end, the bytes carried between them by :meth:`exchange`."""
+
+    def __init__(self, max_message_size: int = 1024):
+        self.server = GrpcConnection(max_message_size)
+        self.client = h2_connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+        self.client.initiate_connection()
+        self.events: list = []  # the server's call events
+        self.answers: list = []  # the client's h2 events
+        self.exchange()
+
+    def exchange(self) -> None:
+        for _ in range(20):
+            to_server, to_client = self.client.data_to_send(), self.server.data_to_send()
+            if not to_server and not to_client:
+                return
+            if to_server:
+                self.events += self.server.receive(to_server)
+            if to_client:
+                self.answers += self.client.receive_data(to_client)
+
+    def call(self, path: str = PATH, *extra: tuple[bytes, bytes]) -> int:
+        stream_id = self.client.get_next_available_stream_id()
+        self.client.send_headers(stream_id, [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
+                                             (b":authority", b"test"), (b"content-type", b"application/grpc"),
+                                             (b"te", b"trailers"), *extra])
+        return stream_id
+
+    def trailers(self, stream_id: int) -> dict[bytes, bytes]:
+        """The headers that ended ``stream_id`` (Trailers-Only or trailers)."""
+        for event in self.answers:
+            if isinstance(event, (h2.events.TrailersReceived, h2.events.ResponseReceived)) \
+                    and event.stream_id == stream_id and event.stream_ended is not None:
+                return dict(event.headers)
+        raise AssertionError(f"stream {stream_id} did not end: {self.answers}")
+
+
+def test_a_request_message_is_cut_out_of_its_data_frames_and_answered_with_trailers():
+    pair = Pair()
+    stream_id = pair.call(PATH, (b"x-mq-client-id", b"c1"), (b"grpc-timeout", b"250m"))
+    message = service.QueryRouteRequest(topic=pb.Resource(name="T")).SerializeToString()
+    framed = framing.frame(message)
+    pair.client.send_data(stream_id, framed[:3])
+    pair.exchange()
+    pair.client.send_data(stream_id, framed[3:], end_stream=True)
+    pair.exchange()
+    started, received, ended = pair.events
+    assert started == CallStarted(stream_id, PATH, (("x-mq-client-id", "c1"),), 0.25)
+    assert received == MessageReceived(stream_id, message)
+    assert ended == RequestsEnded(stream_id)
+    pair.server.send_message(stream_id, b"answer")
+    pair.server.finish(stream_id, framing.OK)
+    pair.exchange()
+    data = b"".join(e.data for e in pair.answers if isinstance(e, h2.events.DataReceived))
+    assert data == framing.frame(b"answer")
+    assert pair.trailers(stream_id)[b"grpc-status"] == b"0"
+    assert pair.server.calls == 0
+
+
+def test_a_bad_preface_ends_the_connection_with_no_call():
+    server = GrpcConnection(1024)
+    server.data_to_send()
+    assert server.receive(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") == []
+    assert server.closed
+    assert server.receive(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") == []
+
+
+def test_a_message_above_the_limit_ends_its_call_resource_exhausted_before_it_is_read_whole():
+    pair = Pair(max_message_size=1024)
+    stream_id = pair.call()
+    pair.client.send_data(stream_id, struct.pack(">BI", 0, 1025) + b"x" * 100)
+    pair.exchange()
+    assert pair.events[-1] == CallEnded(stream_id)
+    trailers = pair.trailers(stream_id)
+    assert trailers[b"grpc-status"] == b"8"
+    assert trailers[b"grpc-message"] == b"Received message larger than max (1025 vs. 1024)"
+
+
+def test_a_compressed_message_is_read_with_gzip_and_refused_with_another_encoding():
+    pair = Pair()
+    gzipped = pair.call(PATH, (b"grpc-encoding", b"gzip"))
+    pair.client.send_data(gzipped, struct.pack(">BI", 1, len(gzip.compress(b"hello"))) + gzip.compress(b"hello"))
+    other = pair.call(PATH, (b"grpc-encoding", b"snappy"))
+    pair.client.send_data(other, struct.pack(">BI", 1, 3) + b"abc")
+    pair.exchange()
+    assert MessageReceived(gzipped, b"hello") in pair.events
+    assert CallEnded(other) in pair.events
+    assert pair.trailers(other)[b"grpc-status"] == b"12"
+
+
+def test_a_reset_stream_ends_its_call_and_its_answer_is_dropped():
+    pair = Pair()
+    stream_id = pair.call()
+    pair.exchange()
+    pair.client.reset_stream(stream_id)
+    pair.exchange()
+    assert pair.events[-1] == CallEnded(stream_id)
+    pair.server.send_message(stream_id, b"late")
+    pair.server.finish(stream_id, framing.OK)
+    assert pair.server.data_to_send() == b""
+
+
+def test_a_large_streamed_answer_waits_for_the_clients_window_and_ends_after_it():
+    pair = Pair()
+    stream_id = pair.call()
+    pair.exchange()
+    chunk = bytes(range(256)) * 4096  # 1 MiB a message, above the client's 64 KiB windows
+    for _ in range(4):
+        pair.server.send_message(stream_id, chunk)
+    pair.server.finish(stream_id, framing.OK)
+    pair.exchange()
+    data = [e for e in pair.answers if isinstance(e, h2.events.DataReceived)]
+    assert sum(len(e.data) for e in data) == 65535  # the client's initial window, no more
+    assert not any(isinstance(e, h2.events.StreamEnded) for e in pair.answers)
+    acknowledged = 0
+    while not any(isinstance(e, h2.events.StreamEnded) for e in pair.answers):
+        data = [e for e in pair.answers if isinstance(e, h2.events.DataReceived)]
+        assert len(data) > acknowledged, "the answer stalled"
+        for event in data[acknowledged:]:
+            pair.client.acknowledge_received_data(event.flow_controlled_length, stream_id)
+        acknowledged = len(data)
+        pair.exchange()
+    body = b"".join(e.data for e in pair.answers if isinstance(e, h2.events.DataReceived))
+    assert body == framing.frame(chunk) * 4
+    assert pair.trailers(stream_id)[b"grpc-status"] == b"0"
+
+
+def test_a_ping_is_answered():
+    pair = Pair()
+    pair.client.ping(b"8 bytes!")
+    pair.exchange()
+    assert any(isinstance(e, h2.events.PingAckReceived) and e.ping_data == b"8 bytes!" for e in pair.answers)
+
+
+# ---------------------------------------------------------------------- dispatch
+
+
+class SlowService(service_grpc.MessagingServiceServicer):
+    """QueryRoute answers after ``delay`` seconds, noting whether it ran to its end."""
+
+    def __init__(self, delay: float):
+        self.delay = delay
+        self.finished = False
+
+    async def QueryRoute(self, request, context):
+        await asyncio.sleep(self.delay)
+        self.finished = True
+        return service.QueryRouteResponse(status=pb.Status(code=pb.OK))
+
+
+class Answers:
+    """The dispatch's view of a connection: what its calls answered."""
+
+    def __init__(self, loop):
+        self.loop = loop
+        self.messages: list[bytes] = []
+        self.statuses: list[framing.Status] = []
+        self.done: list[int] = []
+
+    def send_message(self, stream_id, message):
+        self.messages.append(message)
+
+    def finish(self, stream_id, status, trailing=()):
+        self.statuses.append(status)
+
+    def call_done(self, stream_id):
+        self.done.append(stream_id)
+
+
+def _run_call(servicer, timeout, cancel_after=None, path=PATH):
+    async def run():
+        answers = Answers(asyncio.get_running_loop())
+        dispatcher = Dispatcher(servicer)
+        context = Context((), "ipv4:127.0.0.1:1", timeout)
+        gone: list = []
+        context.add_done_callback(lambda _context: gone.append(True))
+        call = Call(answers, 1, dispatcher.handler(path), context, path, None, timeout)
+        call.message(service.QueryRouteRequest(topic=pb.Resource(name="T")).SerializeToString())
+        call.requests_ended()
+        if cancel_after is not None:
+            await asyncio.sleep(cancel_after)
+            call.ended()
+        await asyncio.sleep(0.3)
+        return answers, gone
+
+    return asyncio.run(run())
+
+
+def test_a_call_past_its_deadline_ends_deadline_exceeded_and_its_method_is_cancelled():
+    servicer = SlowService(0.2)
+    answers, gone = _run_call(servicer, timeout=0.05)
+    assert answers.statuses == [framing.Status(framing.DEADLINE_EXCEEDED, "Deadline Exceeded")]
+    assert not servicer.finished and gone == [True] and answers.messages == []
+
+
+def test_a_cancelled_call_runs_its_done_callbacks_and_answers_nothing():
+    servicer = SlowService(0.2)
+    answers, gone = _run_call(servicer, timeout=None, cancel_after=0.05)
+    assert answers.statuses == [] and gone == [True] and not servicer.finished
+
+
+def test_a_call_within_its_deadline_is_answered():
+    servicer = SlowService(0.01)
+    answers, gone = _run_call(servicer, timeout=1.0)
+    assert answers.statuses == [framing.Status(framing.OK)] and len(answers.messages) == 1 and gone == [True]
+
+
+def test_the_servicers_default_answers_unimplemented():
+    answers, _ = _run_call(service_grpc.MessagingServiceServicer(), timeout=None,
+                           path="/apache.rocketmq.v2.MessagingService/Heartbeat")
+    assert answers.statuses == [framing.Status(framing.UNIMPLEMENTED, "Method not implemented!")]
+
+
+# ---------------------------------------------------------------------- the port, as grpcio's client sees it
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with FerryMQServer(tmp_path_factory.mktemp("grpc"), {"grpcEventLoop": "BROKER"}, grpc=True) as running:
+        yield running
+
+
+@pytest.mark.parametrize("method, request_bytes, code", [
+    ("NoSuchMethod", b"", grpc.StatusCode.UNIMPLEMENTED),
+    ("QueryRoute", b"\xff\xff\xff", grpc.StatusCode.INTERNAL),  # not a QueryRouteRequest
+], ids=["unknown method", "undecodable request"])
+def test_a_call_the_service_cannot_take_gets_grpcios_status(server, method, request_bytes, code):
+    with grpc.insecure_channel(server.grpc_endpoint) as channel:
+        call = channel.unary_unary(f"/apache.rocketmq.v2.MessagingService/{method}")
+        with pytest.raises(grpc.RpcError) as failed:
+            call(request_bytes, timeout=10)
+    assert failed.value.code() == code
+
+
+def test_garbage_closes_the_connection_and_the_port_serves_on(server):
+    host, port = server.grpc_endpoint.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        while sock.recv(65536):  # the server's SETTINGS, perhaps a GOAWAY, then the end
+            pass
+    with grpc.insecure_channel(server.grpc_endpoint) as channel:
+        answer = service_grpc.MessagingServiceStub(channel).QueryRoute(
+            service.QueryRouteRequest(topic=pb.Resource(name="NoSuchTopicHere")),
+            metadata=(("x-mq-client-id", "t@1"),), timeout=10)
+    assert answer.status.code == pb.TOPIC_NOT_FOUND
+
+
+def test_a_clients_goaway_leaves_its_open_calls_to_be_answered():
+    """grpc-js closes a channel with GOAWAY NO_ERROR and then ends the calls it has open, waiting for
+    their answers."""
+    pair = Pair()
+    stream_id = pair.call()
+    pair.exchange()
+    pair.client.close_connection()
+    pair.exchange()
+    pair.events += pair.server.receive(b"")
+    assert not pair.server.closed and pair.server.calls == 1
+    pair.server.finish(stream_id, framing.OK)
+    frame, _length = Frame.parse_frame_header(memoryview(pair.server.data_to_send())[:9])
+    assert (type(frame), frame.stream_id, frame.flags) == (HeadersFrame, stream_id, {"END_HEADERS", "END_STREAM"})
+
+
+def test_going_away_names_the_last_call_taken_and_still_answers_it():
+    pair = Pair()
+    open_call = pair.call()
+    pair.exchange()
+    pair.server.go_away()
+    pair.exchange()
+    [goaway] = [e for e in pair.answers if isinstance(e, h2.events.ConnectionTerminated)]
+    assert (goaway.error_code, goaway.last_stream_id) == (0, open_call)
+    assert pair.server.calls == 1
+    pair.server.finish(open_call, framing.OK)
+    frame, _length = Frame.parse_frame_header(memoryview(pair.server.data_to_send())[:9])
+    assert (type(frame), frame.stream_id) == (HeadersFrame, open_call) and "END_STREAM" in frame.flags
