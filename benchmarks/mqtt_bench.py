@@ -14,7 +14,12 @@ use into a cache directory keyed by its sources:
 * **qos0**, **qos1**: 4 publishers and 1 subscriber (filter ``{prefix}/+``), 1 KiB payloads, each
   publisher with at most 16 messages sent and not yet received (a closed loop end to end: 64 messages on
   the way). The rate is messages received per second over the measured seconds after a warm-up; the
-  latency is from the publisher's send to the subscriber's receipt (one process, one clock);
+  latency is from the publisher's send to the subscriber's receipt (one process, one clock). Saturated,
+  each side's mean latency is its 64 messages on the way over its own rate, so the p99 there says how
+  much less a broker carries, not what it adds;
+* **qos1paced**: the same at QoS 1, each publisher pausing a random time (uniform 0 to 2 ms) after each
+  PUBLISH: about 1,000 msg/s each, the same offered load on both brokers and well below either's
+  saturation, so the latency is what the broker adds. The p99 target is judged here;
 * **idle**: 10,000 clients CONNECT (keep-alive 30 s: each sends one PINGREQ per period) and each
   subscribes to its own topic at QoS 1 (``mqttidle/r{round}/c{i}``, a device's command topic), then the
   broker's RSS and CPU are sampled at rest; RSS also before the clients came.
@@ -22,8 +27,8 @@ use into a cache directory keyed by its sources:
 Beside each figure: the broker's CPU (its process tree, per message or in cores) and the load tool's
 (in cores), so a reader can tell which side was the limit, and the 1-min load average of the machine.
 Figures are medians over the rounds with their range.
-Targets (issue 23): FerryMQ QoS 1 rate >= 0.5x mosquitto's, p99 <= 2x mosquitto's, 10,000 connections
-under 500 MiB RSS.
+Targets (issue 23): FerryMQ QoS 1 rate >= 0.5x mosquitto's (saturated), p99 <= 2x mosquitto's (paced;
+the saturated one beside it), 10,000 connections under 500 MiB RSS.
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ TARGET_P99_RATIO = 2.0
 TARGET_IDLE_RSS_MIB = 500.0
 LOAD_TOOL = Path(__file__).parent / "mqttload"
 BROKERS = ("ferrymq", "mosquitto")
-PHASES = ("qos0", "qos1", "idle")
+PHASES = ("qos0", "qos1", "qos1paced", "idle")
+#: each publish->subscribe phase: its QoS, and whether its publishers pause (Plan.paced_pause_ms) after each PUBLISH
+PUBSUB = {"qos0": (0, False), "qos1": (1, False), "qos1paced": (1, True)}
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ class Plan:
     subscribers: int = 1
     window: int = 16  # messages per publisher sent and not yet received
     message_size: int = 1024
+    paced_pause_ms: float = 1.0  # qos1paced: each publisher's mean pause after a PUBLISH
     idle_clients: int = 10_000
     idle_keepalive_s: int = 30
     idle_subscribe: bool = True  # each idle client subscribes to a topic of its own
@@ -82,7 +90,7 @@ class Plan:
 
 @dataclass
 class Round:
-    """One round: each broker's figures by phase (``qos0``, ``qos1``, ``idle``)."""
+    """One round: each broker's figures by phase (:data:`PHASES`)."""
 
     index: int
     order: list[str]
@@ -101,8 +109,12 @@ FIGURES = (
     ("qos1_p50_ms", "QoS 1 latency p50", "ms", "qos1", "p50_ms"),
     ("qos1_p99_ms", "QoS 1 latency p99", "ms", "qos1", "p99_ms"),
     ("qos1_lost", "QoS 1 messages not received within 2 s", "msgs", "qos1", "lost"),
+    ("qos1paced_rate", "QoS 1 paced publish->subscribe", "msg/s", "qos1paced", "rate"),
+    ("qos1paced_p50_ms", "QoS 1 paced latency p50", "ms", "qos1paced", "p50_ms"),
+    ("qos1paced_p99_ms", "QoS 1 paced latency p99", "ms", "qos1paced", "p99_ms"),
     ("qos0_broker_us", "broker CPU per message, QoS 0", "µs", "qos0", "broker_cpu_us_per_msg"),
     ("qos1_broker_us", "broker CPU per message, QoS 1", "µs", "qos1", "broker_cpu_us_per_msg"),
+    ("qos1paced_broker_us", "broker CPU per message, QoS 1 paced", "µs", "qos1paced", "broker_cpu_us_per_msg"),
     ("qos0_tool_cores", "load tool CPU, QoS 0", "cores", "qos0", "tool_cores"),
     ("qos1_tool_cores", "load tool CPU, QoS 1", "cores", "qos1", "tool_cores"),
     ("idle_rss_mib", "RSS with the idle clients connected", "MiB", "idle", "rss_mib"),
@@ -127,7 +139,11 @@ def summarize(rounds: list[Round]) -> dict[str, dict[str, dict[str, float] | Non
 
 
 def verdict(summary: dict) -> dict[str, bool | None]:
-    rate, p99, rss = (summary.get(k) or {} for k in ("qos1_rate", "qos1_p99_ms", "idle_rss_mib"))
+    """The targets: the rate saturated, the p99 paced (saturated when no paced phase ran), the RSS."""
+    rate, rss = (summary.get(k) or {} for k in ("qos1_rate", "idle_rss_mib"))
+    p99 = summary.get("qos1paced_p99_ms") or {}
+    if not p99.get("ratio"):
+        p99 = summary.get("qos1_p99_ms") or {}
     return {"qos1_throughput": None if not rate.get("ratio") else rate["ratio"]["median"] >= TARGET_QOS1_RATIO,
             "qos1_p99": None if not p99.get("ratio") else p99["ratio"]["median"] <= TARGET_P99_RATIO,
             "idle_rss": None if not rss.get("ferrymq") else rss["ferrymq"]["max"] < TARGET_IDLE_RSS_MIB}
@@ -159,8 +175,9 @@ def table(summary: dict) -> str:
         ratio_cell = "–" if ratio is None else f"{ratio['median']:.2f} ({ratio['min']:.2f}–{ratio['max']:.2f})"
         rows.append(f"| {label} ({unit}) | {_cell(s['ferrymq'], unit)} | {_cell(s['mosquitto'], unit)} | {ratio_cell} |")
     met = verdict(summary)
+    p99 = "QoS 1 p99, paced" if (summary.get("qos1paced_p99_ms") or {}).get("ratio") else "QoS 1 p99"
     for name, target, ok in (("QoS 1 rate", f"≥ {TARGET_QOS1_RATIO}x mosquitto's", met["qos1_throughput"]),
-                             ("QoS 1 p99", f"≤ {TARGET_P99_RATIO:g}x mosquitto's", met["qos1_p99"]),
+                             (p99, f"≤ {TARGET_P99_RATIO:g}x mosquitto's", met["qos1_p99"]),
                              ("RSS with the idle clients", f"< {TARGET_IDLE_RSS_MIB:g} MiB", met["idle_rss"])):
         if ok is not None:
             rows.append(f"\ntarget: {name} {target}: **{'met' if ok else 'missed'}**")
@@ -276,13 +293,15 @@ class Bench:
     def url(self, broker: str) -> str:
         return f"tcp://{LOOPBACK}:{self.brokers[broker].port}"
 
-    def pubsub(self, broker: str, qos: int, r: int) -> dict[str, float]:
+    def pubsub(self, broker: str, phase: str, r: int) -> dict[str, float]:
         p = self.plan
-        argv = [self.tool, "pubsub", "-broker", self.url(broker), "-topic", f"mqttbench/r{r}q{qos}", "-qos", str(qos),
+        qos, paced = PUBSUB[phase]
+        argv = [self.tool, "pubsub", "-broker", self.url(broker), "-topic", f"mqttbench/r{r}{phase}", "-qos", str(qos),
                 "-publishers", str(p.publishers), "-subscribers", str(p.subscribers), "-window", str(p.window),
-                "-size", str(p.message_size), "-warmup", f"{p.warmup_s:g}s", "-duration", f"{p.seconds:g}s"]
+                "-size", str(p.message_size), "-warmup", f"{p.warmup_s:g}s", "-duration", f"{p.seconds:g}s",
+                *(["-pause", f"{p.paced_pause_ms:g}ms"] if paced else [])]
         server, cpu0, tool0, wall0 = self.brokers[broker], self.brokers[broker].cpu_s(), children_cpu_s(), time.monotonic()
-        out = _run(f"{broker}-qos{qos}-r{r}", argv, self.home / f"{broker}-qos{qos}-r{r}.log", p.warmup_s + p.seconds + 120)
+        out = _run(f"{broker}-{phase}-r{r}", argv, self.home / f"{broker}-{phase}-r{r}.log", p.warmup_s + p.seconds + 120)
         cpu, tool, wall = server.cpu_s() - cpu0, children_cpu_s() - tool0, time.monotonic() - wall0
         raw = parse.result(out, f"mqttload pubsub at {broker}")
         # the broker's CPU and the messages received both over the whole run (warm-up included)
@@ -334,7 +353,7 @@ class Bench:
             figures = getattr(result, broker)
             for phase in self.plan.phases:
                 try:
-                    figures[phase] = self.idle(broker, r) if phase == "idle" else self.pubsub(broker, int(phase[-1]), r)
+                    figures[phase] = self.idle(broker, r) if phase == "idle" else self.pubsub(broker, phase, r)
                 except Exception as exc:  # one phase failing must not cost the others
                     result.errors[f"{broker}/{phase}"] = f"{type(exc).__name__}: {exc}"[:2000]
         result.loadavg_1min = [round(load, 2), round(os.getloadavg()[0], 2)]
@@ -357,7 +376,7 @@ def _describe(r: Round) -> str:
     parts = []
     for broker in r.order:
         f = getattr(r, broker)
-        bits = [f"{ph} {f[ph]['rate']:,.0f} msg/s p99 {f[ph]['p99_ms']:.1f} ms" for ph in ("qos0", "qos1") if ph in f]
+        bits = [f"{ph} {f[ph]['rate']:,.0f} msg/s p99 {f[ph]['p99_ms']:.1f} ms" for ph in PUBSUB if ph in f]
         if "idle" in f:
             bits.append(f"idle {f['idle']['rss_mib']:.0f} MiB {f['idle']['cpu_pct']:.1f}% CPU")
         parts.append(f"{broker}: " + ", ".join(bits))

@@ -72,3 +72,17 @@ def writer(transport: Any) -> Callable[[bytes], None]:
         t.write(data)
 
     return write
+
+
+def prompt_writer(transport: Any) -> Callable[[bytes], None]:
+    """:func:`writer` for a connection whose every write is a whole answer (or a turn's answers gathered):
+    with TCP_NODELAY set first, so a small write does not wait for the peer to acknowledge the one before
+    (Nagle), which a peer that only reads acknowledges after its delayed-ACK time. Apache's Netty ends set
+    it on every connection."""
+    set_no_delay = getattr(transport, "setTcpNoDelay", None)
+    if set_no_delay is not None:
+        try:
+            set_no_delay(True)
+        except OSError:  # the connection is gone already: its first write finds out
+            pass
+    return writer(transport)

@@ -10,7 +10,10 @@
 // neither broker is flooded past what it delivers). A message carries its publisher, sequence number and
 // send time; the subscribers take the end-to-end latency from it. The counts and latencies of the
 // -duration after -warmup are printed as one line `RESULT {json}`, with "lost": the times a publisher
-// gave up waiting for one of its messages (see giveUp).
+// gave up waiting for one of its messages (see giveUp). With -pause D a publisher waits a random time,
+// uniform between 0 and 2D, after each PUBLISH: about 1/D messages a second each, the same offered load on
+// any broker that keeps up, so the latency is what the broker adds rather than the queue of a saturated
+// closed loop (where the mean latency is the window over the rate).
 //
 // idle: -clients connections CONNECT with the keep-alive given (Paho sends the PINGREQs), at most
 // -concurrency connecting at once, and with -subscribe T each subscribes to T/c{i} at QoS 1 (a device's
@@ -23,6 +26,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand"
 	"os"
 	"sort"
 	"sync"
@@ -106,6 +110,7 @@ func pubsub(args []string) error {
 	size := fs.Int("size", 1024, "payload bytes")
 	warmup := fs.Duration("warmup", 3*time.Second, "unmeasured time first")
 	duration := fs.Duration("duration", 10*time.Second, "measured time")
+	pause := fs.Duration("pause", 0, "mean pause after each PUBLISH (uniform between 0 and twice this); 0: none")
 	fs.Parse(args)
 	if *size < header {
 		return fmt.Errorf("size must be at least %d", header)
@@ -195,6 +200,9 @@ func pubsub(args []string) error {
 						}
 					}()
 				}
+				if *pause > 0 {
+					time.Sleep(time.Duration(rand.Int63n(int64(2 * *pause))))
+				}
 			}
 		}(i, c)
 	}
@@ -233,7 +241,7 @@ func pubsub(args []string) error {
 		mean = sum / float64(len(all)) / 1e6
 	}
 	emit("RESULT", map[string]any{
-		"qos": *qos, "publishers": *publishers, "subscribers": *subscribers, "window": *window, "size": *size,
+		"qos": *qos, "pause_ms": float64(*pause) / 1e6, "publishers": *publishers, "subscribers": *subscribers, "window": *window, "size": *size,
 		"seconds": seconds, "sent": sent.Load(), "received": received, "rate": float64(received) / seconds,
 		"lost": lost.Load(), "failed": failed.Load(), "mean_ms": mean,
 		"p50_ms": percentile(all, 0.50), "p90_ms": percentile(all, 0.90), "p99_ms": percentile(all, 0.99),

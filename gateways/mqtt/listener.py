@@ -14,7 +14,7 @@ from collections.abc import Callable
 from twisted.internet import defer, task
 from twisted.internet.protocol import Factory, Protocol
 
-from ferrymq.remoting.twisted_io import writer
+from ferrymq.remoting.twisted_io import prompt_writer
 
 from .gateway import Gateway, settle
 from .packets import PingResp, encode
@@ -66,7 +66,9 @@ class MQTTProtocol(Protocol):
         self._unacked: deque[list] = deque()
 
     def connectionMade(self) -> None:
-        self._send = writer(self.transport)
+        # a turn's packets go out as one write (cork): without TCP_NODELAY the next turn's would wait for
+        # the peer's ACK, which a QoS 0 subscriber sends only after its delayed-ACK time
+        self._send = prompt_writer(self.transport)
         self.conn = ServerConnection(self.gateway.sessions, time.time(), maximum_packet_size=MAXIMUM_PACKET_SIZE,
                                      access=self.gateway.access, peer_ip=getattr(self.transport.getPeer(), "host", ""))
         self.factory.protocols[self.conn] = self

@@ -30,7 +30,7 @@ from .protocol import (
     encode_transfer_header,
     first_transfer_offset,
 )
-from .stream import stream_writer
+from ferrymq.remoting.twisted_io import prompt_writer
 
 log = logging.getLogger("ferrymq.ha.master")
 
@@ -50,7 +50,8 @@ class SlaveConnection(protocol.Protocol):
     """
 
     reader: Any
-    #: writes to the slave (see :func:`.protocol.stream_writer`)
+    #: writes to the slave (:func:`ferrymq.remoting.twisted_io.prompt_writer`: TCP_NODELAY, as Apache sets on
+    #: both ends, so a slave's report does not sit behind Nagle)
     write: Callable[[bytes], None]
 
     def __init__(self, master: HAMaster):
@@ -75,7 +76,7 @@ class SlaveConnection(protocol.Protocol):
     def connectionMade(self) -> None:
         peer = self.transport.getPeer()
         self.addr = f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}"
-        self.write = stream_writer(self.transport)
+        self.write = prompt_writer(self.transport)
         self.transport.registerProducer(self, True)
         self.master.connections.add(self)
         log.info("slave %s connected", self.addr)

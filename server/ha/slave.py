@@ -24,7 +24,7 @@ from ferrymq.wire.bodies import HAClientRuntimeInfo, HARuntimeInfo
 from twisted.internet import protocol, task
 
 from .protocol import ProtocolError, TransferReader, encode_report
-from .stream import stream_writer
+from ferrymq.remoting.twisted_io import prompt_writer
 
 log = logging.getLogger("ferrymq.ha.slave")
 
@@ -50,7 +50,7 @@ class MasterConnection(protocol.Protocol):
         self.last_read = time.monotonic()
 
     def connectionMade(self) -> None:
-        self.write = stream_writer(self.transport)
+        self.write = prompt_writer(self.transport)
         self.slave.connected(self)
         self.report()
 

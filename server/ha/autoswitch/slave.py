@@ -20,7 +20,7 @@ from ferrymq.server.store.message_store import MessageStore
 from .. import slave as classic
 from ..protocol import ProtocolError
 from ..slave import HASlave
-from ..stream import stream_writer
+from ferrymq.remoting.twisted_io import prompt_writer
 from .epoch import EpochFile
 from .protocol import (
     MasterFrameReader,
@@ -45,7 +45,7 @@ class MasterConnection(classic.MasterConnection):
         self.transferring = False
 
     def connectionMade(self) -> None:
-        self.write = stream_writer(self.transport)
+        self.write = prompt_writer(self.transport)
         self.slave.connected(self)
         self.write(encode_slave_handshake(self.slave.broker_id))
 
