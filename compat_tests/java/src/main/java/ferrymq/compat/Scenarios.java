@@ -37,6 +37,7 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  *           [-mode sync|async|oneway|batch] [-interval MILLIS (sync: pause between sends)]
  *   consume -n ADDR -t TOPIC -g GROUP [-count N] [-expr *] [-timeout MILLIS] [-from first|last]
  *           [-model clustering|broadcasting] [-orderly true] [-clientRebalance false]
+ *           [-linger MILLIS [-persist true (offsets to the broker every 200 ms while lingering)]]
  * </pre>
  *
  * The clients' own timers are shortened (route poll, heartbeat: 1 s) so that a scenario does not wait
@@ -332,6 +333,21 @@ public final class Scenarios {
         enough.countDown();
     }
 
+    /**
+     * Stays connected for {@code millis} to catch messages that should not come. With {@code persist} the
+     * consumer also sends its offsets to the broker every 200 ms: the client's own persisting starts only
+     * 10 s after start, and admin commands observing a lingering group would wait for it.
+     */
+    private static void linger(DefaultMQPushConsumer consumer, long millis, boolean persist) throws InterruptedException {
+        long end = System.currentTimeMillis() + millis;
+        for (long left = millis; left > 0; left = end - System.currentTimeMillis()) {
+            if (persist) {
+                consumer.getDefaultMQPushConsumerImpl().persistConsumerOffset();
+            }
+            Thread.sleep(persist ? Math.min(200, left) : left);
+        }
+    }
+
     private static boolean consume(Map<String, String> args) throws Exception {
         int count = Integer.parseInt(args.getOrDefault("count", "1"));
         long timeout = Long.parseLong(args.getOrDefault("timeout", "30000"));
@@ -405,7 +421,7 @@ public final class Scenarios {
             enough.await(timeout, TimeUnit.MILLISECONDS);
         }
         if (args.containsKey("linger")) {
-            Thread.sleep(Long.parseLong(args.get("linger")));  // catch messages that should not come
+            linger(consumer, Long.parseLong(args.get("linger")), "true".equals(args.get("persist")));
         }
         int got = received.get();
         finish(got >= count, "received", got, "expected", count);
