@@ -1,5 +1,7 @@
 """Free ports for a server the test is about to start: below the kernel's ephemeral range when there is
-room, so that no client's outgoing connection takes one before the server binds it."""
+room, so that no client's outgoing connection takes one before the server binds it, and never one this
+process handed out before: a JVM binds its ports seconds after they are chosen, and a server started
+beside it in that time must not be given the same ones."""
 
 from __future__ import annotations
 
@@ -11,15 +13,21 @@ LOOPBACK = "127.0.0.1"
 #: where to look when the ephemeral range leaves no room below it
 FALLBACK_RANGE = (20000, 60000)
 
+#: every port free_port returned (with its ``also_free`` neighbours) in this process
+_handed_out: set[int] = set()
+
 
 def free_port(host: str = LOOPBACK, *, also_free: tuple[int, ...] = ()) -> int:
     """A port P bindable on ``host`` ("" or 0.0.0.0: every interface) with P+d bindable too for each d in
-    ``also_free`` (a broker also binds listenPort-2, its fast channel; Apache's listenPort+1 for HA)."""
+    ``also_free`` (a broker also binds listenPort-2, its fast channel; Apache's listenPort+1 for HA), none
+    of them returned before."""
     low, high = listen_range()
     rng = random.Random()
     for _ in range(200):
         port = rng.randrange(low, high)
-        if all(bindable(port + d, host) for d in (0, *also_free)):
+        wanted = {port + d for d in (0, *also_free)}
+        if not wanted & _handed_out and all(bindable(p, host) for p in wanted):
+            _handed_out.update(wanted)
             return port
     raise RuntimeError(f"no free port (with {also_free} beside it) on {host} found in 200 tries")
 

@@ -37,3 +37,17 @@ def test_a_taken_port_is_not_bindable():
         s.bind((ports.LOOPBACK, 0))
         s.listen()
         assert not ports.bindable(s.getsockname()[1])
+
+
+def test_a_port_is_handed_out_once_even_while_nothing_binds_it(monkeypatch):
+    """Servers started side by side pick their ports before any of them binds (a JVM takes seconds):
+    every pick, with its neighbours, differs from every earlier one."""
+    monkeypatch.setattr(ports, "listen_range", lambda: (10000, 10060))
+    monkeypatch.setattr(ports, "bindable", lambda port, host=ports.LOOPBACK: True)
+    monkeypatch.setattr(ports, "_handed_out", set())
+    taken: set[int] = set()
+    for _ in range(8):
+        port = ports.free_port(also_free=(-2, 1))
+        wanted = {port - 2, port, port + 1}
+        assert not wanted & taken
+        taken |= wanted
