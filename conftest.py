@@ -19,7 +19,8 @@ import pytest
 SHARED_SESSION_FIXTURES = ("server", "spark", "mosquitto")
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Refuse to test an old build: a Cython-compiled module older than its source hides the edit."""
+    """Refuse to test an old build: a Cython-compiled module older than its source, or one no list names,
+    hides the source."""
     from ferrymq.wire import native
 
     for source in native.CYTHON_SOURCES:
@@ -27,6 +28,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     stale = native.stale()
     if stale:
         raise pytest.UsageError(f"compiled modules older than their source: {', '.join(stale)}; run `make compile`")
+    unlisted = native.unlisted()
+    if unlisted:
+        raise pytest.UsageError(f"compiled modules wire/native.py does not list (they hide their source and are "
+                                f"never rebuilt): {', '.join(unlisted)}; delete them")
 
 
 # --- the distributed run's units of work -------------------------------------------------------------

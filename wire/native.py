@@ -8,7 +8,9 @@ Two kinds, both built at install when a C compiler is present and both optional:
 * Hot-path modules compiled by Cython unchanged (``CYTHON_SOURCES``): the same ``.py`` run faster.
   Python imports the compiled module whenever it exists, so an edited source is not what runs until
   it is compiled again (``make compile``; ``make test`` and ``make run`` do it). :func:`stale` names
-  such modules; the test suite refuses to run with any, and the broker logs them.
+  such modules; the test suite refuses to run with any, and the broker logs them. A compiled file left
+  beside a source no list names (a module taken off ``CYTHON_SOURCES``) would be imported just the same
+  and never rebuilt: :func:`unlisted` finds those.
 
 This file imports nothing of FerryMQ: ``setup.py`` reads the lists from it.
 """
@@ -117,6 +119,25 @@ def stale(modules: dict[str, ModuleType] | None = None) -> list[str]:
     return found
 
 
+def unlisted(root: str | None = None) -> list[str]:
+    """Compiled files under the repository's ``root`` (this checkout by default) that neither list names:
+    Python would import one instead of its ``.py``, and no build ever refreshes it."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    listed = {module_name(path) for path in CYTHON_SOURCES} | set(_PART_OF_MODULE)
+    found = []
+    for folder in FOLDERS.values():
+        for directory, subdirs, files in os.walk(os.path.join(root, folder)):
+            subdirs[:] = [d for d in subdirs if not d.startswith(".") and d != "__pycache__"]
+            for name in files:
+                suffix = next((s for s in importlib.machinery.EXTENSION_SUFFIXES if name.endswith(s)), None)
+                if suffix is None:
+                    continue
+                path = os.path.relpath(os.path.join(directory, name[: -len(suffix)] + ".py"), root)
+                if module_name(path) not in listed:
+                    found.append(os.path.relpath(os.path.join(directory, name), root))
+    return sorted(found)
+
+
 def compiled_modules(modules: dict[str, ModuleType] | None = None) -> list[str]:
     """The loaded hot-path modules that run compiled by Cython."""
     modules = sys.modules if modules is None else modules
@@ -138,3 +159,6 @@ def report() -> None:
     log.info("%d hot-path modules run compiled by Cython", len(compiled_modules()))
     for module in stale():
         log.warning("%s is compiled from an older source, so the edit does not run: `make compile`", module)
+    for path in unlisted():
+        log.warning("%s is a compiled module no list in wire/native.py names: it runs instead of its source "
+                    "and is never rebuilt; delete it", path)

@@ -82,3 +82,18 @@ def test_a_module_run_from_source_is_neither_compiled_nor_stale(tmp_path):
     module.__file__ = str(tmp_path / "frame.py")
     assert native.stale({"ferrymq.wire.frame": module}) == []
     assert native.compiled_modules({"ferrymq.wire.frame": module}) == []
+
+
+def _tree(tmp_path: Path, *names: str) -> Path:
+    for name in names:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+    return tmp_path
+
+
+def test_a_compiled_file_no_list_names_is_found(tmp_path):
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    root = _tree(tmp_path, "wire/frame.py", "wire/frame" + suffix, "gateways/mqtt/session.py",
+                 "gateways/mqtt/session" + suffix, "wire/_crc" + suffix, "wire/__pycache__/x" + suffix)
+    assert native.unlisted(str(root)) == [os.path.join("gateways", "mqtt", "session" + suffix)]
