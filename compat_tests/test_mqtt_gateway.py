@@ -16,7 +16,7 @@ import time
 
 from ferrymq.testing import admin
 
-from tests.gateways.mqtt.devices import V5, V311, Device, publish_properties
+from tests.gateways.mqtt.devices import V5, V311, Device, publish_burst, publish_properties
 
 from .harness import finish_all
 from .test_http_gateway import user_properties, wait_for_consumers
@@ -100,6 +100,31 @@ def test_a_devices_stream_on_one_mqtt_topic_is_one_queue_in_order(server, mqtt_g
         got = [e for e in res.of("received") if e.get("tags") == rest]
         assert [e["body"] for e in got] == [f"{rest} #{i}" for i in range(20)], res.explain()
         assert len({e["queueId"] for e in got}) == 1, f"{rest}: {[e['queueId'] for e in got]}"
+
+
+def test_a_burst_that_creates_its_topic_reaches_a_subscriber_and_one_queue_in_order(server, mqtt_gateway, java):
+    """A device's first 16 QoS 1 PUBLISHes on a topic no one created, in one write: every PUBACK comes in
+    order, an MQTT subscriber (subscribed before the topic existed) gets them in order, and a Java orderly
+    consumer finds them on one queue, in order. In front of a cluster the gateway sends by route, and a
+    new topic has none until its first message creates it (the queue count of the route it is created
+    from need not be the new topic's), so the first messages must not take another queue than the rest."""
+    from ferrymq.gateways.mqtt.packets import PubAck
+
+    topic, group = fresh("MqttNewOrder")
+    burst = 16  # within every Receive Maximum announced
+    subscriber = Device(mqtt_gateway, V5)
+    try:
+        subscriber.subscribe(f"{topic}/#", qos=1)
+        assert publish_burst(mqtt_gateway, V5, f"{topic}/dev", burst) == [PubAck(i + 1) for i in range(burst)]
+        got = subscriber.receive(burst, timeout=WAIT)
+        assert [m.payload for m in got] == [b"m%d" % i for i in range(burst)]
+    finally:
+        subscriber.close()
+    res = java("consume", n=server.namesrv_addr, t=topic, g=group, orderly=True, count=burst,
+               timeout=WAIT).check()
+    got = res.of("received")
+    assert [e["body"] for e in got] == [f"m{i}" for i in range(burst)], res.explain()
+    assert len({e["queueId"] for e in got}) == 1, [e["queueId"] for e in got]
 
 
 # ---------------------------------------------------------------------------------------------- Java, Go -> MQTT

@@ -63,6 +63,7 @@ from . import mapping, topics
 from .persistence import StateFiles
 from .retained import RetainedMessages
 from .fanout import FanOutIndex
+from .in_order import InOrder
 from .session import Ack, Release, Session, Sessions, deliver
 from .store_fanout import StoreFanOut
 
@@ -217,6 +218,7 @@ class Gateway:
         #: once :meth:`closing` was called, the sends since (the wills of the devices a stop disconnects),
         #: which :meth:`stop` waits for before the RocketMQ client stops
         self._last_sends: list[defer.Deferred] | None = None
+        self._in_order = InOrder()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -340,8 +342,9 @@ class Gateway:
     def send(self, message: Message) -> defer.Deferred:
         """Store ``message``; the Deferred fires once the broker answered (QoS 1 and 2 acknowledge then).
 
-        Every message of one MQTT topic goes to the same queue (by hash of the topic), so that subscribers
-        get them in the order they were published, as MQTT's ordered topics promise (4.6)."""
+        Every message of one MQTT topic goes to the same queue (by hash of the topic), one at a time while
+        one is on its way (:mod:`.in_order`), so that subscribers get them in the order they were
+        published, as MQTT's ordered topics promise (4.6)."""
         outcome = self.publish(message)
         return outcome if isinstance(outcome, defer.Deferred) else defer.succeed(outcome)
 
@@ -359,9 +362,11 @@ class Gateway:
             return None
         key = message.properties.get(mapping.MQTT_TOPIC)
         if self._store_send is not None:
-            outcome = self._store_send.store_orderly(message, key, answer=False)
+            store_send = self._store_send
+            outcome = self._in_order.run(key, lambda: store_send.store_orderly(message, key, answer=False))
         else:
-            outcome = self.producer.send_orderly(message, select_by_hash, key)
+            producer = self.producer
+            outcome = self._in_order.run(key, lambda: producer.send_orderly(message, select_by_hash, key))
         if not isinstance(outcome, defer.Deferred):
             return self._stored(outcome, message, retain)
         outcome.addCallback(self._stored, message, retain)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import socket
 import threading
 import uuid
 
@@ -162,3 +163,37 @@ def _each_at_once(method, devices) -> None:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def raw_connection(port: int, version: int = 5):
+    """A socket that has sent a CONNECT, a client-side decoder (FerryMQ's own codec, for exact bytes), and
+    the CONNACK."""
+    from ferrymq.gateways.mqtt.connection import Decoder
+    from ferrymq.gateways.mqtt.packets import Connect, encode
+
+    sock = socket.create_connection((LOOPBACK, port), 5)
+    sock.sendall(encode(Connect(f"raw-{uuid.uuid4().hex[:8]}", version), version))
+    decoder = Decoder("client", version=version)
+    events = []
+    while not events:
+        events += decoder.feed(sock.recv(4096))
+    return sock, decoder, events[0]
+
+
+def publish_burst(port: int, version: int, topic: str, burst: int, first: int = 1) -> list:
+    """Send ``burst`` QoS 1 PUBLISHes to ``topic`` in one write; the PUBACKs, as they came."""
+    from ferrymq.gateways.mqtt.packets import Publish, encode
+
+    sock, decoder, _ = raw_connection(port, version)
+    try:
+        sock.sendall(b"".join(encode(Publish(topic, b"m%d" % i, 1, packet_identifier=first + i), version)
+                              for i in range(burst)))
+        acks = []
+        sock.settimeout(10)
+        while len(acks) < burst:
+            data = sock.recv(65536)
+            assert data, f"closed after {len(acks)} PUBACKs"
+            acks += decoder.feed(data)
+        return acks
+    finally:
+        sock.close()

@@ -17,7 +17,7 @@ from ferrymq.sdk.blocking_clients import BlockingProducer, BlockingPushConsumer
 from ferrymq.sdk.client_config import ClientConfig
 from ferrymq.sdk.message import Message
 
-from .devices import V5, V311, Device, publish_properties
+from .devices import V5, V311, Device, publish_burst, publish_properties, raw_connection
 from .devices import fresh_topic as _topic
 
 pytestmark = pytest.mark.timeout(120)
@@ -241,20 +241,6 @@ def test_a_persistent_session_gets_what_was_published_while_it_was_away(brokers,
 
 # ---------------------------------------------------------------------------------------------- bad input
 
-def _raw(port: int, version: int = 5):
-    """A socket that has sent a CONNECT, a client-side decoder, and the CONNACK."""
-    from ferrymq.gateways.mqtt.connection import Decoder
-    from ferrymq.gateways.mqtt.packets import Connect, encode
-
-    sock = socket.create_connection(("127.0.0.1", port), 5)
-    sock.sendall(encode(Connect(f"raw-{uuid.uuid4().hex[:8]}", version), version))
-    decoder = Decoder("client", version=version)
-    events = []
-    while not events:
-        events += decoder.feed(sock.recv(4096))
-    return sock, decoder, events[0]
-
-
 def _until_closed(sock, decoder) -> list:
     sock.settimeout(5)
     got = []
@@ -275,7 +261,7 @@ def test_a_qos2_flood_beyond_receive_maximum_is_disconnected_and_harms_no_one_el
     topic = _topic()
     bystander, watcher = Device(ferrymq_mqtt.mqtt_port, V5), Device(ferrymq_mqtt.mqtt_port, V5)
     watcher.subscribe(f"{topic}/#")
-    sock, decoder, connack = _raw(ferrymq_mqtt.mqtt_port)
+    sock, decoder, connack = raw_connection(ferrymq_mqtt.mqtt_port)
     limit = connack.properties.receive_maximum
     try:
         sock.sendall(b"".join(encode(Publish(f"{topic}/flood", b"x", 2, packet_identifier=i + 1), 5)
@@ -295,25 +281,6 @@ def test_a_qos2_flood_beyond_receive_maximum_is_disconnected_and_harms_no_one_el
         watcher.close()
 
 
-def _burst(port: int, version: int, topic: str, burst: int, first: int = 1) -> list:
-    """Send ``burst`` QoS 1 PUBLISHes to ``topic`` in one write; the PUBACKs, as they came."""
-    from ferrymq.gateways.mqtt.packets import Publish, encode
-
-    sock, decoder, _ = _raw(port, version)
-    try:
-        sock.sendall(b"".join(encode(Publish(topic, b"m%d" % i, 1, packet_identifier=first + i), version)
-                              for i in range(burst)))
-        acks = []
-        sock.settimeout(10)
-        while len(acks) < burst:
-            data = sock.recv(65536)
-            assert data, f"closed after {len(acks)} PUBACKs"
-            acks += decoder.feed(data)
-        return acks
-    finally:
-        sock.close()
-
-
 @pytest.mark.parametrize("version", [V311, V5])
 def test_a_burst_in_one_write_is_acknowledged_and_delivered_in_order(brokers, version):
     """QoS 1 PUBLISHes arriving in one TCP segment are answered (and delivered) together: every PUBACK
@@ -326,9 +293,9 @@ def test_a_burst_in_one_write_is_acknowledged_and_delivered_in_order(brokers, ve
         subscriber = Device(port, version)
         try:
             subscriber.subscribe(f"{topic}/#", qos=1)
-            assert _burst(port, version, f"{topic}/first", 1) == [PubAck(1)], name  # the topic exists from now on
+            assert publish_burst(port, version, f"{topic}/first", 1) == [PubAck(1)], name  # the topic exists from now on
             assert [m.payload for m in subscriber.receive(1)] == [b"m0"], name
-            assert _burst(port, version, f"{topic}/burst", burst) == [PubAck(i + 1) for i in range(burst)], name
+            assert publish_burst(port, version, f"{topic}/burst", burst) == [PubAck(i + 1) for i in range(burst)], name
             got = subscriber.receive(burst)
             assert [(m.topic, m.payload, m.qos) for m in got] == [(f"{topic}/burst", b"m%d" % i, 1)
                                                                    for i in range(burst)], name
@@ -341,7 +308,7 @@ def test_the_pubacks_of_a_burst_that_creates_its_topic_come_in_order(brokers):
     from ferrymq.gateways.mqtt.packets import PubAck
 
     for name, port in brokers:
-        assert _burst(port, V311, f"{_topic()}/new", 8) == [PubAck(i + 1) for i in range(8)], name
+        assert publish_burst(port, V311, f"{_topic()}/new", 8) == [PubAck(i + 1) for i in range(8)], name
 
 
 def test_a_subscriber_gets_a_burst_that_creates_its_topic_in_order(brokers):
@@ -353,7 +320,7 @@ def test_a_subscriber_gets_a_burst_that_creates_its_topic_in_order(brokers):
         subscriber = Device(port, V311)
         try:
             subscriber.subscribe(f"{topic}/#", qos=1)
-            _burst(port, V311, f"{topic}/new", burst)
+            publish_burst(port, V311, f"{topic}/new", burst)
             got = subscriber.receive(burst)
             assert [m.payload for m in got] == [b"m%d" % i for i in range(burst)], name
         finally:
@@ -363,7 +330,7 @@ def test_a_subscriber_gets_a_burst_that_creates_its_topic_in_order(brokers):
 def test_garbage_and_a_packet_before_connect_close_the_connection(ferrymq_mqtt):
     from ferrymq.gateways.mqtt.packets import Disconnect, PingReq, encode
 
-    sock, decoder, _ = _raw(ferrymq_mqtt.mqtt_port)
+    sock, decoder, _ = raw_connection(ferrymq_mqtt.mqtt_port)
     sock.sendall(b"\x00\x00")
     assert _until_closed(sock, decoder) == [Disconnect(0x81)]  # reserved packet type 0: Malformed Packet
     sock.close()
