@@ -97,14 +97,20 @@ class StoreSend:
         picks for ``key``; fires with the SendResult."""
         return _deferred(self.store_orderly(message, key))
 
-    def store_orderly(self, message: Message, key: str, answer: bool = True) -> Any:
+    def store_orderly(self, message: Message, key: str, answer: bool = True,
+                      by_route: Callable[[Message, str], Any] | None = None) -> Any:
         """:meth:`send_orderly`, whose outcome is the SendResult itself when the store took the message at
         once (an ASYNC_FLUSH store): the caller answers without a Deferred's callbacks, once a message.
         ``answer=False``: a message stored here has the store's PutMessageResult as its outcome instead,
-        for a caller that needs to know only that it was stored (no SendResult built to be dropped)."""
+        for a caller that needs to know only that it was stored (no SendResult built to be dropped).
+        ``by_route(message, key)`` sends a message this broker does not store (default: the producer's
+        send_orderly by hash of ``key``)."""
         producer = self.producer
+        if by_route is None:
+            def by_route(message: Message, key: str) -> Any:
+                return producer.send_orderly(message, select_by_hash, key)
         if not self.takes(message.topic):
-            return producer.send_orderly(message, select_by_hash, key)
+            return by_route(message, key)
         try:
             body, sys_flag = producer.prepare(message)
             hashed = _key_hash(str(key))
@@ -112,7 +118,7 @@ class StoreSend:
                                producer.send_msg_timeout, answer)
         except Refusal as refusal:
             if refusal.code in _ELSEWHERE:
-                return producer.send_orderly(message, select_by_hash, key)
+                return by_route(message, key)
             return defer.fail(self._error(refusal))
         except Exception:  # noqa: BLE001 - surfaced through the Deferred, as the producer's
             return defer.fail()

@@ -342,9 +342,8 @@ class Gateway:
     def send(self, message: Message) -> defer.Deferred:
         """Store ``message``; the Deferred fires once the broker answered (QoS 1 and 2 acknowledge then).
 
-        Every message of one MQTT topic goes to the same queue (by hash of the topic), one at a time while
-        one is on its way (:mod:`.in_order`), so that subscribers get them in the order they were
-        published, as MQTT's ordered topics promise (4.6)."""
+        Every message of one MQTT topic goes to the same queue (by hash of the topic), so that subscribers
+        get them in the order they were published, as MQTT's ordered topics promise (4.6)."""
         outcome = self.publish(message)
         return outcome if isinstance(outcome, defer.Deferred) else defer.succeed(outcome)
 
@@ -362,17 +361,21 @@ class Gateway:
             return None
         key = message.properties.get(mapping.MQTT_TOPIC)
         if self._store_send is not None:
-            store_send = self._store_send
-            outcome = self._in_order.run(key, lambda: store_send.store_orderly(message, key, answer=False))
+            outcome = self._store_send.store_orderly(message, key, answer=False, by_route=self._send_by_route)
         else:
-            producer = self.producer
-            outcome = self._in_order.run(key, lambda: producer.send_orderly(message, select_by_hash, key))
+            outcome = self._send_by_route(message, key)
         if not isinstance(outcome, defer.Deferred):
             return self._stored(outcome, message, retain)
         outcome.addCallback(self._stored, message, retain)
         if self._last_sends is not None:
             self._last_sends.append(outcome)
         return outcome
+
+    def _send_by_route(self, message: Message, key: str) -> Any:
+        """Send to the broker of the topic's queue for ``key``, after the broker answered the message of
+        ``key`` on its way, if any (:mod:`.in_order`); the store of this process puts in order itself."""
+        producer = self.producer
+        return self._in_order.run(key, lambda: producer.send_orderly(message, select_by_hash, key))
 
     def _stored(self, result: Any, message: Message, retain: bool) -> Any:
         if retain:

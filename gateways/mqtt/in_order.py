@@ -4,7 +4,8 @@ A broker may work on several sends of one connection at once (Apache's send pool
 up to four), so two messages on their way to one queue can be stored in either order. MQTT promises
 that a publisher's messages on a topic reach its subscribers in the order it sent them (4.6): while a
 message of a topic waits for the broker's answer, the next one of that topic waits for that answer
-before it is sent. A message stored in this process is put and answered at once, and nothing waits.
+before it is sent. Messages the gateway's own broker stores do not pass here: its store puts them in the
+order they come, whenever their answers follow.
 """
 
 from __future__ import annotations
