@@ -378,6 +378,12 @@ class Gateway:
             consumer.nudge(message.topic)
         return result
 
+    def deliver_stored(self) -> None:
+        """Hand what was stored in this broker so far in this reactor turn to the sessions now (the
+        fan-out reads it in the next turn otherwise); nothing to do in front of a cluster."""
+        if isinstance(self._fan_out, StoreFanOut):
+            self._fan_out.flush()
+
     def _retain(self, message: Message) -> None:
         topic_name = self.retained.set(message)
         if self.state is not None:

@@ -76,13 +76,16 @@ class MQTTProtocol(Protocol):
 
     def dataReceived(self, data: bytes) -> None:
         # the answers to what one read brought (a PUBACK each, with a store that answers at once) go out
-        # as one write
+        # as one write; what it stored reaches the subscribers in this turn too
         corked = self.cork()
         try:
             self.run(self.conn.receive_data(data, time.time()))
         finally:
             if corked:
-                self.uncork()
+                try:
+                    self.gateway.deliver_stored()
+                finally:
+                    self.uncork()
 
     def cork(self) -> bool:
         """Gather the packets written from now on until :meth:`uncork`, which sends them as one write (one
