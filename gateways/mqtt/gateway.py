@@ -378,11 +378,15 @@ class Gateway:
             consumer.nudge(message.topic)
         return result
 
-    def deliver_stored(self) -> None:
-        """Hand what was stored in this broker so far in this reactor turn to the sessions now (the
-        fan-out reads it in the next turn otherwise); nothing to do in front of a cluster."""
-        if isinstance(self._fan_out, StoreFanOut):
-            self._fan_out.flush()
+    def hold_deliveries(self) -> StoreFanOut | None:
+        """What this broker stores from now on is handed to the sessions when the fan-out returned is
+        flushed (``flush()``, once), in this reactor turn rather than the next (:meth:`.StoreFanOut.hold`);
+        ``None`` in front of a cluster, where the fan-out is a consumer."""
+        fan_out = self._fan_out
+        if isinstance(fan_out, StoreFanOut):
+            fan_out.hold()
+            return fan_out
+        return None
 
     def _retain(self, message: Message) -> None:
         topic_name = self.retained.set(message)

@@ -78,13 +78,15 @@ class MQTTProtocol(Protocol):
         # the answers to what one read brought (a PUBACK each, with a store that answers at once) go out
         # as one write; what it stored reaches the subscribers in this turn too
         corked = self.cork()
+        held = self.gateway.hold_deliveries() if corked else None
         try:
             self.run(self.conn.receive_data(data, time.time()))
         finally:
-            if corked:
-                try:
-                    self.gateway.deliver_stored()
-                finally:
+            try:
+                if held is not None:
+                    held.flush()
+            finally:
+                if corked:
                     self.uncork()
 
     def cork(self) -> bool:
