@@ -386,6 +386,16 @@ class Gateway:
             consumer.nudge(message.topic)
         return result
 
+    def hold_deliveries(self) -> StoreFanOut | None:
+        """What this broker stores from now on is handed to the sessions when the fan-out returned is
+        flushed (``flush()``, once), in this reactor turn rather than the next (:meth:`.StoreFanOut.hold`);
+        ``None`` in front of a cluster, where the fan-out is a consumer."""
+        fan_out = self._fan_out
+        if isinstance(fan_out, StoreFanOut):
+            fan_out.hold()
+            return fan_out
+        return None
+
     def _retain(self, message: Message) -> None:
         topic_name = self.retained.set(message)
         if self.state is not None:

@@ -76,13 +76,18 @@ class MQTTProtocol(Protocol):
 
     def dataReceived(self, data: bytes) -> None:
         # the answers to what one read brought (a PUBACK each, with a store that answers at once) go out
-        # as one write
+        # as one write; what it stored reaches the subscribers in this turn too
         corked = self.cork()
+        held = self.gateway.hold_deliveries() if corked else None
         try:
             self.run(self.conn.receive_data(data, time.time()))
         finally:
-            if corked:
-                self.uncork()
+            try:
+                if held is not None:
+                    held.flush()
+            finally:
+                if corked:
+                    self.uncork()
 
     def cork(self) -> bool:
         """Gather the packets written from now on until :meth:`uncork`, which sends them as one write (one

@@ -73,6 +73,8 @@ class StoreFanOut:
         #: what this process stored since the last read, by queue then queue offset: handed out as it is
         self._stored: dict[tuple[str, int], dict[int, MessageExt]] = {}
         self._turn = None
+        #: :meth:`hold` calls not yet ended by :meth:`flush`
+        self._holds = 0
         self._listening = False
         self._persist = task.LoopingCall(self.persist)
         self._persist.clock = reactor
@@ -111,6 +113,21 @@ class StoreFanOut:
                 kept = self._stored[queue] = {}
             kept[msg.queue_offset] = msg
 
+    def hold(self) -> None:
+        """Queues marked from now on are read by the matching :meth:`flush` rather than in the next reactor
+        turn: a device's packets of one read are handled between the two, and what they stored reaches
+        the sessions in that turn (one turn a message, not two, when messages come one at a time)."""
+        self._holds += 1
+
+    def flush(self) -> None:
+        """End a :meth:`hold`: the last one reads the marked queues now."""
+        self._holds -= 1
+        if self._holds or not self._marked:
+            return
+        if self._turn is not None:  # marked before the hold
+            self._turn.cancel()
+        self._read_marked()
+
     def nudge(self, topic: str) -> None:
         """Nothing to do: the store's arrival notice names even a queue created by the message."""
 
@@ -142,7 +159,7 @@ class StoreFanOut:
 
     def _mark(self, topic: str, queue_id: int, max_offset: int | None = None) -> None:
         self._marked[(topic, queue_id)] = max_offset
-        if self._turn is None:
+        if self._turn is None and not self._holds:
             self._turn = call_soon(self.reactor, self._read_marked)
 
     def _read_marked(self) -> None:

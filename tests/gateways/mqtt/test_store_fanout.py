@@ -100,3 +100,20 @@ def test_a_topic_not_subscribed_is_not_kept(brokers, tmp_path):
     wired.publish("other/x", b"not for the fan-out")
     assert wired.kept and wired.fan_out._stored == {}
     assert wired.turn() == []
+
+
+def test_what_is_stored_during_a_hold_is_handed_out_at_its_flush_in_the_same_turn(brokers, tmp_path):
+    here, there = brokers
+    wired = _Wired(here, there, tmp_path / "offsets")
+    assert wired.turn() == []  # the subscription's first read
+    wired.fan_out.hold()
+    wired.fan_out.hold()  # nested: the outer flush reads
+    wired.publish(f"{TOPIC}/room1/temp", b"first")
+    assert wired.turn() == []  # no turn reads what is held
+    wired.fan_out.flush()
+    assert wired.handed == []
+    wired.fan_out.flush()
+    assert [m.body for m in wired.handed] == [b"first"]
+    assert wired.turn() == []  # read once
+    wired.publish(f"{TOPIC}/room1/temp", b"second")  # no hold: the next turn reads it
+    assert [m.body for m in wired.turn()] == [b"second"]
