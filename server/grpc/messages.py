@@ -33,9 +33,10 @@ class Limits:
     maxTransactionRecoverySecond: int = 3600
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outgoing:
-    """What SEND_MESSAGE_V2 carries for one v2 message."""
+    """What SEND_MESSAGE_V2 carries for one v2 message (not frozen: a frozen dataclass's fields are set
+    through ``object.__setattr__``, a cost every send would pay)."""
 
     body: bytes
     properties: dict[str, str]
