@@ -161,9 +161,8 @@ def to_outgoing(message: pb.Message, producer_group: str, born_host: str, limits
 
 
 def timestamp(millis: int) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromMilliseconds(millis)
-    return stamp
+    """``millis`` as a Timestamp (built whole: ``FromMilliseconds`` is Python code, run twice a received message)."""
+    return Timestamp(seconds=millis // 1000, nanos=millis % 1000 * 1_000_000)
 
 
 def _message_type(props: dict[str, str]) -> int:
