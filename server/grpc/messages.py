@@ -9,6 +9,7 @@ proxy's ``Code``; the limits are :class:`Limits`, the proxy's defaults.
 
 from __future__ import annotations
 
+import re
 import time
 import zlib
 from dataclasses import dataclass
@@ -45,8 +46,14 @@ class Outgoing:
     message_group: str
 
 
+#: an ISO control character (U+0000 to U+001F, tab, CR and LF among them, and U+007F to U+009F), which the
+#: proxy refuses in a tag, a key, a message group and a property (Java's ``Character.isISOControl``); a
+#: regular expression, searched in C, as every send checks them
+_CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _has_control_character(text: str) -> bool:
-    return any(ord(c) <= 0x1F and c not in "\t\r\n" for c in text)
+    return _CONTROL_CHARACTER.search(text) is not None
 
 
 def _check_tag(tag: str) -> None:
@@ -84,7 +91,8 @@ def check_body(body: bytes, limits: Limits) -> None:
 
 
 def _user_properties(message: pb.Message, limits: Limits) -> tuple[dict[str, str], int]:
-    users = dict(message.user_properties)
+    mapping = message.user_properties  # read key by key: dict() of a protobuf map goes through Python's Mapping
+    users = {key: mapping[key] for key in mapping}
     if len(users) > limits.userPropertyMaxNum:
         raise Refused(Code.MESSAGE_PROPERTIES_TOO_LARGE, f"too many user properties, max is {limits.userPropertyMaxNum}")
     size = 0
