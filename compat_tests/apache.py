@@ -313,40 +313,66 @@ class ApacheBroker:
         _remove_if_outside(self.store, self.home)
 
 
+#: ``ProxyStartup -pm``: ``cluster`` (Apache's default) runs the proxy as a process of its own that forwards
+#: to brokers over remoting; ``local`` runs a broker inside the proxy's JVM (no hop between them).
+PROXY_MODES = ("local", "cluster")
+
+
 @dataclass
 class ApacheProxy:
-    """Apache's proxy in local mode (``ProxyStartup -pm local``): a master broker in the proxy's JVM,
-    registered with ``namesrv_addr``, and the gRPC MessagingService on ``grpc_port``."""
+    """Apache's proxy serving the gRPC MessagingService on ``grpc_port`` in front of a master broker
+    registered with ``namesrv_addr``: in ``local`` mode that broker runs in the proxy's JVM, in ``cluster``
+    mode it is an :class:`ApacheBroker` of its own that the proxy reaches over remoting."""
 
     home: Path
     grpc_port: int
     broker: ApacheBroker
+    #: the proxy's JVM (in local mode also the broker's)
     child: Child
+    mode: str = "local"
 
     @property
     def grpc_endpoint(self) -> str:
         return f"{LOOPBACK}:{self.grpc_port}"
 
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """The server's processes: the proxy's JVM, and in cluster mode its broker's."""
+        children = (self.child,) if self.child is self.broker.child else (self.child, self.broker.child)
+        return tuple(child.proc.pid for child in children)
+
     @classmethod
-    def launch(cls, home: Path, namesrv_addr: str, *, name: str = "proxy-broker-a", cluster: str = "CompatCluster",
-               extra: dict[str, object] | None = None, proxy_extra: dict[str, object] | None = None,
-               version: str = toolchain.ROCKETMQ_5, system_properties: dict[str, str] | None = None,
+    def launch(cls, home: Path, namesrv_addr: str, *, mode: str = "local", name: str = "proxy-broker-a",
+               cluster: str = "CompatCluster", extra: dict[str, object] | None = None,
+               proxy_extra: dict[str, object] | None = None, version: str = toolchain.ROCKETMQ_5,
+               system_properties: dict[str, str] | None = None,
                namesrv_tls: bool | ssl.SSLContext = False) -> ApacheProxy:
-        """Starts the JVM and returns at once; :meth:`wait_ready` waits for it to serve and register.
-        ``extra``: more keys of its broker's config file; ``proxy_extra``: of the proxy's (rmq-proxy.json);
-        ``system_properties`` and ``namesrv_tls`` as :meth:`ApacheBroker.launch` takes them (tls.server.mode
-        applies to the broker's remoting port and the proxy's gRPC port alike)."""
+        """Starts the JVMs and returns at once; :meth:`wait_ready` waits for them to serve and register.
+        ``mode``: one of :data:`PROXY_MODES`. ``extra``: more keys of its broker's config file;
+        ``proxy_extra``: of the proxy's (rmq-proxy.json); ``system_properties`` and ``namesrv_tls`` as
+        :meth:`ApacheBroker.launch` takes them (tls.server.mode applies to the broker's remoting port and
+        the proxy's gRPC port alike)."""
+        if mode not in PROXY_MODES:
+            raise ValueError(f"proxy mode {mode!r}: one of {', '.join(PROXY_MODES)}")
         home.mkdir(parents=True, exist_ok=True)
-        broker_port, grpc_port, remoting_port = free_port(also_free=(-2, 1)), free_port(), free_port()
-        store = store_root(home)
-        broker_conf = write_conf(home / "broker.conf", {
-            "brokerClusterName": cluster, "brokerName": name, "brokerId": 0, "namesrvAddr": namesrv_addr,
-            "listenPort": broker_port, "haListenPort": broker_port + 1, "bindAddress": LOOPBACK,
-            "brokerIP1": LOOPBACK, "storePathRootDir": store, "storePathCommitLog": store / "commitlog",
-            "autoCreateTopicEnable": "true", "mappedFileSizeCommitLog": 64 * 1024 * 1024,
-            "mappedFileSizeConsumeQueue": 30000 * 20, "flushDiskType": "ASYNC_FLUSH", **QUIET_TRANSACTION_THREADS,
-            **(extra or {}),
-        })
+        grpc_port, remoting_port = free_port(), free_port()
+        if mode == "cluster":
+            broker = ApacheBroker.launch(home / "broker", namesrv_addr, cluster=cluster, name=name, extra=extra,
+                                         version=version, system_properties=system_properties,
+                                         namesrv_tls=namesrv_tls)
+            mode_args: list[str] = []
+        else:
+            broker_port = free_port(also_free=(-2, 1))
+            store = store_root(home)
+            broker_conf = write_conf(home / "broker.conf", {
+                "brokerClusterName": cluster, "brokerName": name, "brokerId": 0, "namesrvAddr": namesrv_addr,
+                "listenPort": broker_port, "haListenPort": broker_port + 1, "bindAddress": LOOPBACK,
+                "brokerIP1": LOOPBACK, "storePathRootDir": store, "storePathCommitLog": store / "commitlog",
+                "autoCreateTopicEnable": "true", "mappedFileSizeCommitLog": 64 * 1024 * 1024,
+                "mappedFileSizeConsumeQueue": 30000 * 20, "flushDiskType": "ASYNC_FLUSH",
+                **QUIET_TRANSACTION_THREADS, **(extra or {}),
+            })
+            mode_args = ["-bc", str(broker_conf)]
         proxy_conf = home / "rmq-proxy.json"
         proxy_conf.write_text(json.dumps({"rocketMQClusterName": cluster, "namesrvAddr": namesrv_addr,
                                           "grpcServerPort": grpc_port, "remotingListenPort": remoting_port,
@@ -356,18 +382,26 @@ class ApacheProxy:
             *(f"-D{k}={v}" for k, v in (system_properties or {}).items()),
             f"-Duser.home={home}", f"-Drocketmq.home.dir={home}", f"-Djava.io.tmpdir={home}",
             "-cp", toolchain.apache_proxy_classpath(version), PROXY_MAIN,
-            "-pm", "local", "-bc", str(broker_conf), "-pc", str(proxy_conf),
+            "-pm", mode, *mode_args, "-pc", str(proxy_conf),
         ]
         child = Child("Apache proxy", command, home / "proxy.out")
-        child.start()
-        broker = ApacheBroker(home, broker_port, child, cluster, name, LOOPBACK, version, store, namesrv_addr,
-                              LOOPBACK, namesrv_tls)
-        return cls(home, grpc_port, broker, child)
+        try:
+            child.start()
+        except BaseException:
+            if mode == "cluster":
+                broker.stop()
+            raise
+        if mode == "local":
+            broker = ApacheBroker(home, broker_port, child, cluster, name, LOOPBACK, version, store, namesrv_addr,
+                                  LOOPBACK, namesrv_tls)
+        return cls(home, grpc_port, broker, child, mode)
 
     def wait_ready(self) -> None:
         """Waits until the gRPC port listens and the name server routes to the proxy's broker."""
         child = self.child
         try:
+            if self.broker.child is not child:
+                self.broker.wait_ready()
             child.wait_until(lambda: "rocketmq-proxy startup successfully" in child.log_tail(600)
                              and port_open(LOOPBACK, self.grpc_port), f"gRPC on {self.grpc_port}", BOOT_TIMEOUT)
             child.wait_until(lambda: _routes_to(self.broker.namesrv_addr, "TBW102", self.broker.name,
@@ -378,6 +412,8 @@ class ApacheProxy:
             raise
 
     def stop(self) -> None:
+        if self.broker.child is not self.child:
+            self.child.kill()
         self.broker.stop()
 
 

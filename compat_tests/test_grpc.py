@@ -200,11 +200,20 @@ def _message(topic: str, body: bytes = b"x", **system) -> pb.Message:
     return pb.Message(topic=pb.Resource(name=topic), body=body, system_properties=pb.SystemProperties(**system))
 
 
+def _with_property(topic: str, key: str, value: str) -> pb.Message:
+    message = _message(topic)
+    message.user_properties[key] = value
+    return message
+
+
 BAD_SENDS = {
     "empty body": (lambda topic: _message(topic, b""), pb.MESSAGE_BODY_EMPTY),
     "too-large body": (lambda topic: _message(topic, b"x" * (4 * 1024 * 1024 + 1)), pb.MESSAGE_BODY_TOO_LARGE),
     "no message id": (lambda topic: _message(topic, message_id=""), pb.ILLEGAL_MESSAGE_ID),
     "tag with |": (lambda topic: _message(topic, tag="a|b"), pb.ILLEGAL_MESSAGE_TAG),
+    "tag with a tab": (lambda topic: _message(topic, tag="a\tb"), pb.ILLEGAL_MESSAGE_TAG),
+    "key with a DEL": (lambda topic: _message(topic, keys=["k\x7f"]), pb.ILLEGAL_MESSAGE_KEY),
+    "property with a newline": (lambda topic: _with_property(topic, "color", "blue\n"), pb.ILLEGAL_MESSAGE_PROPERTY_KEY),
     "FIFO on a NORMAL topic": (lambda topic: _message(topic, message_group="g", message_type=pb.FIFO),
                                pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
     "unknown topic": (lambda topic: _message("CompatGrpcNoSuchTopic"), pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),

@@ -6,8 +6,9 @@ HTTP/2 itself is the ``h2`` library's (framing, HPACK, stream states, PING answe
 gRPC puts on top: a call per stream, its messages cut out of the DATA frames by their 5-byte prefix, its
 deadline, its answer as response headers, DATA and trailers (``grpc-status``, ``grpc-message``). What a
 call receives is acknowledged as soon as it is read (the windows bound what is in flight, not what the
-service holds); what it answers waits, per stream, for the client's flow-control window and goes out as
-the client's WINDOW_UPDATEs open it.
+service holds); what it answers is framed when the bytes are asked for (:meth:`~GrpcConnection.data_to_send`),
+so the messages a call answers meanwhile share DATA frames, and waits, per stream, for the client's
+flow-control window, going out as the client's WINDOW_UPDATEs open it.
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ class GrpcConnection:
         self._h2.initiate_connection()
         self._h2.increment_flow_control_window(WINDOW - self._h2.inbound_flow_control_window)
         self._streams: dict[int, _Stream] = {}
+        #: the calls with an answer not yet framed, in the order they answered (a dict as an ordered set)
+        self._answering: dict[int, None] = {}
         #: True once the connection cannot carry another frame (a protocol error, GOAWAY received)
         self.closed = False
         #: why the connection failed (a protocol error), for the log
@@ -128,6 +131,10 @@ class GrpcConnection:
         return len(self._streams)
 
     def data_to_send(self) -> bytes:
+        if self._answering:
+            answering, self._answering = self._answering, {}
+            for stream_id in answering:
+                self._flush(stream_id)
         data = self._h2.data_to_send()
         if self._goaway:
             data, self._goaway = data + self._goaway, b""
@@ -240,7 +247,7 @@ class GrpcConnection:
             stream.answered = True
             self._h2.send_headers(stream_id, _RESPONSE_HEADERS)
         stream.outbound += framing.frame(message)
-        self._flush(stream_id)
+        self._answering[stream_id] = None
 
     def finish(self, stream_id: int, code: int, details: str = "",
                trailing: tuple[tuple[str, str], ...] = ()) -> None:
@@ -257,7 +264,7 @@ class GrpcConnection:
             stream.answered = True
             trailers[:0] = _RESPONSE_HEADERS
         stream.trailers = trailers
-        self._flush(stream_id)
+        self._answering[stream_id] = None
 
     def _flush(self, stream_id: int) -> None:
         stream = self._streams.get(stream_id)

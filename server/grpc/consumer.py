@@ -27,7 +27,7 @@ from ferrymq.wire.topics import SYS_GROUP_PREFIX, validate_group
 
 from . import route
 from .calls import check_topic, metadata, peer
-from .messages import timestamp, to_message
+from .messages import fill_message, timestamp
 from .protocol import Code, pb, service
 from .reactor import in_reactor
 from .receipts import GrpcReceipt, check_current, parse
@@ -165,11 +165,12 @@ class ConsumerMethods:
         for popped in result.messages:
             msg, _ = decode_record(popped.record)
             receipt = GrpcReceipt(popped.handle, msg.commitlog_offset)
-            message = to_message(msg, str(receipt), popped.attempts + 1)
+            response = service.ReceiveMessageResponse()
+            fill_message(response.message, msg, str(receipt), popped.attempts + 1)
             if request.auto_renew:
-                self.renewals.hold(client_id, group, message.system_properties.message_id,
+                self.renewals.hold(client_id, group, response.message.system_properties.message_id,
                                    Held(topic, receipt, now, popped.attempts))
-            responses.append(service.ReceiveMessageResponse(message=message))
+            responses.append(response)
         if request.auto_renew and self._renewing is None:
             self._renewing = asyncio.ensure_future(self._renew_held())
         return responses

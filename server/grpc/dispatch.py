@@ -24,6 +24,7 @@ from .protocol import service_grpc
 
 log = logging.getLogger("ferrymq.grpc")
 
+OK = Status(framing.OK)
 CANCELLED = Status(framing.CANCELLED, "Cancelled")
 DEADLINE_EXCEEDED = Status(framing.DEADLINE_EXCEEDED, "Deadline Exceeded")
 _END = object()
@@ -224,7 +225,7 @@ class Call:
                 if inspect.isawaitable(response):
                     response = await response
             self.host.send_message(self.stream_id, self.handler.response_serializer(response))
-            self._end(Status(framing.OK))
+            self._end(OK)
         except BaseException as exc:  # noqa: BLE001 - every end of the method ends the call
             self._failed(exc)
 
@@ -235,7 +236,7 @@ class Call:
                 self.host.send_message(self.stream_id, self.handler.response_serializer(refusal))
             else:
                 await self._answer(self.handler.unary_stream(request, self.context))
-            self._end(Status(framing.OK))
+            self._end(OK)
         except BaseException as exc:  # noqa: BLE001 - every end of the method ends the call
             self._failed(exc)
 
@@ -245,7 +246,7 @@ class Call:
             await self._answer(self.handler.stream_stream(self._read(refused), self.context))
             if refused:
                 self.host.send_message(self.stream_id, self.handler.response_serializer(refused[0]))
-            self._end(Status(framing.OK))
+            self._end(OK)
         except BaseException as exc:  # noqa: BLE001 - every end of the method ends the call
             self._failed(exc)
 

@@ -9,6 +9,7 @@ proxy's ``Code``; the limits are :class:`Limits`, the proxy's defaults.
 
 from __future__ import annotations
 
+import re
 import time
 import zlib
 from dataclasses import dataclass
@@ -33,9 +34,10 @@ class Limits:
     maxTransactionRecoverySecond: int = 3600
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outgoing:
-    """What SEND_MESSAGE_V2 carries for one v2 message."""
+    """What SEND_MESSAGE_V2 carries for one v2 message (not frozen: a frozen dataclass's fields are set
+    through ``object.__setattr__``, a cost every send would pay)."""
 
     body: bytes
     properties: dict[str, str]
@@ -44,8 +46,14 @@ class Outgoing:
     message_group: str
 
 
+#: an ISO control character (U+0000 to U+001F, tab, CR and LF among them, and U+007F to U+009F), which the
+#: proxy refuses in a tag, a key, a message group and a property (Java's ``Character.isISOControl``); a
+#: regular expression, searched in C, as every send checks them
+_CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _has_control_character(text: str) -> bool:
-    return any(ord(c) <= 0x1F and c not in "\t\r\n" for c in text)
+    return _CONTROL_CHARACTER.search(text) is not None
 
 
 def _check_tag(tag: str) -> None:
@@ -83,7 +91,8 @@ def check_body(body: bytes, limits: Limits) -> None:
 
 
 def _user_properties(message: pb.Message, limits: Limits) -> tuple[dict[str, str], int]:
-    users = dict(message.user_properties)
+    mapping = message.user_properties  # read key by key: dict() of a protobuf map goes through Python's Mapping
+    users = {key: mapping[key] for key in mapping}
     if len(users) > limits.userPropertyMaxNum:
         raise Refused(Code.MESSAGE_PROPERTIES_TOO_LARGE, f"too many user properties, max is {limits.userPropertyMaxNum}")
     size = 0
@@ -160,9 +169,8 @@ def to_outgoing(message: pb.Message, producer_group: str, born_host: str, limits
 
 
 def timestamp(millis: int) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromMilliseconds(millis)
-    return stamp
+    """``millis`` as a Timestamp (built whole: ``FromMilliseconds`` is Python code, run twice a received message)."""
+    return Timestamp(seconds=millis // 1000, nanos=millis % 1000 * 1_000_000)
 
 
 def _message_type(props: dict[str, str]) -> int:
@@ -177,25 +185,38 @@ def _message_type(props: dict[str, str]) -> int:
 
 
 def to_message(msg: MessageExt, receipt_handle: str = "", delivery_attempt: int | None = None) -> pb.Message:
-    """A stored message as a v2 ``Message`` (a received one, or a transaction check-back's): the
-    properties the proxy maps back (its GrpcConverter), the others but :data:`RESERVED_PROPERTIES` as user
-    properties (a message group's ``__SHARDINGKEY`` too, as the proxy's), and the body's
-    CRC32 digest the SDKs verify. ``delivery_attempt`` defaults to reconsumeTimes + 1."""
+    """A stored message as a v2 ``Message`` (a received one, or a transaction check-back's): see
+    :func:`fill_message`."""
+    message = pb.Message()
+    fill_message(message, msg, receipt_handle, delivery_attempt)
+    return message
+
+
+def fill_message(target: pb.Message, msg: MessageExt, receipt_handle: str = "",
+                 delivery_attempt: int | None = None) -> None:
+    """Writes a stored message into ``target``, an empty v2 ``Message`` (a response's own, so that it is not
+    built apart and copied in: every received message would pay the copy): the properties the proxy maps
+    back (its GrpcConverter), the others but :data:`RESERVED_PROPERTIES` as user properties (a message
+    group's ``__SHARDINGKEY`` too, as the proxy's), and the body's CRC32 digest the SDKs verify.
+    ``delivery_attempt`` defaults to reconsumeTimes + 1."""
     props = msg.properties
-    system = pb.SystemProperties(
-        keys=[key for key in props.get(MessageConst.KEYS, "").split(MessageConst.KEY_SEPARATOR) if key],
-        message_id=props.get(MessageConst.UNIQ_KEY, ""),
-        body_digest=pb.Digest(type=pb.CRC32, checksum=f"{zlib.crc32(msg.body):X}"),
-        body_encoding=pb.GZIP if msg.sys_flag & MessageSysFlag.COMPRESSED_FLAG else pb.IDENTITY,
-        message_type=_message_type(props),
-        born_timestamp=timestamp(msg.born_timestamp),
-        born_host=props.get(MessageConst.BORN_HOST, msg.born_host[0]),
-        store_timestamp=timestamp(msg.store_timestamp),
-        store_host=f"{msg.store_host[0]}:{msg.store_host[1]}",
-        queue_id=msg.queue_id,
-        queue_offset=msg.queue_offset,
-        delivery_attempt=msg.reconsume_times + 1 if delivery_attempt is None else delivery_attempt,
-    )
+    target.topic.name = msg.topic
+    system = target.system_properties
+    keys = [key for key in props.get(MessageConst.KEYS, "").split(MessageConst.KEY_SEPARATOR) if key]
+    if keys:
+        system.keys.extend(keys)
+    system.message_id = props.get(MessageConst.UNIQ_KEY, "")
+    system.body_digest.type = pb.CRC32
+    system.body_digest.checksum = f"{zlib.crc32(msg.body):X}"
+    system.body_encoding = pb.GZIP if msg.sys_flag & MessageSysFlag.COMPRESSED_FLAG else pb.IDENTITY
+    system.message_type = _message_type(props)
+    system.born_timestamp.CopyFrom(timestamp(msg.born_timestamp))
+    system.born_host = props.get(MessageConst.BORN_HOST, msg.born_host[0])
+    system.store_timestamp.CopyFrom(timestamp(msg.store_timestamp))
+    system.store_host = f"{msg.store_host[0]}:{msg.store_host[1]}"
+    system.queue_id = msg.queue_id
+    system.queue_offset = msg.queue_offset
+    system.delivery_attempt = msg.reconsume_times + 1 if delivery_attempt is None else delivery_attempt
     if MessageConst.TAGS in props:
         system.tag = props[MessageConst.TAGS]
     if MessageConst.SHARDING_KEY in props:
@@ -207,8 +228,7 @@ def to_message(msg: MessageExt, receipt_handle: str = "", delivery_attempt: int 
     if receipt_handle:
         system.receipt_handle = receipt_handle
     if MessageConst.DLQ_ORIGIN_TOPIC in props and MessageConst.DLQ_ORIGIN_MESSAGE_ID in props:
-        system.dead_letter_queue.CopyFrom(pb.DeadLetterQueue(topic=props[MessageConst.DLQ_ORIGIN_TOPIC],
-                                                             message_id=props[MessageConst.DLQ_ORIGIN_MESSAGE_ID]))
-    users = {key: value for key, value in props.items() if key not in RESERVED_PROPERTIES}
-    return pb.Message(topic=pb.Resource(name=msg.topic), user_properties=users, system_properties=system,
-                      body=msg.body)
+        system.dead_letter_queue.topic = props[MessageConst.DLQ_ORIGIN_TOPIC]
+        system.dead_letter_queue.message_id = props[MessageConst.DLQ_ORIGIN_MESSAGE_ID]
+    target.user_properties.update({key: value for key, value in props.items() if key not in RESERVED_PROPERTIES})
+    target.body = msg.body

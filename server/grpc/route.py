@@ -135,6 +135,12 @@ def assignments(brokers: Sequence[BrokerQueues], topic: pb.Resource, endpoints: 
     return out
 
 
-def writable_queue_ids(config: TopicConfig) -> list[int]:
-    """The queue ids a send may go to: the broker's write queues, when the topic is writable."""
-    return list(range(config.write_queue_nums)) if config.perm & Perm.WRITE else []
+#: Perm.WRITE as a plain int: ``perm & _WRITE`` is an int operation, where a Perm operand costs an enum
+#: member's construction (every send asks)
+_WRITE = int(Perm.WRITE)
+
+
+def writable_queues(config: TopicConfig) -> int:
+    """How many queues a send may go to (ids 0 to n-1): the broker's write queues, none when the topic is
+    not writable."""
+    return config.write_queue_nums if config.perm & _WRITE else 0

@@ -457,12 +457,12 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
 
     def _queue(self, config, message_group: str) -> int:
         """A writable queue: the message group's own (a FIFO group stays on one queue), else the next."""
-        writable = route.writable_queue_ids(config)
+        writable = route.writable_queues(config)
         if not writable:
             raise Refused(Code.FORBIDDEN, "no writable queue")
         if message_group:
-            return writable[zlib.crc32(message_group.encode()) % len(writable)]
-        return writable[next(self._round_robin) % len(writable)]
+            return zlib.crc32(message_group.encode()) % writable
+        return next(self._round_robin) % writable
 
     async def _send(self, topic: str, queue_id: int, message: Outgoing, remote: str) -> service.SendResultEntry:
         broker = self.broker
@@ -476,7 +476,8 @@ class MessagingService(ConsumerMethods, service_grpc.MessagingServiceServicer):
             raise Refused(from_remoting(refusal.code), refusal.remark or str(refusal.code)) from None
         code = STORED_STATUS[stored.status]
         uniq_key = message.properties[MessageConst.UNIQ_KEY]
-        if code == Code.OK and MessageSysFlag.transaction_type(message.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+        # the flag first: few sends are transactional, and a protobuf enum's attribute is a slow lookup
+        if MessageSysFlag.transaction_type(message.sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE and code == Code.OK:
             self._remember_half(topic, uniq_key, stored.msg_id, stored.queue_offset)
         return service.SendResultEntry(status=status(code), message_id=uniq_key, transaction_id=uniq_key,
                                        offset=stored.queue_offset, recall_handle=recall.handle_of(msg.properties,

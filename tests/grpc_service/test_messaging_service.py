@@ -215,6 +215,8 @@ def test_a_delivery_timestamp_delays_the_message_on_the_timer(server, stub, topi
     ("NORMAL", {}, b"x" * (4 * 1024 * 1024 + 1), pb.MESSAGE_BODY_TOO_LARGE),
     ("NORMAL", {"message_id": ""}, b"x", pb.ILLEGAL_MESSAGE_ID),
     ("NORMAL", {"tag": "a|b"}, b"x", pb.ILLEGAL_MESSAGE_TAG),
+    ("NORMAL", {"tag": "a\tb"}, b"x", pb.ILLEGAL_MESSAGE_TAG),
+    ("NORMAL", {"keys": ["k\x7f"]}, b"x", pb.ILLEGAL_MESSAGE_KEY),
     ("NORMAL", {"message_group": "g", "message_type": pb.FIFO}, b"x", pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
     ("FIFO", {}, b"x", pb.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE),
 ])

@@ -163,6 +163,25 @@ def test_a_large_streamed_answer_waits_for_the_clients_window_and_ends_after_it(
     assert pair.trailers(stream_id)[b"grpc-status"] == b"0"
 
 
+def test_the_messages_answered_before_the_bytes_are_asked_for_share_a_data_frame():
+    """A streamed answer's messages (a ReceiveMessage's, one per message) are framed together when the
+    transport writes, not one DATA frame each; two calls answering meanwhile keep their own frames."""
+    pair = Pair()
+    first, second = pair.call(), pair.call()
+    pair.exchange()
+    for n in range(3):
+        pair.server.send_message(first, b"m%d" % n)
+    pair.server.send_message(second, b"other")
+    pair.server.finish(first, framing.OK)
+    pair.exchange()
+    data = {stream_id: [e.data for e in pair.answers if isinstance(e, h2.events.DataReceived)
+                        and e.stream_id == stream_id] for stream_id in (first, second)}
+    assert data == {first: [b"".join(framing.frame(b"m%d" % n) for n in range(3))],
+                    second: [framing.frame(b"other")]}
+    assert pair.trailers(first)[b"grpc-status"] == b"0"
+    assert pair.server.calls == 1
+
+
 def test_a_ping_is_answered():
     pair = Pair()
     pair.client.ping(b"8 bytes!")
