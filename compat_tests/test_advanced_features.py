@@ -69,47 +69,54 @@ def sql_spec() -> list[dict]:
             for i, (tag, props) in enumerate(SQL_MESSAGES)]
 
 
-def test_sql92_subscriptions_select_exactly_the_matching_messages(server, client5, tmp_path):
+def test_sql92_subscriptions_select_exactly_the_matching_messages(server, client5, tmp_path, together, request):
     """Twenty-two SQL92 subscriptions (comparisons, BETWEEN, IN, IS [NOT] NULL, AND/OR/NOT, long, double,
     string and boolean literals, TAGS, STARTSWITH/ENDSWITH/CONTAINS), one group each, on one topic: each
     group receives exactly the messages its expression matches (and nothing more within 2 s)."""
-    topic, group = fresh("Sql")
-    ns = server.namesrv_addr
-    client5("send", n=ns, t=topic, spec=write_spec(tmp_path, sql_spec())).check()
-    groups = {expr: f"{group}_{i}" for i, expr in enumerate(SQL_CASES)}
-    got: dict[str, list[str]] = defaultdict(list)
-    if client5.is_java:
-        subs = tmp_path / "subs.json"
-        subs.write_text(json.dumps([{"group": g, "expr": e, "count": len(SQL_CASES[e])} for e, g in groups.items()]))
-        res = client5.runner("sqlmatrix", "-n", ns, "-t", topic, "-subs", str(subs), "-timeout", str(WAIT * 1000),
-                             "-linger", "2000", timeout=WAIT + 60)
-        for e in res.of("received"):
-            got[e["group"]].append(e["body"])
-        explain = res.explain()
-    else:
-        running = {g: client5.spawn("consume", n=ns, t=topic, g=g, sql=e, count=len(SQL_CASES[e]), timeout=WAIT,
-                                    linger=2) for e, g in groups.items()}
-        results = finish_all(running, WAIT + 60)
-        for g, res in results.items():
-            got[g] = bodies(res)
-        explain = "\n".join(r.explain() for r in results.values() if r.returncode != 0)[:20000]
-    wrong = {expr: {"expected": sorted(f"sql-{i}" for i in want), "got": sorted(got[groups[expr]])}
-             for expr, want in SQL_CASES.items() if sorted(got[groups[expr]]) != sorted(f"sql-{i}" for i in want)}
-    assert not wrong, f"{len(wrong)} of {len(SQL_CASES)} expressions selected the wrong messages: " \
-                      f"{json.dumps(wrong, indent=1)}\n{explain}"
+    def scenario(client5):
+        topic, group = fresh("Sql")
+        ns = server.namesrv_addr
+        client5("send", n=ns, t=topic, spec=write_spec(tmp_path, sql_spec())).check()
+        groups = {expr: f"{group}_{i}" for i, expr in enumerate(SQL_CASES)}
+        got: dict[str, list[str]] = defaultdict(list)
+        if client5.is_java:
+            subs = tmp_path / "subs.json"
+            subs.write_text(json.dumps([{"group": g, "expr": e, "count": len(SQL_CASES[e])}
+                                        for e, g in groups.items()]))
+            res = client5.runner("sqlmatrix", "-n", ns, "-t", topic, "-subs", str(subs), "-timeout", str(WAIT * 1000),
+                                 "-linger", "2000", timeout=WAIT + 60)
+            for e in res.of("received"):
+                got[e["group"]].append(e["body"])
+            explain = res.explain()
+        else:
+            running = {g: client5.spawn("consume", n=ns, t=topic, g=g, sql=e, count=len(SQL_CASES[e]), timeout=WAIT,
+                                        linger=2) for e, g in groups.items()}
+            results = finish_all(running, WAIT + 60)
+            for g, res in results.items():
+                got[g] = bodies(res)
+            explain = "\n".join(r.explain() for r in results.values() if r.returncode != 0)[:20000]
+        wrong = {expr: {"expected": sorted(f"sql-{i}" for i in want), "got": sorted(got[groups[expr]])}
+                 for expr, want in SQL_CASES.items() if sorted(got[groups[expr]]) != sorted(f"sql-{i}" for i in want)}
+        assert not wrong, f"{len(wrong)} of {len(SQL_CASES)} expressions selected the wrong messages: " \
+                          f"{json.dumps(wrong, indent=1)}\n{explain}"
+
+    together.run(request, client5, scenario)
 
 
 @pytest.mark.parametrize("client", ["java-5.5.0", "java-4.9.8"], indirect=True)
-def test_invalid_sql92_expression_is_refused(server, client):
+def test_invalid_sql92_expression_is_refused(server, client, together, request):
     """A consumer subscribing with an unparsable SQL92 expression fails to start: the broker answers the
     client's config check with SUBSCRIPTION_PARSE_FAILED (23)."""
-    topic, group = fresh("BadSql")
-    ns = server.namesrv_addr
-    client("send", n=ns, t=topic, count=1).check()
-    res = client("consume", n=ns, t=topic, g=group, sql="a > AND (b", count=1, timeout=5)
-    assert res.returncode != 0, res.explain()
-    err = res.one("start_error")
-    assert err["responseCode"] == 23, res.explain()
+    def scenario(client):
+        topic, group = fresh("BadSql")
+        ns = server.namesrv_addr
+        client("send", n=ns, t=topic, count=1).check()
+        res = client("consume", n=ns, t=topic, g=group, sql="a > AND (b", count=1, timeout=5)
+        assert res.returncode != 0, res.explain()
+        err = res.one("start_error")
+        assert err["responseCode"] == 23, res.explain()
+
+    together.run(request, client, scenario)
 
 
 # ---------------------------------------------------------------------------------------------- delays

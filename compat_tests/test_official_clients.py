@@ -72,27 +72,30 @@ def test_send_modes_sync_async_oneway_batch(server, client, together, request):
     together.run(request, client, scenario)
 
 
-def test_ordered_send_with_queue_selector_and_orderly_consumer(server, client, tmp_path):
+def test_ordered_send_with_queue_selector_and_orderly_consumer(server, client, tmp_path, together, request):
     """Messages of one sharding key go to one queue (hash selector) and an orderly consumer sees them in
     send order; each queue is seen in strictly increasing queue offsets."""
-    topic, group = fresh("Ordered")
-    keys = [f"order-{k}" for k in range(4)]
-    spec = [{"body": f"{key}:{seq}", "shard": key} for seq in range(5) for key in keys]
-    sent = client("send", n=server.namesrv_addr, t=topic, spec=write_spec(tmp_path, spec), mode="selector").check()
-    queue_of_key = defaultdict(set)
-    for e in sent.of("sent"):
-        queue_of_key[spec[e["index"]]["shard"]].add(e["queueId"])
-    assert all(len(q) == 1 for q in queue_of_key.values()), f"a key spread over queues: {dict(queue_of_key)}"
-    got = client("consume", n=server.namesrv_addr, t=topic, g=group, count=len(spec), orderly=True,
-                 timeout=WAIT).check()
-    seen = defaultdict(list)
-    offsets = defaultdict(list)
-    for e in got.of("received"):
-        key, seq = e["body"].split(":")
-        seen[key].append(int(seq))
-        offsets[e["queueId"]].append(e["queueOffset"])
-    assert {k: v for k, v in seen.items()} == {k: list(range(5)) for k in keys}, got.explain()
-    assert all(o == sorted(set(o)) for o in offsets.values()), f"per-queue offsets out of order: {dict(offsets)}"
+    def scenario(client):
+        topic, group = fresh("Ordered")
+        keys = [f"order-{k}" for k in range(4)]
+        spec = [{"body": f"{key}:{seq}", "shard": key} for seq in range(5) for key in keys]
+        sent = client("send", n=server.namesrv_addr, t=topic, spec=write_spec(tmp_path, spec), mode="selector").check()
+        queue_of_key = defaultdict(set)
+        for e in sent.of("sent"):
+            queue_of_key[spec[e["index"]]["shard"]].add(e["queueId"])
+        assert all(len(q) == 1 for q in queue_of_key.values()), f"a key spread over queues: {dict(queue_of_key)}"
+        got = client("consume", n=server.namesrv_addr, t=topic, g=group, count=len(spec), orderly=True,
+                     timeout=WAIT).check()
+        seen = defaultdict(list)
+        offsets = defaultdict(list)
+        for e in got.of("received"):
+            key, seq = e["body"].split(":")
+            seen[key].append(int(seq))
+            offsets[e["queueId"]].append(e["queueOffset"])
+        assert {k: v for k, v in seen.items()} == {k: list(range(5)) for k in keys}, got.explain()
+        assert all(o == sorted(set(o)) for o in offsets.values()), f"per-queue offsets out of order: {dict(offsets)}"
+
+    together.run(request, client, scenario)
 
 
 def test_push_consumer_tag_expression(server, client, tmp_path, together, request):
@@ -130,13 +133,16 @@ def test_broadcasting_every_consumer_gets_every_message(server, client, together
     together.run(request, client, scenario)
 
 
-def test_pull_and_lite_pull_consumer(server, client):
+def test_pull_and_lite_pull_consumer(server, client, together, request):
     """Java's DefaultLitePullConsumer / Go's pull consumer drain every message of the topic exactly once."""
-    topic, group = fresh("Pull")
-    sent = client("send", n=server.namesrv_addr, t=topic, count=6, body="pull").check()
-    got = client("pull", n=server.namesrv_addr, t=topic, g=group, count=6, timeout=WAIT).check()
-    assert sorted(bodies(got)) == [f"pull #{i}" for i in range(6)], got.explain()
-    assert {e["msgId"] for e in got.of("received")} == {e["msgId"] for e in sent.of("sent")}
+    def scenario(client):
+        topic, group = fresh("Pull")
+        sent = client("send", n=server.namesrv_addr, t=topic, count=6, body="pull").check()
+        got = client("pull", n=server.namesrv_addr, t=topic, g=group, count=6, timeout=WAIT).check()
+        assert sorted(bodies(got)) == [f"pull #{i}" for i in range(6)], got.explain()
+        assert {e["msgId"] for e in got.of("received")} == {e["msgId"] for e in sent.of("sent")}
+
+    together.run(request, client, scenario)
 
 
 def test_second_consumer_joins_and_leaves_the_group(server, client, record_property, together, request):
