@@ -16,6 +16,7 @@ Fixtures:
   http_gateway                   the URL of an HTTP gateway in front of ``server``
   mqtt_gateway                   the port of an MQTT gateway in front of ``server``
   mqtt_gateway_process           that gateway as a port and a restart
+  together                       runs a scenario's client cases at once (together.py)
 """
 
 from __future__ import annotations
@@ -314,6 +315,14 @@ def _client(name: str, compat_home: Path):
         return Client("go", GoHarness(toolchain.go_harness()))
     _need("java", "javac", "mvn")
     return Client(name, JavaScenarios(_java_clients(name.removeprefix("java-")), compat_home / name))
+
+
+@pytest.fixture(scope="session")
+def together(compat_home):
+    """The session's :class:`together.Together`: a client-parametrized case runs its siblings' clients with its own."""
+    from .together import Together
+
+    return Together(functools.partial(_client, compat_home=compat_home))
 
 
 #: fixtures that stand for an official client or tool, as the compatibility table names them
