@@ -93,6 +93,7 @@ class AsyncioTransport(asyncio.Protocol):
             self._producer.resumeProducing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.disconnecting = True  # a write after the end is dropped, as Twisted drops it
         reason = ConnectionDone() if exc is None else ConnectionLost(str(exc))
         self.protocol.connectionLost(Failure(reason))
 
