@@ -3,9 +3,9 @@
 Credential=<user>/..., SignedHeaders=x-mq-date-time, Signature=<hex HMAC-SHA1>``), and each request needs
 the actions the proxy maps it to on its topic and group.
 
-The checks (:class:`AccessInterceptor`) exist only on a broker with ``authenticationEnabled`` or
+The checks (:class:`AccessChecks`) exist only on a broker with ``authenticationEnabled`` or
 ``authorizationEnabled``: an open one serves its calls without them. The port's call dispatch runs
-:meth:`AccessInterceptor.check` on each request before the method (:mod:`.dispatch`). A refusal is
+:meth:`AccessChecks.check` on each request before the method (:mod:`.dispatch`). A refusal is
 answered, as the proxy answers it, with the method's response and status ``UNAUTHORIZED`` (40100) naming
 the reason.
 """
@@ -106,7 +106,7 @@ def peer_ip(peer: str) -> str:
     return peer.partition(":")[2].rpartition(":")[0].strip("[]")
 
 
-class AccessInterceptor:
+class AccessChecks:
     """Checks each call against ``control`` (the broker's :class:`~ferrymq.server.auth.control.AccessControl`,
     attached once the broker exists; calls before that pass to the service, which has no broker to serve
     them yet)."""

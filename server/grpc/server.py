@@ -23,14 +23,16 @@ import concurrent.futures
 import logging
 import socket
 import threading
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .dispatch import Dispatcher
 from .on_asyncio import AsyncioTransport, LoopClock
 from .service import MessagingService
 from .tls import PortTls
 from .transport import GrpcFactory
+
+if TYPE_CHECKING:
+    from .access import AccessChecks
 
 log = logging.getLogger("ferrymq.grpc")
 
@@ -49,22 +51,22 @@ def _cannot_listen(host: str, port: int, problem: object) -> str:
 
 
 class _Port:
-    """The gRPC port of ``service`` on ``host:port``, its connections run on ``loop`` with ``clock``'s timers."""
+    """The gRPC port of ``service`` on ``host:port``: its connections (:class:`.transport.GrpcFactory`) run on
+    the loop, and with the clock, of :meth:`_runner`."""
 
     #: where the server runs, for the log line
     placement = ""
 
-    def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
+    def __init__(self, service: MessagingService, host: str, port: int, access: AccessChecks | None = None,
                  tls: PortTls | None = None):
-        """``interceptors``: the access checks (:class:`.access.AccessInterceptor`) each request passes
-        first; ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
+        """``access``: the access checks each request passes first (None: none); ``tls``: serve TLS
+        (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
         self.service = service
-        self.interceptors = tuple(interceptors)
+        self.access = access
         self.tls = tls
         self.host = host
         self.port = port
         loop, clock = self._runner()
-        access = self.interceptors[0] if self.interceptors else None
         self.factory = GrpcFactory(Dispatcher(service, access), tls, MAX_INBOUND_MESSAGE_SIZE, loop, clock)
 
     def _runner(self) -> tuple[asyncio.AbstractEventLoop, Any]:
@@ -134,7 +136,9 @@ class GrpcThread(_Port):
         listened on."""
         try:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            sock = socket.create_server((self.host, self.port), family=family, backlog=BACKLOG)
+            # IPv4 clients too on an IPv6 address, as the reactor's listenTCP takes them
+            dual = family == socket.AF_INET6 and socket.has_dualstack_ipv6()
+            sock = socket.create_server((self.host, self.port), family=family, backlog=BACKLOG, dualstack_ipv6=dual)
         except OSError as exc:
             raise OSError(_cannot_listen(self.host, self.port, exc)) from None
         self.port = sock.getsockname()[1]

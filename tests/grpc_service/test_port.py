@@ -52,7 +52,7 @@ class PeerService(service_grpc.MessagingServiceServicer):
 def serving(mode: TlsMode | None = None, timeout: float | None = None, service_=None):
     """A GrpcThread on a free loopback port; ``mode``: the port's tls.server.mode (None: disabled)."""
     tls = None if mode is None else PortTls(ServerTls(mode, test_mode=True), plain_too=mode is TlsMode.PERMISSIVE)
-    server = GrpcThread(service_ or PeerService(), "127.0.0.1", 0, (), tls)
+    server = GrpcThread(service_ or PeerService(), "127.0.0.1", 0, None, tls)
     if timeout is not None:
         server.factory.timeout = timeout
     server.start()
