@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import socket
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -112,7 +113,11 @@ class AsyncioTransport(asyncio.Protocol):
         self._transport.close()
 
     def abortConnection(self) -> None:
+        """Cut at once, with a reset (SO_LINGER 0), as the reactor's TCP transport cuts."""
         self.disconnecting = True
+        sock = self._transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self._transport.abort()
 
     def setTcpNoDelay(self, enabled: bool) -> None:

@@ -1,17 +1,19 @@
-"""The gRPC port's openings, on the port of ``grpcEventLoop=OWN_THREAD``
-(:class:`ferrymq.server.grpc.server.GrpcThread`, whose connections are those of the broker's loop,
-:mod:`ferrymq.server.grpc.transport`, run by :mod:`ferrymq.server.grpc.on_asyncio`) serving a service that answers each call with the client's address:
-a PROXY protocol header (v1, v2) names the client, TLS and plain clients share a ``permissive`` port, an
-``enforcing`` one refuses plain clients, a bad header or a silent client is cut, and stopping lets a call in
-flight be answered."""
+"""The gRPC port's openings, on either ``grpcEventLoop`` (a port alone in a process, :mod:`.port_server`,
+serving a service that answers each call with the client's address): a PROXY protocol header (v1, v2) names
+the client, TLS and plain clients share a ``permissive`` port, an ``enforcing`` one refuses plain clients, a
+``disabled`` one TLS clients, a bad header or a silent client is cut; and on the gRPC thread's port
+(:class:`ferrymq.server.grpc.server.GrpcThread`, in this process) stopping lets a call in flight be answered."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,45 +23,39 @@ pytest.importorskip("rocketmq.grpc_protocol")
 import h2.config  # noqa: E402
 import h2.connection  # noqa: E402
 import h2.events  # noqa: E402
-from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
 
-from ferrymq.remoting.tls import ServerTls, TlsMode  # noqa: E402
 from ferrymq.server.grpc import framing  # noqa: E402
 from ferrymq.server.grpc.server import GrpcThread  # noqa: E402
-from ferrymq.server.grpc.tls import PortTls  # noqa: E402
 
+from .placements import PLACEMENTS  # noqa: E402
+from .port_server import PeerService  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 PATH = "/apache.rocketmq.v2.MessagingService/QueryRoute"
 V1 = b"PROXY TCP4 10.20.30.40 192.0.2.1 4567 8081\r\n"
 V2 = (b"\r\n\r\n\x00\r\nQUIT\n\x21\x21\x00\x24" + bytes.fromhex("20010db8000000000000000000000007")
       + bytes(16) + (4569).to_bytes(2, "big") + (8081).to_bytes(2, "big"))
 
 
-class PeerService(service_grpc.MessagingServiceServicer):
-    """QueryRoute answers the caller's address (the call's ``peer()``) as its status message, after ``delay`` s."""
-
-    delay = 0.0
-
-    async def QueryRoute(self, request, context):
-        import asyncio
-
-        await asyncio.sleep(self.delay)
-        return service.QueryRouteResponse(status=pb.Status(code=pb.OK, message=context.peer()))
-
-
 @contextlib.contextmanager
-def serving(mode: TlsMode | None = None, timeout: float | None = None, service_=None):
-    """A GrpcThread on a free loopback port; ``mode``: the port's tls.server.mode (None: disabled)."""
-    tls = None if mode is None else PortTls(ServerTls(mode, test_mode=True), plain_too=mode is TlsMode.PERMISSIVE)
-    server = GrpcThread(service_ or PeerService(), "127.0.0.1", 0, None, tls)
-    if timeout is not None:
-        server.factory.timeout = timeout
-    server.start()
+def serving(placement: str, mode: str = "disabled", timeout: float = 120.0):
+    """The port of a :mod:`.port_server` process run with ``placement``, ``mode`` and ``timeout``."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.grpc_service.port_server", placement, mode, str(timeout)],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
-        yield server
+        line = proc.stdout.readline()
+        assert line.strip().isdigit(), f"the port server did not start: {line!r}"
+        yield int(line)
     finally:
-        server._stop_thread()
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(params=sorted(PLACEMENTS))
+def placement(request) -> str:
+    return request.param
 
 
 def _tls_client() -> ssl.SSLContext:
@@ -103,13 +99,17 @@ def raw_call(port: int, header: bytes = b"", tls: bool = False) -> str:
 
 
 def closed_without_answer(port: int, first: bytes, wait: float = 5.0) -> bytes:
-    """What the port sends a client that sends ``first`` before it closes the connection (asserted closed)."""
+    """What the port sends a client that sends ``first`` before it closes or cuts (resets) the connection
+    (asserted ended)."""
     with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
         if first:
             sock.sendall(first)
         received = b""
-        while data := sock.recv(65536):
-            received += data
+        try:
+            while data := sock.recv(65536):
+                received += data
+        except ConnectionResetError:
+            pass
         return received
 
 
@@ -126,48 +126,48 @@ def grpcio_route(port: int, tls: bool) -> str:
             .status.message
 
 
-def test_a_proxy_protocol_header_names_the_client_plain_and_in_tls():
-    with serving(TlsMode.PERMISSIVE) as server:
-        assert raw_call(server.port).startswith("ipv4:127.0.0.1:")
-        assert raw_call(server.port, V1) == "ipv4:10.20.30.40:4567"
-        assert raw_call(server.port, V2, tls=True) == "ipv6:[2001:db8::7]:4569"
+def test_a_proxy_protocol_header_names_the_client_plain_and_in_tls(placement):
+    with serving(placement, "permissive") as port:
+        assert raw_call(port).startswith("ipv4:127.0.0.1:")
+        assert raw_call(port, V1) == "ipv4:10.20.30.40:4567"
+        assert raw_call(port, V2, tls=True) == "ipv6:[2001:db8::7]:4569"
 
 
-def test_a_bad_proxy_protocol_header_closes_the_connection(caplog):
-    with serving() as server:
-        assert closed_without_answer(server.port, b"PROXY TCP4 10.20.30.40 nowhere 4567 8081\r\n") == b""
-        assert raw_call(server.port).startswith("ipv4:")
-    assert "bad PROXY protocol v1 header" in caplog.text
+def test_a_bad_proxy_protocol_header_closes_the_connection_and_the_port_serves_on(placement):
+    with serving(placement) as port:
+        assert closed_without_answer(port, b"PROXY TCP4 10.20.30.40 nowhere 4567 8081\r\n") == b""
+        assert raw_call(port).startswith("ipv4:")
 
 
-@pytest.mark.parametrize("mode, plain, tls", [(None, True, False), (TlsMode.PERMISSIVE, True, True),
-                                              (TlsMode.ENFORCING, False, True)],
-                         ids=["disabled", "permissive", "enforcing"])
-def test_tls_server_mode_decides_which_clients_the_port_serves(mode, plain, tls):
-    with serving(mode) as server:
+@pytest.mark.parametrize("mode, plain, tls", [("disabled", True, False), ("permissive", True, True),
+                                              ("enforcing", False, True)])
+def test_tls_server_mode_decides_which_clients_the_port_serves(placement, mode, plain, tls):
+    with serving(placement, mode) as port:
         for in_tls, served in ((False, plain), (True, tls)):
             if served:
-                assert grpcio_route(server.port, in_tls).startswith("ipv4:127.0.0.1:")
+                assert grpcio_route(port, in_tls).startswith("ipv4:127.0.0.1:")
             elif in_tls:  # a ClientHello to a plain port: no HTTP/2 preface, the connection ends
-                answer = closed_without_answer(server.port, bytes([0x16, 3, 1, 0, 5]) + b"hello")
+                answer = closed_without_answer(port, bytes([0x16, 3, 1, 0, 5]) + b"hello")
                 assert answer[:1] != b"\x16"  # no TLS record
             else:
                 with pytest.raises(grpc.RpcError) as refused:
-                    grpcio_route(server.port, in_tls)
+                    grpcio_route(port, in_tls)
                 assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
 
-def test_a_silent_client_is_cut_after_the_first_byte_timeout():
-    with serving(timeout=0.3) as server:
+def test_a_silent_client_is_cut_after_the_first_byte_timeout(placement):
+    with serving(placement, timeout=0.3) as port:
         started = time.monotonic()
-        assert closed_without_answer(server.port, b"") == b""
+        assert closed_without_answer(port, b"") == b""
         assert 0.25 < time.monotonic() - started < 4
 
 
-def test_stopping_answers_the_call_in_flight_and_closes_the_port():
+def test_stopping_the_threads_port_answers_the_call_in_flight_and_closes_the_port():
     slow = PeerService()
     slow.delay = 0.5
-    with serving(service_=slow) as server:
+    server = GrpcThread(slow, "127.0.0.1", 0)
+    server.start()
+    try:
         answers: list[str] = []
         calling = threading.Thread(target=lambda: answers.append(grpcio_route(server.port, False)))
         calling.start()
@@ -177,3 +177,5 @@ def test_stopping_answers_the_call_in_flight_and_closes_the_port():
         assert answers and answers[0].startswith("ipv4:")
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+    finally:
+        server._stop_thread()
