@@ -4,8 +4,8 @@ Run: ``.venv/bin/python -m benchmarks.grpc_bench [--quick | --full] [--rounds N]
 [--sides ferrymq,apache-cluster,apache-local] [--tls-mode MODE] [--event-loop BROKER|OWN_THREAD] [--out FILE]``.
 
 The sides, each ASYNC_FLUSH on temp stores and loopback, in its default ``tls.server.mode``
-(permissive: TLS and plain on one port; FerryMQ's ``--tls-mode disabled`` serves the plain clients
-without the splice permissive mode costs, docs/grpc.md):
+(permissive: TLS and plain on one port, told apart by their first byte, docs/grpc.md; ``--tls-mode``
+sets another for FerryMQ):
 
 * ``ferrymq``: ``ferrymq standalone`` with grpcListenPort, the gRPC service in the broker's process;
 * ``apache-cluster``: Apache 5.5.0's name server, a broker, and its proxy in cluster mode (ProxyStartup's

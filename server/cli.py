@@ -162,11 +162,11 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
         log.info("gRPC not served (grpcListenPort=0 silences this): %s", exc)
         return None
     bind = props.get("bindAddress", cfg.NettyServerConfig.bindAddress).strip()
-    interceptors = []
-    if cfg.from_properties(cfg.AuthConfig, props).enabled:  # an open broker's calls pass no interceptor
-        from ferrymq.server.grpc.access import AccessInterceptor
+    access = None
+    if cfg.from_properties(cfg.AuthConfig, props).enabled:  # an open broker's calls pass no check
+        from ferrymq.server.grpc.access import AccessChecks
 
-        interceptors.append(AccessInterceptor())
+        access = AccessChecks()
     try:
         tls = port_tls(cfg.tls_config(props).server_tls())
     except (OSError, ValueError) as exc:
@@ -177,7 +177,7 @@ def _grpc_server(broker_cfg: cfg.BrokerConfig, props: dict[str, str]):
                                renewal=cfg.from_properties(RenewalPolicy, props))
     on_reactor = gateway_cfg.grpcEventLoop == "BROKER" and on_asyncio_reactor()
     server = (GrpcOnReactor if on_reactor else GrpcThread)(service, bind, gateway_cfg.grpcListenPort,
-                                                           interceptors, tls)
+                                                           access, tls)
     try:
         server.start()
     except OSError as exc:
@@ -192,8 +192,8 @@ def _with_grpc(grpc, broker):
         from ferrymq.server.broker.processors.send import SendProcessor
         from ferrymq.server.grpc.service import BrokerSide
 
-        for interceptor in grpc.interceptors:  # first: no call reaches the broker unchecked
-            interceptor.control = broker.access
+        if grpc.access is not None:  # first: no call reaches the broker unchecked
+            grpc.access.control = broker.access
         ctx = broker.ctx
         from ferrymq.server.broker.service import LiveTable
 

@@ -627,8 +627,9 @@ class GatewayConfig:
     grpcEventLoop: str = key(
         "BROKER", "Where a broker process serves gRPC: BROKER, on the broker's own event loop (the reactor is then "
         "Twisted's asyncio reactor on uvloop: a call runs in one thread from request to store), or OWN_THREAD, on "
-        "a loop of its own in a thread beside the broker's epoll reactor (docs/benchmarks.md, \"gRPC\", has both's "
-        "figures).", check=one_of("BROKER", "OWN_THREAD"))
+        "an asyncio loop of its own in a thread beside the broker's epoll reactor, what a call asks of the broker "
+        "hopping to the reactor thread and back. Both serve the port with FerryMQ's own HTTP/2 transport, TLS and "
+        "PROXY headers alike (docs/grpc.md).", check=one_of("BROKER", "OWN_THREAD"))
     httpCheckBackSecret: str = key("", "HMAC-SHA256 key signing the HTTP gateway's transaction check-back calls "
                                        "(docs/http.md); empty refuses transactional publishes over HTTP.",
                                    secret=True)

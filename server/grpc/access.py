@@ -3,29 +3,25 @@
 Credential=<user>/..., SignedHeaders=x-mq-date-time, Signature=<hex HMAC-SHA1>``), and each request needs
 the actions the proxy maps it to on its topic and group.
 
-The checks (:class:`AccessInterceptor`) exist only on a broker with ``authenticationEnabled`` or
-``authorizationEnabled``: an open one serves its calls without them. FerryMQ's own transport runs
-:meth:`AccessInterceptor.check` on each request before the method (:mod:`.dispatch`); grpcio's server
-(``grpcEventLoop=OWN_THREAD``) runs it as a server interceptor. A refusal is answered, as the proxy answers
-it, with the method's response and status ``UNAUTHORIZED`` (40100) naming the reason.
+The checks (:class:`AccessChecks`) exist only on a broker with ``authenticationEnabled`` or
+``authorizationEnabled``: an open one serves its calls without them. The port's call dispatch runs
+:meth:`AccessChecks.check` on each request before the method (:mod:`.dispatch`). A refusal is
+answered, as the proxy answers it, with the method's response and status ``UNAUTHORIZED`` (40100) naming
+the reason.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import logging
-from collections.abc import Callable
 from typing import Any
 
-import grpc
 from ferrymq.server.auth.acls import Action, Resource, ResourceType
 from ferrymq.server.auth.authorization import Need
 from ferrymq.server.auth.errors import AuthenticationError, AuthorizationError
 
 from .protocol import Code, pb, service
-from .splitter import client_peer
 from .status import status
 
 log = logging.getLogger("ferrymq.grpc")
@@ -110,11 +106,7 @@ def peer_ip(peer: str) -> str:
     return peer.partition(":")[2].rpartition(":")[0].strip("[]")
 
 
-def _peer_ip(context: Any) -> str:
-    return peer_ip(client_peer(context))
-
-
-class AccessInterceptor(grpc.aio.ServerInterceptor):
+class AccessChecks:
     """Checks each call against ``control`` (the broker's :class:`~ferrymq.server.auth.control.AccessControl`,
     attached once the broker exists; calls before that pass to the service, which has no broker to serve
     them yet)."""
@@ -148,56 +140,3 @@ class AccessInterceptor(grpc.aio.ServerInterceptor):
         method = path.rpartition("/")[2]
         refusal_type = getattr(service, f"{method}Response", None) or service.TelemetryCommand
         return refusal_type(status=status(Code.UNAUTHORIZED, reason))
-
-    async def intercept_service(self, continuation: Callable, details: grpc.HandlerCallDetails) -> Any:
-        handler = await continuation(details)
-        if handler is None or self.control is None:
-            return handler
-        metadata = {key: value for key, value in details.invocation_metadata or () if isinstance(value, str)}
-        check = self.check
-        refusal = functools.partial(self.refusal, details.method)
-
-        if handler.unary_unary is not None:
-            inner = handler.unary_unary
-
-            async def unary_unary(request, context):
-                reason = check(metadata, request, _peer_ip(context))
-                return refusal(reason) if reason is not None else await inner(request, context)
-
-            return grpc.unary_unary_rpc_method_handler(unary_unary, handler.request_deserializer,
-                                                       handler.response_serializer)
-        if handler.unary_stream is not None:
-            inner_stream = handler.unary_stream
-
-            async def unary_stream(request, context):
-                reason = check(metadata, request, _peer_ip(context))
-                if reason is not None:
-                    yield refusal(reason)
-                    return
-                async for response in inner_stream(request, context):
-                    yield response
-
-            return grpc.unary_stream_rpc_method_handler(unary_stream, handler.request_deserializer,
-                                                        handler.response_serializer)
-        if handler.stream_stream is not None:
-            inner_streams = handler.stream_stream
-
-            async def stream_stream(requests, context):
-                refused: list[str] = []
-
-                async def checked():
-                    async for request in requests:
-                        reason = check(metadata, request, _peer_ip(context))
-                        if reason is not None:
-                            refused.append(reason)
-                            return
-                        yield request
-
-                async for response in inner_streams(checked(), context):
-                    yield response
-                if refused:
-                    yield refusal(refused[0])
-
-            return grpc.stream_stream_rpc_method_handler(stream_stream, handler.request_deserializer,
-                                                         handler.response_serializer)
-        return handler

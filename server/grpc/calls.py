@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import grpc
+from typing import Any
+
 from ferrymq.wire.topics import is_system_topic, validate_topic
 
 from .protocol import Code, pb
-from .splitter import client_peer
 from .status import Refused
 
 #: the metadata keys naming the client and its language (every SDK sends them)
@@ -22,15 +22,15 @@ def check_topic(topic: pb.Resource) -> None:
         raise Refused(Code.ILLEGAL_TOPIC, "cannot access system topic")
 
 
-def metadata(context: grpc.aio.ServicerContext, key: str) -> str:
+def metadata(context: Any, key: str) -> str:
     for name, value in context.invocation_metadata() or ():
         if name == key:
             return value
     return ""
 
 
-def peer(context: grpc.aio.ServicerContext) -> str:
+def peer(context: Any) -> str:
     """The client's address: ``ipv4:127.0.0.1:50000`` -> ``127.0.0.1:50000``; the IPv6 form keeps its brackets."""
-    address = client_peer(context)
+    address = context.peer() or ""
     kind, _, rest = address.partition(":")
     return rest if kind in ("ipv4", "ipv6") else address

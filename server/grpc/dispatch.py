@@ -4,7 +4,7 @@ and a call's life from its request to its status.
 The table is the generated one: what ``add_MessagingServiceServicer_to_server`` registers (each method's
 path, kind, request parser and response serializer), read through grpcio's public handler API, so no
 method is listed twice. A method is a coroutine (unary answers) or an async generator (streamed answers);
-it runs as a task on the reactor's loop. The access checks (:class:`.access.AccessInterceptor`), when the
+it runs as a task on the port's loop. The access checks (:class:`.access.AccessChecks`), when the
 broker has them, see each request before the method does.
 """
 

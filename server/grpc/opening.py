@@ -1,6 +1,5 @@
-"""What both servers of the gRPC port (:mod:`.transport`, :mod:`.splitter`) read of a connection's opening:
-how long it may stay silent, and the client's address in grpcio's peer form, the form the service and the
-access checks read."""
+"""What the gRPC port (:mod:`.transport`) reads of a connection's opening: how long it may stay silent, and
+the client's address in grpcio's peer form, the form the service and the access checks read."""
 
 from __future__ import annotations
 

@@ -1,17 +1,16 @@
 """Serving the v2 service, on the broker's own loop or on a loop of its own.
 
-Where it runs is ``grpcEventLoop``:
+Either way the port is FerryMQ's own HTTP/2 transport (:mod:`.transport`, on the ``h2`` library): a
+connection's opening (a PROXY header, then TLS or plain by its first byte) and its calls, dispatched to the
+service (:mod:`.dispatch`). Where it runs is ``grpcEventLoop``:
 
-- :class:`GrpcOnReactor` (``BROKER``): FerryMQ's own HTTP/2 transport (:mod:`.transport`, on the ``h2``
-  library) on the reactor, Twisted's asyncio reactor on uvloop. A call runs from its first byte read to
-  its answer written in the reactor thread: the broker's send or POP is called straight from the service
-  (:func:`.reactor.in_reactor`), with no thread to wake, no splice and no contention for the interpreter
-  lock. TLS and plain clients share the port in ``permissive`` mode, told apart by their first byte.
-- :class:`GrpcThread` (``OWN_THREAD``): grpcio's asyncio server on a loop of its own in a thread, beside the
-  broker's epoll reactor (where the asyncio reactor cannot be installed); what a call asks of the broker
-  hops to the reactor thread and back. grpcio serves its port plain (``tls.server.mode=disabled``) or TLS
-  (``enforcing``); in ``permissive`` mode it listens on two loopback ports, plain and TLS, and the port is
-  the :mod:`.splitter`'s, on the same loop.
+- :class:`GrpcOnReactor` (``BROKER``): on the reactor, Twisted's asyncio reactor on uvloop. A call runs from
+  its first byte read to its answer written in the reactor thread: the broker's send or POP is called
+  straight from the service (:func:`.reactor.in_reactor`), with no thread to wake and no contention for the
+  interpreter lock.
+- :class:`GrpcThread` (``OWN_THREAD``): on an asyncio loop of its own in a thread, beside the broker's epoll
+  reactor (where the asyncio reactor cannot be installed), through :mod:`.on_asyncio`; what a call asks of
+  the broker hops to the reactor thread and back (:mod:`.reactor`).
 
 Either way the port is bound by ``start()``, before the reactor runs: a taken port stops the server from
 starting, as a taken listenPort does.
@@ -20,19 +19,20 @@ starting, as a taken listenPort does.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import socket
 import threading
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import grpc
-
-from .protocol import service_grpc
 from .dispatch import Dispatcher
+from .on_asyncio import AsyncioTransport, LoopClock
 from .service import MessagingService
-from .splitter import BACKLOG, LOOPBACK, Splitter
 from .tls import PortTls
 from .transport import GrpcFactory
+
+if TYPE_CHECKING:
+    from .access import AccessChecks
 
 log = logging.getLogger("ferrymq.grpc")
 
@@ -41,6 +41,8 @@ log = logging.getLogger("ferrymq.grpc")
 MAX_INBOUND_MESSAGE_SIZE = 130 * 1024 * 1024
 #: seconds calls in flight get to finish when the server stops
 GRACE = 2.0
+#: connections the port queues before they are accepted
+BACKLOG = 100
 
 
 def _cannot_listen(host: str, port: int, problem: object) -> str:
@@ -48,25 +50,28 @@ def _cannot_listen(host: str, port: int, problem: object) -> str:
             f"set grpcListenPort in the config file, or 0 to turn gRPC off")
 
 
-def _target(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
 class _Port:
-    """The gRPC port of ``service`` on ``host:port``."""
+    """The gRPC port of ``service`` on ``host:port``: its connections (:class:`.transport.GrpcFactory`) run on
+    the loop, and with the clock, of :meth:`_runner`."""
 
     #: where the server runs, for the log line
     placement = ""
 
-    def __init__(self, service: MessagingService, host: str, port: int, interceptors: Sequence[Any] = (),
+    def __init__(self, service: MessagingService, host: str, port: int, access: AccessChecks | None = None,
                  tls: PortTls | None = None):
-        """``interceptors``: the access checks (:class:`.access.AccessInterceptor`) each request passes
-        first; ``tls``: serve TLS (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
+        """``access``: the access checks each request passes first (None: none); ``tls``: serve TLS
+        (:func:`.tls.port_tls`), and plain too when it says so; None: plain only."""
         self.service = service
-        self.interceptors = tuple(interceptors)
+        self.access = access
         self.tls = tls
         self.host = host
         self.port = port
+        loop, clock = self._runner()
+        self.factory = GrpcFactory(Dispatcher(service, access), tls, MAX_INBOUND_MESSAGE_SIZE, loop, clock)
+
+    def _runner(self) -> tuple[asyncio.AbstractEventLoop, Any]:
+        """The loop that runs the port's calls, and the clock of its timers."""
+        raise NotImplementedError
 
     def _served(self) -> None:
         clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
@@ -74,86 +79,21 @@ class _Port:
                  clients, self.placement)
 
 
-class _Serving(_Port):
-    """grpcio's server of the service and, in permissive mode, its splitter: bound by :meth:`_bind` in the
-    thread of the loop that is to run them, started by :meth:`_start` on it."""
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.splitter: Splitter | None = None
-        self._server: grpc.aio.Server | None = None
-
-    def _bind(self) -> None:
-        """Create the server (on this thread's event loop) and bind its ports; raises OSError naming the
-        key when the port cannot be listened on."""
-        tls = self.tls
-        splitter = None
-        try:
-            if tls is not None and tls.plain_too:
-                splitter = Splitter(0, 0)
-                bound = splitter.bind(self.host, self.port)
-        except OSError as exc:
-            raise OSError(self._cannot_listen(exc)) from None
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND_MESSAGE_SIZE),
-                                          ("grpc.so_reuseport", 0)], interceptors=self.interceptors)
-        service_grpc.add_MessagingServiceServicer_to_server(self.service, server)
-        try:
-            if splitter is not None:
-                splitter.plain_port = server.add_insecure_port(f"{LOOPBACK}:0")
-                splitter.tls_port = server.add_secure_port(f"{LOOPBACK}:0", tls.credentials)
-                ok = splitter.plain_port and splitter.tls_port
-            else:
-                target = _target(self.host, self.port)
-                bound = ok = (server.add_secure_port(target, tls.credentials) if tls is not None
-                              else server.add_insecure_port(target))
-        except RuntimeError as exc:  # grpcio raises when it cannot bind
-            ok, problem = 0, exc
-        else:
-            problem = "not bound"
-        if not ok:
-            if splitter is not None:
-                splitter.stop_accepting()
-            raise OSError(self._cannot_listen(problem))
-        self.port = bound
-        self.splitter = splitter
-        self._server = server
-
-    def _cannot_listen(self, problem: object) -> str:
-        return _cannot_listen(self.host, self.port, problem)
-
-    async def _start(self) -> None:
-        await self._server.start()
-        if self.splitter is not None:
-            await self.splitter.serve()
-        self._served()
-
-    async def _shut_down(self) -> None:
-        """Stop accepting, give the calls in flight :data:`GRACE` seconds, then cut every splice."""
-        if self.splitter is not None:
-            self.splitter.stop_accepting()
-        if self._server is not None:
-            await self._server.stop(GRACE)
-        if self.splitter is not None:
-            await self.splitter.close()
-
-
 class GrpcOnReactor(_Port):
-    """The service served by FerryMQ's own HTTP/2 transport (:mod:`.transport`) on the reactor, Twisted's
-    asyncio reactor (:func:`ferrymq.server.event_loop.install_reactor`), whose loop runs the calls: a call
-    runs from its first byte read to its answer written in the reactor thread, with no thread, splice or
-    second loop between the client and the broker. TLS and plain clients share the port in ``permissive``
-    mode, told apart by their first byte."""
+    """The port on the reactor, Twisted's asyncio reactor (:func:`ferrymq.server.event_loop.install_reactor`),
+    whose loop runs the calls: a call runs from its first byte read to its answer written in the reactor
+    thread, with no thread or second loop between the client and the broker."""
 
     placement = "on the broker's event loop"
 
     def __init__(self, *args: Any, **kwargs: Any):
+        self._listening: Any = None
+        super().__init__(*args, **kwargs)
+
+    def _runner(self) -> tuple[asyncio.AbstractEventLoop, Any]:
         from twisted.internet import reactor
 
-        super().__init__(*args, **kwargs)
-        access = self.interceptors[0] if self.interceptors else None
-        self.factory = GrpcFactory(Dispatcher(self.service, access), self.tls, MAX_INBOUND_MESSAGE_SIZE,
-                                   asyncio.get_event_loop(), reactor)
-        self._listening: Any = None
+        return asyncio.get_event_loop(), reactor
 
     def start(self) -> None:
         """Listen (before the reactor runs, if need be); raises OSError naming the key when the port cannot
@@ -176,49 +116,67 @@ class GrpcOnReactor(_Port):
         return defer.gatherResults([stopped, self.factory.go_away(GRACE)])
 
 
-class GrpcThread(_Serving):
-    """The service on a loop of its own, in a thread of the broker process."""
+class GrpcThread(_Port):
+    """The port on an asyncio loop of its own, in a thread of the broker process: the same connections as
+    on the reactor (:mod:`.on_asyncio`); the service's calls into the broker hop to the reactor thread."""
 
     placement = "on a thread of its own"
 
     def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopped: asyncio.Event | None = None
+        self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        self._server: asyncio.AbstractServer | None = None
+        super().__init__(*args, **kwargs)
+
+    def _runner(self) -> tuple[asyncio.AbstractEventLoop, Any]:
+        return self._loop, LoopClock(self._loop)
 
     def start(self, timeout: float = 30.0) -> None:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(ready,), name="grpc", daemon=True)
-        self._thread.start()
-        if not ready.wait(timeout):
-            raise RuntimeError(f"the gRPC server did not start within {timeout} s")
-        if self._error is not None:
-            raise OSError(str(self._error)) from None
-
-    def _run(self, ready: threading.Event) -> None:
-        async def serve() -> None:
-            self._loop = asyncio.get_running_loop()
-            self._stopped = asyncio.Event()
-            self._bind()
-            await self._start()
-            ready.set()
-            await self._stopped.wait()
-            await self._shut_down()
-
+        """Listen, and serve from the thread; raises OSError naming the key when the port cannot be
+        listened on."""
         try:
-            asyncio.run(serve())
-        except BaseException as exc:  # noqa: BLE001 - reported by start()
-            self._error = exc
-        finally:
-            ready.set()
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            # IPv4 clients too on an IPv6 address, as the reactor's listenTCP takes them
+            dual = family == socket.AF_INET6 and socket.has_dualstack_ipv6()
+            sock = socket.create_server((self.host, self.port), family=family, backlog=BACKLOG, dualstack_ipv6=dual)
+        except OSError as exc:
+            raise OSError(_cannot_listen(self.host, self.port, exc)) from None
+        self.port = sock.getsockname()[1]
+        self._thread = threading.Thread(target=self._loop.run_forever, name="grpc", daemon=True)
+        self._thread.start()
+        self._server = self._in_loop(self._serve(sock), timeout)
+        self._served()
+
+    def _in_loop(self, coroutine: Any, timeout: float) -> Any:
+        """``coroutine`` run on the thread's loop, waited for here."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout)
+
+    async def _serve(self, sock: socket.socket) -> asyncio.AbstractServer:
+        factory = self.factory
+        return await self._loop.create_server(lambda: AsyncioTransport(factory), sock=sock, backlog=BACKLOG)
+
+    async def _shut_down(self) -> None:
+        """Stop accepting, and wait for the connections to close (:meth:`GrpcFactory.go_away`)."""
+        self._server.close()
+        await self.factory.go_away(GRACE).asFuture(self._loop)
+
+    def _stop_thread(self) -> None:
+        """Shut down (:meth:`_shut_down`) and end the thread; once stopped, nothing."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        try:
+            self._in_loop(self._shut_down(), GRACE + 5)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            log.warning("gRPC: the server's thread did not stop in time")
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     def stop(self):
         """Stop serving (calls in flight get :data:`GRACE` seconds); a Deferred fired once stopped."""
         from twisted.internet import defer, threads
 
-        if self._loop is None or self._loop.is_closed() or self._stopped is None:
+        if self._thread is None or not self._thread.is_alive():
             return defer.succeed(None)
-        self._loop.call_soon_threadsafe(self._stopped.set)
-        return threads.deferToThread(self._thread.join, GRACE + 5)
+        return threads.deferToThread(self._stop_thread)

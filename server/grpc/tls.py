@@ -3,10 +3,9 @@
 required per ``tls.server.need.client.auth`` and checked against ``tls.server.trustCertPath``.
 
 ``tls.server.mode`` decides who may connect: ``enforcing`` TLS clients only, ``permissive`` TLS and plain
-clients alike (told apart by their first byte, :mod:`.transport`; on grpcio's server by the
-:mod:`.splitter`), ``disabled`` plain clients only. FerryMQ's transport takes the :class:`ServerTls`
-context with ALPN agreeing on ``h2`` (:class:`AlpnTls`); grpcio's server its own credentials of the same
-files (:func:`server_credentials`).
+clients alike (told apart by their first byte, :mod:`.transport`), ``disabled`` plain clients only. The
+port's TLS layer takes the :class:`ServerTls` context with ALPN agreeing on ``h2`` (:class:`AlpnTls`),
+whichever loop runs the port.
 """
 
 from __future__ import annotations
@@ -14,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
-from ferrymq.remoting.tls import ClientAuth, ServerTls, TlsMode, _load_key, self_signed
+from ferrymq.remoting.tls import ClientAuth, ServerTls, TlsMode
 from twisted.internet.interfaces import IOpenSSLServerConnectionCreator
 from zope.interface import implementer
 
@@ -29,11 +27,6 @@ class PortTls:
 
     server: ServerTls
     plain_too: bool
-
-    @property
-    def credentials(self) -> grpc.ServerCredentials:
-        """grpcio's credentials of the same settings."""
-        return server_credentials(self.server)
 
     def connections(self) -> AlpnTls:
         """What makes the port's TLS connections (Twisted's TLS layer)."""
@@ -76,25 +69,3 @@ class AlpnTls:
         conn = SSL.Connection(self._ctx, None)
         conn.set_accept_state()
         return conn
-
-
-def server_credentials(tls: ServerTls) -> grpc.ServerCredentials:
-    from cryptography.hazmat.primitives import serialization
-
-    if tls.test_mode or tls.own is None:
-        cert, key = self_signed()
-        chain = cert.public_bytes(serialization.Encoding.PEM)
-    else:
-        key = _load_key(tls.own)  # grpcio takes no key password: the key is handed over decrypted
-        with open(tls.own.cert_path, "rb") as f:
-            chain = f.read()
-    key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
-    roots = None
-    if tls.client_auth is not ClientAuth.NONE and tls.check.trust_path:
-        with open(tls.check.trust_path, "rb") as f:
-            roots = f.read()
-    required = tls.client_auth is ClientAuth.REQUIRE
-    if required and roots is None:
-        raise ValueError("tls.server.need.client.auth=require on the gRPC port needs tls.server.trustCertPath")
-    return grpc.ssl_server_credentials([(key_pem, chain)], root_certificates=roots, require_client_auth=required)

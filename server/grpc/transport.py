@@ -1,5 +1,7 @@
-"""The gRPC port on the Twisted reactor: each connection's opening (a PROXY protocol header, then TLS or
-plain by its first byte) and its HTTP/2 gRPC calls (:mod:`.connection`), run by :mod:`.dispatch`.
+"""The gRPC port's connections, as Twisted protocols: each connection's opening (a PROXY protocol header,
+then TLS or plain by its first byte) and its HTTP/2 gRPC calls (:mod:`.connection`), run by :mod:`.dispatch`.
+They run on the Twisted reactor (``grpcEventLoop=BROKER``) or, through :mod:`.on_asyncio`, on the gRPC
+thread's asyncio loop (``OWN_THREAD``): the factory's ``loop`` runs the calls, its ``clock`` the timers.
 
 A load balancer in front may open a connection with a PROXY protocol header (v1 or v2, :mod:`.proxy_header`),
 as Apache's proxy accepts it: the client is then the address it names. After it, a TLS ClientHello (a

@@ -25,10 +25,13 @@ from ferrymq.sdk.message import PullStatus  # noqa: E402
 from ferrymq.testing.server import FerryMQServer  # noqa: E402
 from ferrymq.wire.bodies import SubscriptionGroupConfig  # noqa: E402
 
+from .placements import PLACEMENTS  # noqa: E402
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with FerryMQServer(tmp_path_factory.mktemp("grpc-pop"), {"reviveInterval": 200}, grpc=True) as running:
+
+@pytest.fixture(scope="module", params=sorted(PLACEMENTS))
+def server(request, tmp_path_factory):
+    conf = {"reviveInterval": 200, "grpcEventLoop": request.param}
+    with FerryMQServer(tmp_path_factory.mktemp("grpc-pop"), conf, grpc=True) as running:
         yield running
 
 

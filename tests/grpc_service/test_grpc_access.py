@@ -28,6 +28,8 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as service
 from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc
 
+from .placements import PLACEMENTS
+
 ROOT = ("rocketmq", "12345678")
 ALICE = ("alice", "alice-secret")
 AUTH = {"authenticationEnabled": True, "authorizationEnabled": True, "autoCreateTopicEnable": True,
@@ -40,9 +42,9 @@ def certs(tmp_path_factory):
     return make_certs(tmp_path_factory.mktemp("grpc-certs"))
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, certs):
-    conf = {**AUTH, "tls.server.mode": "enforcing", "tls.test.mode.enable": False,
+@pytest.fixture(scope="module", params=sorted(PLACEMENTS))
+def server(request, tmp_path_factory, certs):
+    conf = {**AUTH, "grpcEventLoop": request.param, "tls.server.mode": "enforcing", "tls.test.mode.enable": False,
             "tls.server.certPath": certs.server.cert, "tls.server.keyPath": certs.server.key}
     with FerryMQServer(tmp_path_factory.mktemp("grpc-acl"), conf, grpc=True) as running:
         client = RemotingClient(tls=ClientTls(), credentials=Credentials(*ROOT))

@@ -25,11 +25,11 @@ from ferrymq.sdk.blocking_clients import BlockingMQAdmin, BlockingPullConsumer  
 from ferrymq.sdk.message import PullStatus  # noqa: E402
 from ferrymq.testing.server import FerryMQServer  # noqa: E402
 
+from .placements import PLACEMENTS  # noqa: E402
+
 CLIENT = (("x-mq-client-id", "grpc-test@1"),)
 
 
-#: the log line's words for each place the service runs (grpcEventLoop)
-PLACEMENTS = {"BROKER": "on the broker's event loop", "OWN_THREAD": "on a thread of its own"}
 
 
 @pytest.fixture(scope="module", params=sorted(PLACEMENTS))

@@ -33,6 +33,8 @@ from ferrymq.server.grpc.connection import (  # noqa: E402
 from ferrymq.server.grpc.dispatch import Call, Context, Dispatcher  # noqa: E402
 from ferrymq.testing.server import FerryMQServer  # noqa: E402
 
+from .placements import PLACEMENTS  # noqa: E402
+
 PATH = "/apache.rocketmq.v2.MessagingService/QueryRoute"
 
 
@@ -271,9 +273,9 @@ def test_the_servicers_default_answers_unimplemented():
 # ---------------------------------------------------------------------- the port, as grpcio's client sees it
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with FerryMQServer(tmp_path_factory.mktemp("grpc"), {"grpcEventLoop": "BROKER"}, grpc=True) as running:
+@pytest.fixture(scope="module", params=sorted(PLACEMENTS))
+def server(request, tmp_path_factory):
+    with FerryMQServer(tmp_path_factory.mktemp("grpc"), {"grpcEventLoop": request.param}, grpc=True) as running:
         yield running
 
 
