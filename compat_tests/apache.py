@@ -347,7 +347,8 @@ class ApacheProxy:
                proxy_extra: dict[str, object] | None = None, version: str = toolchain.ROCKETMQ_5,
                system_properties: dict[str, str] | None = None,
                namesrv_tls: bool | ssl.SSLContext = False) -> ApacheProxy:
-        """Starts the JVMs and returns at once; :meth:`wait_ready` waits for them to serve and register.
+        """Starts the JVM (in cluster mode the broker's; its proxy then starts in :meth:`wait_ready`) and
+        returns at once; :meth:`wait_ready` waits for them to serve and register.
         ``mode``: one of :data:`PROXY_MODES`. ``extra``: more keys of its broker's config file;
         ``proxy_extra``: of the proxy's (rmq-proxy.json); ``system_properties`` and ``namesrv_tls`` as
         :meth:`ApacheBroker.launch` takes them (tls.server.mode applies to the broker's remoting port and
@@ -385,15 +386,12 @@ class ApacheProxy:
             "-pm", mode, *mode_args, "-pc", str(proxy_conf),
         ]
         child = Child("Apache proxy", command, home / "proxy.out")
-        try:
-            child.start()
-        except BaseException:
-            if mode == "cluster":
-                broker.stop()
-            raise
         if mode == "local":
+            child.start()
             broker = ApacheBroker(home, broker_port, child, cluster, name, LOOPBACK, version, store, namesrv_addr,
                                   LOOPBACK, namesrv_tls)
+        # in cluster mode the proxy starts once its broker is registered (wait_ready): booting, it creates a
+        # system topic on the cluster and exits when the name server knows no broker of it
         return cls(home, grpc_port, broker, child, mode)
 
     def wait_ready(self) -> None:
@@ -402,6 +400,7 @@ class ApacheProxy:
         try:
             if self.broker.child is not child:
                 self.broker.wait_ready()
+                child.start()
             child.wait_until(lambda: "rocketmq-proxy startup successfully" in child.log_tail(600)
                              and port_open(LOOPBACK, self.grpc_port), f"gRPC on {self.grpc_port}", BOOT_TIMEOUT)
             child.wait_until(lambda: _routes_to(self.broker.namesrv_addr, "TBW102", self.broker.name,
