@@ -42,6 +42,7 @@ def _reactor():
 class Handlers:
     def __init__(self):
         self.oneway_seen: list[int] = []
+        self.slow_started: list[str] = []
         self.count = 0
         self.big_body = b"x" * (256 * 1024)
 
@@ -61,6 +62,7 @@ class Handlers:
 
     def slow(self, cmd, channel):
         delay = float(cmd.ext("delay", "0.1"))
+        self.slow_started.append(cmd.ext("v", ""))
         return task.deferLater(_reactor(), delay, lambda: cmd.response(ext_fields={"v": cmd.ext("v", "")}))
 
     def boom(self, cmd, channel):
@@ -265,7 +267,10 @@ def test_graceful_shutdown_answers_in_flight_then_closes(rt, server, raw_client)
     port = srv.port
     raw = raw_client(("127.0.0.1", port))
     raw.send(request(SLOW, {"v": "inflight", "delay": "0.3"}, opaque=7))
-    time.sleep(0.1)
+    deadline = time.monotonic() + 3
+    while "inflight" not in srv.handlers.slow_started and time.monotonic() < deadline:
+        time.sleep(0.01)  # the stop must come while the call is in flight, however busy the machine
+    assert srv.handlers.slow_started == ["inflight"]
     stopped = []
     rt.call(lambda: srv.stop(5.0).addCallback(stopped.append) and None)  # do not wait here
     resp = raw.recv(timeout=3)
