@@ -18,6 +18,7 @@ starting, as a taken listenPort does.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import concurrent.futures
 import logging
@@ -50,7 +51,7 @@ def _cannot_listen(host: str, port: int, problem: object) -> str:
             f"set grpcListenPort in the config file, or 0 to turn gRPC off")
 
 
-class _Port:
+class _Port(abc.ABC):
     """The gRPC port of ``service`` on ``host:port``: its connections (:class:`.transport.GrpcFactory`) run on
     the loop, and with the clock, of :meth:`_runner`."""
 
@@ -69,9 +70,9 @@ class _Port:
         loop, clock = self._runner()
         self.factory = GrpcFactory(Dispatcher(service, access), tls, MAX_INBOUND_MESSAGE_SIZE, loop, clock)
 
+    @abc.abstractmethod
     def _runner(self) -> tuple[asyncio.AbstractEventLoop, Any]:
         """The loop that runs the port's calls, and the clock of its timers."""
-        raise NotImplementedError
 
     def _served(self) -> None:
         clients = "plain" if self.tls is None else "TLS and plain" if self.tls.plain_too else "TLS"
