@@ -200,7 +200,7 @@ class Transactions:
         self._http: httpx.AsyncClient | None = None
         #: the check-back call in flight of each transaction: a check arriving meanwhile (the broker checks
         #: again when an answer is slow, each time on a new copy of the half message) waits for its answer
-        #: rather than calling the URL a second time
+        #: and takes it rather than calling the URL a second time, unless it was UNKNOWN
         self._calling: dict[str, asyncio.Future[CheckBack]] = {}
 
     def load(self) -> list[Transaction]:
@@ -246,34 +246,44 @@ class Transactions:
             return LocalTransactionState.UNKNOW
         tx.offset_msg_id, tx.queue_offset = msg.offset_msg_id, msg.queue_offset
         self.save()  # the copy END_TRANSACTION must name from now on
-        if tx.state is not State.UNKNOWN:
-            record = CheckBack(_now_ms(), check_times, None, None, tx.state, 0,
-                               f"resolved by the {tx.resolved_by} already; answered from the gateway's record")
-        elif tx.id in self._calling:
-            called = await asyncio.shield(self._calling[tx.id])
-            record = CheckBack(_now_ms(), check_times, None, None, called.answer, 0,
-                               "answered with the check-back call that was in flight")
-        else:
-            calling = self._calling[tx.id] = asyncio.get_running_loop().create_future()
-            try:
-                record = await self._call(tx, msg, check_times)
-            except BaseException:
-                calling.cancel()
-                raise
+        record = None
+        while record is None:
+            if tx.state is not State.UNKNOWN:
+                record = CheckBack(_now_ms(), check_times, None, None, tx.state, 0,
+                                   f"resolved by the {tx.resolved_by} already; answered from the gateway's record")
+            elif (in_flight := self._calling.get(tx.id)) is not None:
+                called = await asyncio.shield(in_flight)
+                if called.answer is not State.UNKNOWN:
+                    record = CheckBack(_now_ms(), check_times, None, None, called.answer, 0,
+                                       "answered with the check-back call that was in flight")
+                # else: that call learnt nothing, so this check asks for itself rather than spend one of
+                # the broker's transactionCheckMax checks unasked
             else:
-                calling.set_result(record)
-            finally:
-                del self._calling[tx.id]
-            if tx.state is State.UNKNOWN and record.answer is not State.UNKNOWN:
-                tx.resolve(record.answer, "checkBack")
-            elif tx.state is not record.answer and record.answer is not State.UNKNOWN:
-                record.detail = f"the {tx.resolved_by} resolved it {tx.state.name} meanwhile; that stands"
+                record = await self._call_once(tx, msg, check_times)
         tx.check_backs.append(record)
         self.save()
         log.info("transaction %s check %d: %s answered %s (HTTP %s, %d ms)%s", tx.id, check_times,
                  record.url or "the gateway's record", record.answer.name, record.status, record.latency_ms,
                  f": {record.detail}" if record.detail else "")
         return tx.state.value
+
+    async def _call_once(self, tx: Transaction, msg: MessageExt, check_times: int) -> CheckBack:
+        """Call the check-back URL, a check arriving meanwhile waiting for this call; apply its answer."""
+        calling = self._calling[tx.id] = asyncio.get_running_loop().create_future()
+        try:
+            record = await self._call(tx, msg, check_times)
+        except BaseException:
+            calling.cancel()
+            raise
+        else:
+            calling.set_result(record)
+        finally:
+            del self._calling[tx.id]
+        if tx.state is State.UNKNOWN and record.answer is not State.UNKNOWN:
+            tx.resolve(record.answer, "checkBack")
+        elif tx.state is not record.answer and record.answer is not State.UNKNOWN:
+            record.detail = f"the {tx.resolved_by} resolved it {tx.state.name} meanwhile; that stands"
+        return record
 
     async def _call(self, tx: Transaction, msg: MessageExt, check_times: int) -> CheckBack:
         """POST the signed check-back; whatever goes wrong is an UNKNOWN answer with its reason."""

@@ -369,6 +369,37 @@ def test_a_check_arriving_while_a_call_is_out_waits_for_its_answer_and_calls_nob
     assert (tx.state, tx.resolved_by) == (State.COMMIT, "checkBack")
 
 
+def test_a_check_arriving_while_a_call_is_out_that_learns_nothing_asks_for_itself(receiver):
+    """The broker's next check comes while the first check's call is still out (a slow receiver, a
+    loaded machine): when that call ends UNKNOWN (here cut off by the gateway's timeout), the waiting
+    check calls the receiver itself with its own checkTimes, rather than spend one of the broker's
+    transactionCheckMax checks unasked."""
+    import asyncio
+
+    from ferrymq.gateways.http.transactions import State, Transactions
+    from ferrymq.sdk.producer import LocalTransactionState
+
+    async def main():
+        transactions = Transactions(SECRET, timeout=0.5)
+        tx = _record("TX-AGAIN", receiver.url)
+        transactions.add(tx)
+        receiver.plans["TX-AGAIN"] = ["slow", "COMMIT"]
+        first = asyncio.create_task(transactions.check(_check_of("TX-AGAIN", 1)))
+        await asyncio.sleep(0.2)
+        second = await transactions.check(_check_of("TX-AGAIN", 2))
+        first = await first
+        await transactions.close()
+        return tx, first, second
+
+    tx, first, second = asyncio.run(main())
+    assert (first, second) == (LocalTransactionState.UNKNOW, LocalTransactionState.COMMIT_MESSAGE)
+    assert [(c["json"]["checkTimes"], c["answered"]) for c in receiver.calls_of("TX-AGAIN")] == \
+        [(1, "slow"), (2, "COMMIT")]
+    assert [(c.answer, c.url, c.check_times) for c in tx.check_backs] == [
+        (State.UNKNOWN, receiver.url, 1), (State.COMMIT, receiver.url, 2)]
+    assert (tx.state, tx.resolved_by) == (State.COMMIT, "checkBack")
+
+
 def test_the_record_keeps_the_latest_transactions_and_check_backs(monkeypatch):
     import asyncio
 
