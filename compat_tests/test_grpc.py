@@ -249,6 +249,87 @@ def test_bad_routes_and_unknown_clients_get_the_proxys_status_codes(grpc_server,
     assert ended.status.code == pb.INTERNAL_SERVER_ERROR  # the proxy's TRANSACTION_DATA_NOT_FOUND
 
 
+# ---------------------------------------------------------------------- oversized request metadata
+
+#: the largest header list a call may send: grpc-java's default (the proxy sets no other), advertised in the
+#: server's SETTINGS_MAX_HEADER_LIST_SIZE
+MAX_HEADER_LIST_SIZE = 8192
+#: each case's request header list: (its size as HTTP/2 counts it, the alphabet of the padding header's value,
+#: how the call ends: (``:status``, ``grpc-status``, the frames of its stream, how the connection ended))
+REFUSED_FRAMES = ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR", "RST_STREAM STREAM_CLOSED"]
+OVERSIZED_METADATA = {
+    "at the limit": (MAX_HEADER_LIST_SIZE, "mixed", (b"200", b"0", ["HEADERS", "DATA", "HEADERS END_STREAM"], None)),
+    "a byte over the limit": (MAX_HEADER_LIST_SIZE + 1, "mixed", (b"431", None, REFUSED_FRAMES, None)),
+    "12 KiB, 7.5 KiB encoded": (12 * 1024, "a", (b"431", None, REFUSED_FRAMES, None)),
+    "20 KiB": (20 * 1024, "mixed", (None, None, [], "PROTOCOL_ERROR")),
+}
+
+
+def _route_call(grpc_server: GrpcServer, topic: str, size: int, alphabet: str) -> tuple[list, bytes]:
+    """A QueryRoute call's headers, padded by one custom header to ``size`` bytes of header list, and its
+    request message."""
+    import random
+    import string
+
+    from .h2_client import HEADER_OVERHEAD, header_list_size
+
+    headers = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", b"/apache.rocketmq.v2.MessagingService/QueryRoute"),
+               (b":authority", b"ferrymq-compat"), (b"content-type", b"application/grpc"), (b"te", b"trailers"),
+               *((name.encode(), value.encode()) for name, value in CLIENT)]
+    pad = b"x-compat-pad"
+    room = size - header_list_size(headers) - len(pad) - HEADER_OVERHEAD
+    letters = string.ascii_letters + string.digits if alphabet == "mixed" else alphabet
+    headers.append((pad, "".join(random.Random(27).choices(letters, k=room)).encode()))
+    assert header_list_size(headers) == size
+    host, port = grpc_server.grpc_endpoint.rsplit(":", 1)
+    request = service.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=pb.Endpoints(
+        scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))]))
+    return headers, request.SerializeToString()
+
+
+@pytest.mark.parametrize("case", OVERSIZED_METADATA)
+def test_request_metadata_above_the_limit_is_refused_as_the_proxy_refuses_it(grpc_server, normal_topic, case):
+    """A call whose request headers exceed the limit the server advertises (8 KiB, grpc-java's default) is
+    answered HTTP 431 and reset, and the next call on the same connection is served; a header block too large
+    to decode (more than 1.25 times the limit, encoded) ends the connection with GOAWAY PROTOCOL_ERROR, as
+    Netty's HTTP/2 decoder ends it."""
+    from .h2_client import H2Client
+
+    size, alphabet, expected = OVERSIZED_METADATA[case]
+    with H2Client(grpc_server.grpc_endpoint) as client:
+        assert client.max_header_list_size == MAX_HEADER_LIST_SIZE
+        oversized = client.answer(client.call(*_route_call(grpc_server, normal_topic, size, alphabet)))
+        assert (oversized.http_status, oversized.grpc_status, oversized.frames, oversized.connection_ended) == expected
+        if oversized.connection_ended is not None:
+            return
+        normal = client.answer(client.call(*_route_call(grpc_server, normal_topic, 1024, "mixed")))
+    assert (normal.http_status, normal.grpc_status, normal.connection_ended) == (b"200", b"0", None)
+    assert service.QueryRouteResponse.FromString(normal.message()).status.code == pb.OK
+
+
+def test_grpcio_sending_oversized_metadata_gets_the_proxys_status(grpc_server, normal_topic):
+    """grpcio's client sends metadata above the advertised limit (it does not check it): a call over the limit
+    fails UNKNOWN (the HTTP 431) and the channel's next call is served; a header block too long to decode
+    (grpcio does not Huffman-code the values) fails UNAVAILABLE, its connection ended, and the channel
+    connects again."""
+    request = service.QueryRouteRequest(topic=pb.Resource(name=normal_topic))
+
+    def route(pad: int) -> tuple:
+        metadata = (*CLIENT, ("x-compat-pad", "a" * pad)) if pad else CLIENT
+        try:
+            return pb.Code.Name(stub.QueryRoute(request, metadata=metadata, timeout=15).status.code), ""
+        except grpc.RpcError as failed:
+            return failed.code(), failed.details()
+
+    with grpc.insecure_channel(grpc_server.grpc_endpoint) as channel:
+        stub = service_grpc.MessagingServiceStub(channel)
+        assert route(0) == ("OK", "")
+        assert route(MAX_HEADER_LIST_SIZE) == (grpc.StatusCode.UNKNOWN, "Received http2 header with status: 431")
+        assert route(0) == ("OK", "")
+        code, details = route(2 * MAX_HEADER_LIST_SIZE)
+        assert code == grpc.StatusCode.UNAVAILABLE and "GOAWAY" in details, details
+        assert route(0) == ("OK", "")
+
 def test_an_open_transaction_is_checked_back_over_telemetry_and_committed(exchange):
     checked = exchange.sent.of("checked")
     assert {e["body"] for e in checked} == {"checked-back"}, exchange.sent.explain()

@@ -21,7 +21,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
-from hyperframe.frame import GoAwayFrame
+from hyperframe.frame import GoAwayFrame, HeadersFrame
 
 from . import framing
 from .framing import PREFIX, PREFIX_LENGTH, BadMessage
@@ -31,19 +31,63 @@ from .framing import PREFIX, PREFIX_LENGTH, BadMessage
 WINDOW = 16 * 1024 * 1024
 #: the concurrent calls a client may open per connection (grpcio's server sets no limit)
 MAX_CONCURRENT_STREAMS = 2 ** 31 - 1
-#: the headers a call may send (grpcio's default, 16 KiB)
-MAX_HEADER_LIST_SIZE = 16 * 1024
+#: the request headers a call may send, as HTTP/2 counts them (each name and value and 32): grpc-java's
+#: default, which Apache's proxy keeps. A call sending more is answered HTTP 431 and reset; the connection goes on
+MAX_HEADER_LIST_SIZE = 8 * 1024
+#: the longest header block read, HPACK-encoded: a longer one ends the connection, as Netty's decoder ends it
+#: (a quarter above the limit)
+MAX_HEADER_BLOCK = MAX_HEADER_LIST_SIZE + MAX_HEADER_LIST_SIZE // 4
+#: the most a header block may decode to before the connection ends. A block is decoded whole, whatever the
+#: limit, so that HPACK's table stays in step with the client's; the cap bounds what references into that
+#: table inflate a short block to
+MAX_DECODED_HEADER_LIST = 1024 * 1024
 
 _CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None, validate_inbound_headers=False,
                                     normalize_inbound_headers=False, validate_outbound_headers=False,
                                     normalize_outbound_headers=False)
 _RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
+_HEADERS_TOO_LARGE = ((b":status", b"431"),)
+
+
+def header_list_size(headers) -> int:
+    """The size HTTP/2 counts for a header list (RFC 9113, 6.5.2): each name and value, and 32 for each."""
+    return sum(len(name) + len(value) + 32 for name, value in headers)
 
 
 class _ServerConnection(h2.connection.H2Connection):
-    """``h2``'s connection, but for a GOAWAY NO_ERROR from the client: ``h2`` closes the whole connection on
-    any GOAWAY, while the client that sends it (grpc-js closing a channel) goes on with the calls it has
-    open (RFC 9113, 6.8) and waits for their answers. Such a GOAWAY is reported and the connection stays open."""
+    """``h2``'s connection, but
+
+    - for a GOAWAY NO_ERROR from the client: ``h2`` closes the whole connection on any GOAWAY, while the
+      client that sends it (grpc-js closing a channel) goes on with the calls it has open (RFC 9113, 6.8)
+      and waits for their answers. Such a GOAWAY is reported and the connection stays open.
+    - for request headers above :data:`MAX_HEADER_LIST_SIZE`: ``h2`` ends the connection once its HPACK
+      decoder passes the advertised limit, every call of the client with it. Here the block is decoded
+      whole and the one call answered as Netty answers it (HTTP 431 ending the stream, then RST_STREAM
+      PROTOCOL_ERROR); only a block above :data:`MAX_HEADER_BLOCK` ends the connection, before decoding.
+    """
+
+    def __init__(self, config: h2.config.H2Configuration):
+        super().__init__(config)
+        self.decoder.max_header_list_size = MAX_DECODED_HEADER_LIST
+
+    def _local_settings_acked(self):
+        changes = super()._local_settings_acked()  # sets the decoder's limit to the advertised one
+        self.decoder.max_header_list_size = MAX_DECODED_HEADER_LIST
+        return changes
+
+    def _receive_headers_frame(self, frame: HeadersFrame) -> tuple[list, list]:
+        if len(frame.data) > MAX_HEADER_BLOCK:
+            raise h2.exceptions.ProtocolError(f"Header size exceeded max allowed size ({MAX_HEADER_BLOCK})")
+        frames, events = super()._receive_headers_frame(frame)
+        stream_id = frame.stream_id
+        if any(type(event) is h2.events.RequestReceived and header_list_size(event.headers) > MAX_HEADER_LIST_SIZE
+               for event in events):
+            self.send_headers(stream_id, _HEADERS_TOO_LARGE, end_stream=True)
+            stream = self.streams.get(stream_id)
+            if stream is not None and not stream.closed:  # the client's HEADERS did not end the stream
+                self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+            events = [event for event in events if getattr(event, "stream_id", None) != stream_id]
+        return frames, events
 
     def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list, list]:
         if frame.error_code != h2.errors.ErrorCodes.NO_ERROR:
@@ -174,11 +218,7 @@ class GrpcConnection:
 
     def _fail(self, exc: Exception) -> list:
         self.closed = True
-        self.error = str(exc) or type(exc).__name__
-        try:
-            self._h2.close_connection(h2.errors.ErrorCodes.PROTOCOL_ERROR, str(exc).encode("utf-8", "replace")[:256])
-        except h2.exceptions.ProtocolError:  # before the preface: nothing can be said
-            pass
+        self.error = str(exc) or type(exc).__name__  # h2 has queued its GOAWAY before raising
         return self._end_all()
 
     def _end_all(self) -> list:

@@ -16,19 +16,25 @@ h2_connection = pytest.importorskip("h2.connection")
 pytest.importorskip("rocketmq.grpc_protocol")
 
 import h2.config  # noqa: E402
+import h2.errors  # noqa: E402
 import h2.events  # noqa: E402
-from hyperframe.frame import Frame, HeadersFrame  # noqa: E402
+from h2.frame_buffer import FrameBuffer  # noqa: E402
+from hyperframe.frame import Frame, HeadersFrame, SettingsFrame, WindowUpdateFrame  # noqa: E402
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2 as service  # noqa: E402
 from rocketmq.grpc_protocol import service_pb2_grpc as service_grpc  # noqa: E402
 
 from ferrymq.server.grpc import framing  # noqa: E402
 from ferrymq.server.grpc.connection import (  # noqa: E402
+    MAX_DECODED_HEADER_LIST,
+    MAX_HEADER_BLOCK,
+    MAX_HEADER_LIST_SIZE,
     CallEnded,
     CallStarted,
     GrpcConnection,
     MessageReceived,
     RequestsEnded,
+    header_list_size,
 )
 from ferrymq.server.grpc.dispatch import Call, Context, Dispatcher  # noqa: E402
 from ferrymq.testing.server import FerryMQServer  # noqa: E402
@@ -331,3 +337,114 @@ def test_going_away_names_the_last_call_taken_and_still_answers_it():
     pair.server.finish(open_call, framing.OK)
     frame, _length = Frame.parse_frame_header(memoryview(pair.server.data_to_send())[:9])
     assert (type(frame), frame.stream_id) == (HeadersFrame, open_call) and "END_STREAM" in frame.flags
+
+
+# ---------------------------------------------------------------------- request headers above the limit
+
+
+def _padded(size: int, alphabet: bytes = b"0123456789abcdefghijklmnopqrstuvwxyz") -> list[tuple[bytes, bytes]]:
+    """A QueryRoute call's headers, padded by ``x-pad`` to a header list of ``size`` bytes as HTTP/2 counts it."""
+    base = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", PATH.encode()), (b":authority", b"test"),
+            (b"content-type", b"application/grpc"), (b"te", b"trailers")]
+    room = size - header_list_size(base) - len(b"x-pad") - 32
+    return [*base, (b"x-pad", (alphabet * (room // len(alphabet) + 1))[:room])]
+
+
+def _send(pair: Pair, headers: list[tuple[bytes, bytes]], end_stream: bool = False, message: bytes = b"") -> int:
+    stream_id = pair.client.get_next_available_stream_id()
+    pair.client.send_headers(stream_id, headers, end_stream=end_stream)
+    if not end_stream:
+        pair.client.send_data(stream_id, framing.frame(message), end_stream=True)
+    return stream_id
+
+
+def _round_trip(pair: Pair, sent: bytes | None = None) -> list[tuple[str, int, str]]:
+    """Carry the client's bytes (``sent``, else what it has to send) to the server and its answer back: the
+    server's frames but SETTINGS and WINDOW_UPDATE, as (type, stream, END_STREAM or the error code)."""
+    pair.events += pair.server.receive(pair.client.data_to_send() if sent is None else sent)
+    answer = pair.server.data_to_send()
+    frames = FrameBuffer(server=False)
+    frames.max_frame_size = 1 << 24
+    frames.add_data(answer)
+    pair.answers += pair.client.receive_data(answer)
+    return [(type(f).__name__, f.stream_id,
+             h2.errors.ErrorCodes(f.error_code).name if hasattr(f, "error_code") else
+             "END_STREAM" if "END_STREAM" in f.flags else "")
+            for f in frames if not isinstance(f, (SettingsFrame, WindowUpdateFrame))]
+
+
+def test_the_header_list_limit_is_advertised_and_a_call_at_it_is_served():
+    pair = Pair()
+    assert pair.client.remote_settings.max_header_list_size == MAX_HEADER_LIST_SIZE == 8192
+    stream_id = _send(pair, _padded(MAX_HEADER_LIST_SIZE))
+    assert _round_trip(pair) == []
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, RequestsEnded]
+    assert pair.events[0].stream_id == stream_id
+
+
+def test_a_call_over_the_header_list_limit_is_answered_431_and_reset_and_the_next_call_is_served():
+    """Netty's answer, which Apache's proxy gives: HTTP 431 ending the stream, RST_STREAM PROTOCOL_ERROR, and
+    RST_STREAM STREAM_CLOSED for the DATA the client sent meanwhile. The service never sees the call."""
+    pair = Pair()
+    refused = _send(pair, _padded(MAX_HEADER_LIST_SIZE + 1), message=b"ignored")
+    assert _round_trip(pair) == [("HeadersFrame", refused, "END_STREAM"), ("RstStreamFrame", refused, "PROTOCOL_ERROR"),
+                                 ("RstStreamFrame", refused, "STREAM_CLOSED")]
+    assert pair.events == [] and not pair.server.closed
+    assert dict(next(e for e in pair.answers if isinstance(e, h2.events.ResponseReceived)).headers) == {b":status": b"431"}
+    served = _send(pair, _padded(1024), message=b"route")
+    _round_trip(pair)
+    assert [(type(e), e.stream_id) for e in pair.events] == [(CallStarted, served), (MessageReceived, served),
+                                                             (RequestsEnded, served)]
+    pair.server.finish(served, framing.OK)
+    pair.exchange()
+    assert pair.trailers(served)[b"grpc-status"] == b"0"
+
+
+def test_a_refused_calls_headers_keep_the_hpack_table_in_step():
+    """The refused call's headers enter the client's HPACK table; the next call refers to them by index and
+    reads back as sent."""
+    pair = Pair()
+    many = [(b"x-entry-%02d" % i, b"v" * 200) for i in range(40)]  # each indexed, together above the limit
+    base = _padded(256)[:-1]
+    _send(pair, [*base, *many])
+    assert [frame for frame, *_ in _round_trip(pair)] == ["HeadersFrame", "RstStreamFrame", "RstStreamFrame"]
+    served = _send(pair, [*base, *many[-3:]])
+    _round_trip(pair)
+    started = pair.events[0]
+    assert (type(started), started.stream_id) == (CallStarted, served)
+    assert started.metadata == tuple((name.decode(), value.decode()) for name, value in many[-3:])
+
+
+def test_an_oversized_call_that_ended_its_stream_gets_the_431_alone():
+    pair = Pair()
+    refused = _send(pair, _padded(MAX_HEADER_LIST_SIZE + 100), end_stream=True)
+    assert _round_trip(pair) == [("HeadersFrame", refused, "END_STREAM")]
+    assert pair.events == [] and not pair.server.closed
+
+
+def test_a_header_block_too_long_to_decode_ends_the_connection():
+    """Above 1.25 times the limit, encoded, Netty stops reading the block and ends the connection
+    (GOAWAY PROTOCOL_ERROR); the calls open on it end."""
+    pair = Pair()
+    open_call = pair.call()
+    pair.exchange()
+    # digits: Huffman-coded in 5 or 6 bits each, so 16 KiB of them encode to more than MAX_HEADER_BLOCK
+    _send(pair, _padded(16 * 1024, b"0123456789"))
+    assert _round_trip(pair) == [("GoAwayFrame", 0, "PROTOCOL_ERROR")]
+    assert pair.server.closed and CallEnded(open_call) in pair.events
+    assert f"Header size exceeded max allowed size ({MAX_HEADER_BLOCK})" in pair.server.error
+
+
+def test_a_short_header_block_inflating_past_the_decoding_cap_ends_the_connection():
+    """References into the HPACK table make a few hundred bytes decode to megabytes: past
+    MAX_DECODED_HEADER_LIST the connection ends rather than the server holding them."""
+    pair = Pair()
+    big = (b"x-big", b"b" * 4000)  # enters the HPACK table with the first call, which is served
+    base = _padded(256)[:-1]
+    served = _send(pair, [*base, big])
+    assert _round_trip(pair) == [] and pair.events[0].stream_id == served
+    _send(pair, [*base, *[big] * (MAX_DECODED_HEADER_LIST // 4000 + 1)])
+    sent = pair.client.data_to_send()
+    assert len(sent) < MAX_HEADER_BLOCK
+    assert _round_trip(pair, sent) == [("GoAwayFrame", 0, "ENHANCE_YOUR_CALM")]
+    assert pair.server.closed and "Oversized header block" in pair.server.error
