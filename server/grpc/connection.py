@@ -79,15 +79,20 @@ class _ServerConnection(h2.connection.H2Connection):
         if len(frame.data) > MAX_HEADER_BLOCK:
             raise h2.exceptions.ProtocolError(f"Header size exceeded max allowed size ({MAX_HEADER_BLOCK})")
         frames, events = super()._receive_headers_frame(frame)
-        stream_id = frame.stream_id
-        if any(type(event) is h2.events.RequestReceived and header_list_size(event.headers) > MAX_HEADER_LIST_SIZE
-               for event in events):
-            self.send_headers(stream_id, _HEADERS_TOO_LARGE, end_stream=True)
-            stream = self.streams.get(stream_id)
-            if stream is not None and not stream.closed:  # the client's HEADERS did not end the stream
-                self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
-            events = [event for event in events if getattr(event, "stream_id", None) != stream_id]
+        for event in events:
+            if type(event) is h2.events.RequestReceived:
+                if header_list_size(event.headers) > MAX_HEADER_LIST_SIZE:
+                    events = self._refuse_headers(frame.stream_id, events)
+                break
         return frames, events
+
+    def _refuse_headers(self, stream_id: int, events: list) -> list:
+        """Answer the call on ``stream_id`` 431 and reset it; ``events`` less the call's."""
+        self.send_headers(stream_id, _HEADERS_TOO_LARGE, end_stream=True)
+        stream = self.streams.get(stream_id)
+        if stream is not None and not stream.closed:  # the client's HEADERS did not end the stream
+            self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        return [event for event in events if getattr(event, "stream_id", None) != stream_id]
 
     def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list, list]:
         if frame.error_code != h2.errors.ErrorCodes.NO_ERROR:
