@@ -92,14 +92,26 @@ class H2Client:
         if data:
             self.sock.sendall(data)
 
-    def call(self, headers: list[tuple[bytes, bytes]], message: bytes) -> int:
-        """Start a call with ``headers`` (the request's whole header list, pseudo-headers first) and one
-        ``message`` (gRPC-framed here); returns its stream id."""
+    def start(self, headers: list[tuple[bytes, bytes]]) -> int:
+        """Start a call with ``headers`` (the request's whole header list, pseudo-headers first); returns its
+        stream id."""
         stream_id = self.conn.get_next_available_stream_id()
         self.conn.send_headers(stream_id, headers)
-        self.conn.send_data(stream_id, b"\x00" + len(message).to_bytes(4, "big") + message, end_stream=True)
         self._answers[stream_id] = Answer()
         self._flush()
+        return stream_id
+
+    def send(self, stream_id: int, message: bytes) -> None:
+        """The call's one request ``message`` (gRPC-framed here), ending its requests."""
+        self.conn.send_data(stream_id, b"\x00" + len(message).to_bytes(4, "big") + message, end_stream=True)
+        self._flush()
+
+    def call(self, headers: list[tuple[bytes, bytes]], message: bytes) -> int:
+        """:meth:`start` and :meth:`send` in one write."""
+        stream_id = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(stream_id, headers)
+        self._answers[stream_id] = Answer()
+        self.send(stream_id, message)
         return stream_id
 
     def answer(self, stream_id: int) -> Answer:

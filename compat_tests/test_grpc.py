@@ -290,21 +290,25 @@ def _route_call(grpc_server: GrpcServer, topic: str, size: int, alphabet: str) -
 @pytest.mark.parametrize("case", OVERSIZED_METADATA)
 def test_request_metadata_above_the_limit_is_refused_as_the_proxy_refuses_it(grpc_server, normal_topic, case):
     """A call whose request headers exceed the limit the server advertises (8 KiB, grpc-java's default) is
-    answered HTTP 431 and reset, and the next call on the same connection is served; a header block too large
-    to decode (more than 1.25 times the limit, encoded) ends the connection with GOAWAY PROTOCOL_ERROR, as
-    Netty's HTTP/2 decoder ends it."""
+    answered HTTP 431 and reset, while a call open beside it and the next call on the same connection are
+    served; a header block too long to decode (more than 1.25 times the limit, encoded) ends the connection
+    with GOAWAY PROTOCOL_ERROR, as Netty's HTTP/2 decoder ends it."""
     from .h2_client import H2Client
 
     size, alphabet, expected = OVERSIZED_METADATA[case]
+    normal_headers, message = _route_call(grpc_server, normal_topic, 1024, "mixed")
     with H2Client(grpc_server.grpc_endpoint) as client:
         assert client.max_header_list_size == MAX_HEADER_LIST_SIZE
+        beside = client.start(normal_headers)
         oversized = client.answer(client.call(*_route_call(grpc_server, normal_topic, size, alphabet)))
         assert (oversized.http_status, oversized.grpc_status, oversized.frames, oversized.connection_ended) == expected
         if oversized.connection_ended is not None:
             return
-        normal = client.answer(client.call(*_route_call(grpc_server, normal_topic, 1024, "mixed")))
-    assert (normal.http_status, normal.grpc_status, normal.connection_ended) == (b"200", b"0", None)
-    assert service.QueryRouteResponse.FromString(normal.message()).status.code == pb.OK
+        client.send(beside, message)
+        answers = [client.answer(beside), client.answer(client.call(normal_headers, message))]
+    for answer in answers:
+        assert (answer.http_status, answer.grpc_status, answer.connection_ended) == (b"200", b"0", None)
+        assert service.QueryRouteResponse.FromString(answer.message()).status.code == pb.OK
 
 
 def test_grpcio_sending_oversized_metadata_gets_the_proxys_status(grpc_server, normal_topic):
