@@ -310,3 +310,12 @@ def test_a_delayed_message_among_others_is_parked_alone_and_the_others_stored_to
     assert [puts[0].queue_offset, puts[2].queue_offset] == [0, 1] and here.ctx.store.get_max_offset("orders", 0) == 2
     parked = _stored(here, puts[1].msg_id)
     assert parked.topic == "SCHEDULE_TOPIC_XXXX" and parked.properties["REAL_TOPIC"] == "orders"
+
+
+def test_messages_that_together_exceed_the_size_limit_are_put_in_several_batches(brokers):
+    here, there = brokers  # maxMessageSize 4096: two of these records fit in one batch put, not three
+    here.ctx.topics.create_if_absent("sensors", 8, 6)
+    payloads = [os.urandom(1000) for _ in range(5)]
+    puts = _sender(here, there).store_orderly_many(_read(*payloads), "sensors/room1/temp")
+    assert [p.status for p in puts] == [PutMessageStatus.PUT_OK] * 5 and [p.queue_offset for p in puts] == list(range(5))
+    assert [_stored(here, p.msg_id).body for p in puts] == payloads
