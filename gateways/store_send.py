@@ -123,6 +123,65 @@ class StoreSend:
         except Exception:  # noqa: BLE001 - surfaced through the Deferred, as the producer's
             return defer.fail()
 
+    def store_orderly_many(self, messages: list[Message], key: str,
+                           by_route: Callable[[Message, str], Any] | None = None) -> list[Any]:
+        """:meth:`store_orderly` (``answer=False``) of messages that share ``key`` (a device's PUBLISHes of one
+        read to one MQTT topic), in order: stored by one
+        :meth:`~ferrymq.server.broker.processors.send.SendProcessor.store_many`, each as the record
+        :meth:`store_orderly` would store, with the outcome it would have (its PutMessageResult, a
+        Deferred of it, or a failed Deferred)."""
+        producer = self.producer
+        if by_route is None:
+            def by_route(message: Message, key: str) -> Any:
+                return producer.send_orderly(message, select_by_hash, key)
+        if len(messages) == 1 or not self.takes(messages[0].topic):
+            return [self.store_orderly(message, key, False, by_route) for message in messages]
+        outcomes: list[Any] = [None] * len(messages)
+        taken: list[int] = []
+        exts: list[MessageExt] = []
+        born = int(time.time() * 1000)
+        for i, message in enumerate(messages):
+            try:
+                body, sys_flag = producer.prepare(message)
+            except Exception:  # noqa: BLE001 - surfaced through the Deferred, as the producer's
+                outcomes[i] = defer.fail()
+                continue
+            taken.append(i)
+            exts.append(MessageExt(topic=message.topic, body=body, flag=message.flag,
+                                   properties=dict(message.properties), sys_flag=sys_flag, born_timestamp=born,
+                                   born_host=self._born_host))
+        if not exts:
+            return outcomes
+        hashed = _key_hash(str(key))
+        first = messages[taken[0]]
+        try:
+            stored = self.sends.store_many(exts, lambda queues: select_by_hash(range(queues), first, hashed),
+                                           producer.create_topic_key, producer.default_topic_queue_nums,
+                                           self._channel)
+        except Refusal as refusal:
+            for i in taken:
+                outcomes[i] = (by_route(messages[i], key) if refusal.code in _ELSEWHERE
+                               else defer.fail(self._error(refusal)))
+            return outcomes
+        except Exception:  # noqa: BLE001 - surfaced through the Deferreds, as the producer's
+            failure = Failure()
+            for i in taken:
+                outcomes[i] = defer.fail(failure)
+            return outcomes
+        timeout = producer.send_msg_timeout
+        for i, msg, put in zip(taken, exts, stored):
+            if isinstance(put, Refusal):
+                outcomes[i] = defer.fail(self._error(put))
+                continue
+            outcome = within(put, timeout, self.reactor,
+                             lambda: RemotingTimeoutError(self.addr, RequestCode.SEND_MESSAGE_V2, 0, timeout))
+            body = messages[i].body
+            if isinstance(outcome, defer.Deferred):
+                outcomes[i] = outcome.addCallbacks(self._sent, self._refused, (msg.topic, None, "", msg, body, False))
+            else:
+                outcomes[i] = self._sent(outcome, msg.topic, None, "", msg, body, False)
+        return outcomes
+
     def _store(self, message: Message, body: bytes, sys_flag: int, queue_of: Callable[[int], int],
                timeout: float, answer: bool = True) -> Any:
         """``message`` (prepared: ``body`` and ``sys_flag``) stored on the queue ``queue_of`` picks: the
@@ -147,7 +206,7 @@ class StoreSend:
             return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key, msg, message.body, answer))
         return self._sent(stored, topic, picked, uniq_key, msg, message.body, answer)
 
-    def _sent(self, put: PutMessageResult, topic: str, picked: list[int], uniq_key: str, msg: MessageExt,
+    def _sent(self, put: PutMessageResult, topic: str, picked: list[int] | None, uniq_key: str, msg: MessageExt,
               body: bytes, answer: bool = True) -> SendResult | PutMessageResult:
         """The SendResult the producer makes of a send's answer (``put_result_response``; ``answer=False``:
         ``put`` itself), once :attr:`on_stored` was told of ``msg``."""

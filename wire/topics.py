@@ -6,6 +6,7 @@ Validation follows Apache's TopicValidator: the same characters, lengths and rem
 
 from __future__ import annotations
 
+import functools
 import re
 
 AUTO_CREATE_TOPIC = "TBW102"
@@ -93,8 +94,10 @@ def is_system_topic(topic: str) -> bool:
     return topic in SYSTEM_TOPICS or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 
+@functools.lru_cache(maxsize=4096)
 def validate_topic(topic: str | None) -> str | None:
-    """None when ``topic`` is a legal name, else the remark Apache gives for it."""
+    """None when ``topic`` is a legal name, else the remark Apache gives for it. Remembered per name: a
+    send checks its topic on the client and again on the broker, and a broker sees few names."""
     if topic is None or not topic.strip():
         return "The specified topic is blank."
     if _ILLEGAL.search(topic):

@@ -364,6 +364,28 @@ class Gateway:
             outcome = self._store_send.store_orderly(message, key, answer=False, by_route=self._send_by_route)
         else:
             outcome = self._send_by_route(message, key)
+        return self._published(outcome, message)
+
+    def publish_many(self, messages: list[Message]) -> list[Any]:
+        """:meth:`publish` of each of ``messages`` (a device's PUBLISHes of one read), their outcomes in
+        order; those to one MQTT topic that the broker of this process stores go in one
+        :meth:`~ferrymq.gateways.store_send.StoreSend.store_orderly_many`."""
+        store_send = self._store_send
+        if store_send is None or self.producer is None or any(not message.body for message in messages):
+            # an empty message is refused, or clears a retained one, in its place among the others
+            return [self.publish(message) for message in messages]
+        by_key: dict[str, list[int]] = {}
+        for i, message in enumerate(messages):
+            by_key.setdefault(message.properties.get(mapping.MQTT_TOPIC), []).append(i)
+        outcomes: list[Any] = [None] * len(messages)
+        for key, indexes in by_key.items():
+            stored = store_send.store_orderly_many([messages[i] for i in indexes], key, self._send_by_route)
+            for i, outcome in zip(indexes, stored):
+                outcomes[i] = self._published(outcome, messages[i])
+        return outcomes
+
+    def _published(self, outcome: Any, message: Message) -> Any:
+        retain = message.properties.get(mapping.RETAIN) == "1"
         if not isinstance(outcome, defer.Deferred):
             return self._stored(outcome, message, retain)
         outcome.addCallback(self._stored, message, retain)

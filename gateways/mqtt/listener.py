@@ -10,6 +10,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 from twisted.internet import defer, task
 from twisted.internet.protocol import Factory, Protocol
@@ -134,13 +135,16 @@ class MQTTProtocol(Protocol):
             state = self.gateway.state
             if state is not None and state.sync:
                 self._hold(state.written())
-        for action in actions:
+        stored: list = []  # the outcomes of the Forwards that follow, stored with the one before them
+        for at, action in enumerate(actions):
             if isinstance(action, Send):
                 self._write(encode(action.packet, self.conn.version))
             elif isinstance(action, Close):
                 self._write(None)
             elif isinstance(action, Forward):
-                self._forward(action)
+                if not stored:
+                    stored = self._store_run(actions, at)
+                self._forward(action, stored.pop())
             elif isinstance(action, ChangeSubscriptions):
                 self.gateway.subscriptions_changed(action.session)
                 self._write(encode(action.reply, self.conn.version))
@@ -191,8 +195,18 @@ class MQTTProtocol(Protocol):
             for data in held:
                 self._write(data)
 
-    def _forward(self, action: Forward) -> None:
-        d = self.gateway.publish(action.message)
+    def _store_run(self, actions: list, at: int) -> list:
+        """Store the messages of the Forwards in a row from ``actions[at]`` (a read's PUBLISHes) together;
+        their outcomes, the last first."""
+        end = at + 1
+        while end < len(actions) and isinstance(actions[end], Forward):
+            end += 1
+        if end - at == 1:
+            return [self.gateway.publish(actions[at].message)]
+        return self.gateway.publish_many([action.message for action in actions[at:end]])[::-1]
+
+    def _forward(self, action: Forward, d: Any) -> None:
+        """Answer ``action`` once ``d``, the gateway's outcome of storing its message, says it is stored."""
         pid = action.packet_identifier
         if pid is None:
             if isinstance(d, defer.Deferred):

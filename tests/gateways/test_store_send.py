@@ -23,7 +23,7 @@ from ferrymq.server.ha.roles import IN_SYNC_REPLICAS_REMARK, with_replicas_short
 from ferrymq.server.store.status import PutMessageResult, PutMessageStatus
 from ferrymq.wire.bodies import MessageQueue
 from ferrymq.wire.codes import ResponseCode
-from ferrymq.wire.message import MessageConst, decode_record
+from ferrymq.wire.message import MessageConst, MessageExt, decode_record
 from ferrymq.wire.msgid import parse_offset_msg_id
 
 from tests.broker.conftest import Bk
@@ -228,3 +228,94 @@ def test_what_this_broker_does_not_take_so_goes_as_a_request(brokers):
     assert sender(HERE, retry, MessageQueue("%RETRY%g1", "broker-a", 0), b"x", 0, 3.0) is None  # rewritten to a DLQ
     refusing = StoreSend(SendProcessor(here.ctx), {}, HERE, "127.0.0.1:0", sender.producer)  # no send route: a slave's
     assert refusing(HERE, message, queue, b"x", 0, 3.0) is None
+
+
+# ---------------------------------------------------------------------- a read's PUBLISHes stored together
+
+
+def _read(*payloads: bytes, topic_name: str = "sensors/room1/temp"):
+    """A device's PUBLISHes of one read, each with its UNIQ_KEY fixed (so that two brokers store alike)."""
+    messages = []
+    for n, payload in enumerate(payloads):
+        publish = Publish(topic_name=topic_name, payload=payload, qos=1, packet_identifier=n + 1)
+        message = mapping.to_rocketmq(publish, 0, "d1")
+        message.properties[MessageConst.UNIQ_KEY] = f"0A0B0C0D0000000000000000{n:08X}"
+        messages.append(message)
+    return messages
+
+
+def test_messages_stored_together_are_the_records_each_stored_alone_would_be(brokers, tmp_path):
+    """Apart from their store and born times, the records, consume-queue units, index entries and
+    outcomes are those of the same messages stored one by one."""
+    here, there = brokers
+    alone = Bk(tmp_path / "c", autoCreateTopicEnable=False, maxMessageSize=4096)
+    payloads = (b"21.5", b"21.6", os.urandom(300), b"21.8")
+    key = "sensors/room1/temp"
+    outcomes = {}
+    for name, bk in (("together", here), ("alone", alone)):
+        bk.ctx.topics.create_if_absent("sensors", 8, 6)
+        sender = _sender(bk, there)
+        if name == "together":
+            outcomes[name] = sender.store_orderly_many(_read(*payloads), key)
+        else:
+            outcomes[name] = [sender.store_orderly(m, key, answer=False) for m in _read(*payloads)]
+    queue = select_by_hash(list(range(8)), _read(b"x")[0], key)
+    timing = ("store_timestamp", "born_timestamp")
+    for together, alone_put in zip(outcomes["together"], outcomes["alone"], strict=True):
+        assert isinstance(together, PutMessageResult) and together.status is PutMessageStatus.PUT_OK
+        assert {k: getattr(together, k) for k in together.__slots__ if k not in timing} == {
+            k: getattr(alone_put, k) for k in alone_put.__slots__ if k not in timing}
+    assert [p.queue_offset for p in outcomes["together"]] == [0, 1, 2, 3]
+    for offset, put in enumerate(outcomes["together"]):
+        units = [bk.ctx.store.get_unit("sensors", queue, offset) for bk in (here, alone)]
+        assert units[0] == units[1] and units[0][0] == put.commitlog_offset
+        records = [_stored(bk, put.msg_id) for bk in (here, alone)]
+        fields = [{k: getattr(r, k) for k in r.__slots__ if k not in timing} for r in records]
+        assert fields[0] == fields[1] and records[0].body == payloads[offset]
+        assert list(records[0].properties.items()) == list(records[1].properties.items())  # the same string
+        uniq = records[0].properties[MessageConst.UNIQ_KEY]
+        assert [bk.store.query_message("sensors", uniq, 4, 0, 2**62).commitlog_offsets for bk in (here, alone)] \
+            == [[put.commitlog_offset]] * 2
+    assert here.ctx.stats.put.total == alone.ctx.stats.put.total == 4
+    alone.close()
+
+
+def test_a_message_a_single_send_refuses_is_refused_alone_and_the_others_keep_their_order(brokers):
+    here, there = brokers
+    here.ctx.topics.create_if_absent("sensors", 8, 6)
+    messages = _read(b"first", os.urandom(6000), b"third")  # the second over the limit once compressed
+    outcomes = _sender(here, there).store_orderly_many(messages, "sensors/room1/temp")
+    failure = _outcome(outcomes[1])
+    assert isinstance(failure.value, ResponseCodeError) and failure.value.code == ResponseCode.MESSAGE_ILLEGAL
+    assert [outcomes[0].queue_offset, outcomes[2].queue_offset] == [0, 1]
+    assert [_stored(here, outcomes[i].msg_id).body for i in (0, 2)] == [b"first", b"third"]
+
+
+def test_messages_of_a_topic_this_broker_does_not_have_go_by_route_each(brokers):
+    here, there = brokers
+    there.ctx.topics.create_if_absent("elsewhere", 1, 6)
+    outcomes = _sender(here, there).store_orderly_many(_read(b"a", b"b", topic_name="elsewhere/x"), "elsewhere/x")
+    assert [_outcome(o).queue_offset for o in outcomes] == [0, 1]
+    assert there.ctx.store.get_max_offset("elsewhere", 0) == 2 and "elsewhere" not in here.ctx.topics
+
+
+def test_a_delayed_message_among_others_is_parked_alone_and_the_others_stored_together(brokers):
+    here, _there = brokers
+    here.ctx.topics.create_if_absent("orders", 1, 6)
+    msgs = [MessageExt(topic="orders", body=b"m%d" % i, properties={MessageConst.UNIQ_KEY: f"0A0B0C0D{i:024X}"},
+                       born_timestamp=1, born_host=("127.0.0.1", 1)) for i in range(3)]
+    msgs[1].properties[MessageConst.DELAY_TIME_LEVEL] = "3"
+    puts = SendProcessor(here.ctx).store_many(msgs, lambda _queues: 0, "TBW102", 4, here.channel)
+    assert [p.status for p in puts] == [PutMessageStatus.PUT_OK] * 3
+    assert [puts[0].queue_offset, puts[2].queue_offset] == [0, 1] and here.ctx.store.get_max_offset("orders", 0) == 2
+    parked = _stored(here, puts[1].msg_id)
+    assert parked.topic == "SCHEDULE_TOPIC_XXXX" and parked.properties["REAL_TOPIC"] == "orders"
+
+
+def test_messages_that_together_exceed_the_size_limit_are_put_in_several_batches(brokers):
+    here, there = brokers  # maxMessageSize 4096: two of these records fit in one batch put, not three
+    here.ctx.topics.create_if_absent("sensors", 8, 6)
+    payloads = [os.urandom(1000) for _ in range(5)]
+    puts = _sender(here, there).store_orderly_many(_read(*payloads), "sensors/room1/temp")
+    assert [p.status for p in puts] == [PutMessageStatus.PUT_OK] * 5 and [p.queue_offset for p in puts] == list(range(5))
+    assert [_stored(here, p.msg_id).body for p in puts] == payloads

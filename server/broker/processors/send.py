@@ -11,6 +11,8 @@ import socket
 import logging
 from typing import Any, Callable
 
+from twisted.python.failure import Failure
+
 from ferrymq.wire import topics as names
 from ferrymq.wire.bodies import TopicConfig
 from ferrymq.wire.codes import Perm, RequestCode, ResponseCode
@@ -22,9 +24,12 @@ from ferrymq.wire.message import (
     MessageExt,
     MessageSysFlag,
     decode_properties,
+    encode_batch,
     encode_properties,
 )
 from ferrymq.remoting.local_address import local_ip
+from ferrymq.remoting.pending import PROMISES, Pending
+from ferrymq.wire.errors import Refusal
 from ferrymq.wire.msgid import UniqKeyGenerator
 
 from ferrymq.remoting.dispatch import handles
@@ -109,6 +114,17 @@ def illegal_remark(ctx: BrokerContext) -> str:
         "the message is illegal, maybe msg body or properties length not matched. "
         f"msg body length limit {ctx.config.maxMessageSize}B, msg properties length limit 32KB."
     )
+
+
+#: a record's bytes besides its body and properties, at most (a long topic, IPv6 hosts): a batch put
+#: stays within maxMessageSize as a whole
+_RECORD_OVERHEAD = 512
+
+
+def _batchable(first: MessageExt, msg: MessageExt) -> bool:
+    """Whether ``msg`` may share a batch put with ``first``: a batch's records share these fields."""
+    return (msg.sys_flag == first.sys_flag and msg.born_timestamp == first.born_timestamp
+            and msg.born_host == first.born_host and msg.reconsume_times == first.reconsume_times)
 
 
 def _check_queue(config: TopicConfig, queue_id: int, channel: Any, base: dict[str, str]) -> None:
@@ -207,6 +223,12 @@ class SendProcessor:
     def _put(self, msg: MessageExt, config: TopicConfig, base: dict[str, str]) -> Any:
         """The checks of a message whose topic and queue are final, then the store's put (a half message
         to the transaction store, a delayed one parked): a PutMessageResult or a promise of one."""
+        pstr, half = self._prepare(msg, config, base)
+        return self._put_prepared(msg, pstr, half, base)
+
+    def _prepare(self, msg: MessageExt, config: TopicConfig, base: dict[str, str]) -> tuple[str, bool]:
+        """The checks of a message whose topic and queue are final, its properties completed: their
+        encoded string and whether it is a half message; raises the Refusal of a check."""
         ctx = self.ctx
         if len(msg.body) > ctx.config.maxMessageSize:
             raise refuse(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
@@ -228,9 +250,13 @@ class SendProcessor:
         pstr = encode_properties(props)
         if len(pstr) > _MAX_PROPERTIES_CHARS and len(pstr.encode()) > MAX_PROPERTIES_LEN:
             raise refuse(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(ctx), base)
+        return pstr, half
+
+    def _put_prepared(self, msg: MessageExt, pstr: str, half: bool, base: dict[str, str]) -> Any:
+        ctx = self.ctx
         if half:
             return ctx.transactions.prepare_message(msg)  # parks it in RMQ_SYS_TRANS_HALF_TOPIC
-        if may_park(props):
+        if may_park(msg.properties):
             park(ctx, msg, base)  # timer or delay level: parked until due
             pstr = None  # parking rewrote the properties
         # The encoded string goes to the store as is: encoded once per message, not twice.
@@ -259,6 +285,98 @@ class SendProcessor:
         _check_queue(config, msg.queue_id, channel, base)
         msg.store_host = ctx.store_host
         return after_registration(ctx, created, then(self._put(msg, config, base), self._stored))
+
+    def store_many(self, msgs: list[MessageExt], queue_of: Callable[[int], int], default_topic: str,
+                   default_topic_queue_nums: int, channel: Any) -> list[Any]:
+        """:meth:`store` for messages of one topic bound for one queue (a device's PUBLISHes of one read to
+        one MQTT topic), the topic checked once and the messages written by batch puts: each one an
+        ordinary record of its own, exactly as :meth:`store` writes it (its properties string, msgId,
+        tag code, index keys; queue offsets consecutive in the order given), the per-call work of a put
+        done once for all. A message a single send would refuse is refused alone; a half or delayed one
+        is stored alone. Returns, per message in order, what :meth:`store` returns for it (a
+        PutMessageResult or a promise of one) or the Refusal it got; raises the Refusal of the topic's
+        checks, which refuse every one."""
+        ctx = self.ctx
+        base = self._base_ext()
+        topic = msgs[0].topic
+        created = topic not in ctx.topics
+        config = self._check(topic, -1, default_topic, default_topic_queue_nums, channel, base)
+        created = created and topic in ctx.topics
+        if config.write_queue_nums < 1:
+            raise refuse(ResponseCode.NO_PERMISSION, f"the topic[{topic}] has no write queue on this broker", base)
+        queue_id = queue_of(config.write_queue_nums)
+        _check_queue(config, queue_id, channel, base)
+        outcomes: list[Any] = [None] * len(msgs)
+        run: list[tuple[int, MessageExt, str]] = []  # what the next batch put writes
+        room = ctx.config.maxMessageSize
+        for i, msg in enumerate(msgs):
+            msg.queue_id = queue_id
+            msg.store_host = ctx.store_host
+            try:
+                pstr, half = self._prepare(msg, config, base)
+                if half or may_park(msg.properties):
+                    outcomes[i] = self._own(self._put_prepared(msg, pstr, half, base))
+                    continue
+            except Refusal as refusal:
+                outcomes[i] = refusal
+                continue
+            size = len(msg.body) + len(pstr) * 3 + _RECORD_OVERHEAD
+            if run and (size > room or not _batchable(run[0][1], msg)):
+                self._put_run(topic, queue_id, run, outcomes)
+                run, room = [], ctx.config.maxMessageSize
+            run.append((i, msg, pstr))
+            room -= size
+        if run:
+            self._put_run(topic, queue_id, run, outcomes)
+        if created and ctx.registration_pending is not None:
+            outcomes = [o if isinstance(o, Refusal) else after_registration(ctx, created, o) for o in outcomes]
+        return outcomes
+
+    def _put_run(self, topic: str, queue_id: int, run: list[tuple[int, MessageExt, str]], outcomes: list[Any]) -> None:
+        """One batch put of ``run`` ((index, message, properties string), all :func:`_batchable` with the
+        first), each message's outcome set at its index."""
+        first = run[0][1]
+        if len(run) == 1:
+            outcomes[run[0][0]] = self._own(self.ctx.store.put_message(first, run[0][2]))
+            return
+        body = encode_batch([(msg.flag, msg.body, pstr) for _i, msg, pstr in run])
+        put = self.ctx.store.put_batch(topic, queue_id, body, {}, sys_flag=first.sys_flag,
+                                       born_timestamp=first.born_timestamp, born_host=first.born_host,
+                                       reconsume_times=first.reconsume_times)
+        if not isinstance(put, PROMISES):
+            for (i, _msg, _pstr), each in zip(run, self._each(put, len(run))):
+                outcomes[i] = each
+            return
+        promises = [Pending() for _ in run]
+
+        def answered(result: Any) -> None:
+            each = [result] * len(promises) if isinstance(result, Failure) else self._each(result, len(promises))
+            for promise, outcome in zip(promises, each):
+                promise.callback(Failure(outcome) if isinstance(outcome, Refusal) else outcome)
+
+        put.addBoth(answered)
+        for (i, _msg, _pstr), promise in zip(run, promises):
+            outcomes[i] = promise
+
+    def _own(self, put: Any) -> Any:
+        """A message's outcome in :meth:`store_many`: the stored put (or its promise), or the refusal."""
+        try:
+            return then(put, self._stored)
+        except Refusal as refusal:
+            return refusal
+
+    def _each(self, result: PutMessageResult, count: int) -> list[PutMessageResult | Refusal]:
+        """A batch put's outcome as each of its ``count`` messages' own, as if each had been put alone."""
+        try:
+            self._stored(result)
+        except Refusal as refusal:
+            return [refusal] * count
+        ids = result.msg_id.split(",")
+        starts = [int(msg_id[-16:], 16) for msg_id in ids]  # an offset msgId ends with the commit-log offset
+        ends = starts[1:] + [result.commitlog_offset + result.wrote_bytes]
+        return [PutMessageResult(result.status, start, end - start, result.queue_offset + k, msg_id,
+                                 result.store_timestamp, 1)
+                for k, (msg_id, start, end) in enumerate(zip(ids, starts, ends))]
 
     def _stored(self, result: PutMessageResult) -> PutMessageResult:
         if _counted(self.ctx, result) is None:

@@ -182,15 +182,20 @@ def raw_connection(port: int, version: int = 5):
 
 def publish_burst(port: int, version: int, topic: str, burst: int, first: int = 1) -> list:
     """Send ``burst`` QoS 1 PUBLISHes to ``topic`` in one write; the PUBACKs, as they came."""
+    return publish_burst_to(port, version, [(topic, b"m%d" % i) for i in range(burst)], first)
+
+
+def publish_burst_to(port: int, version: int, messages: list[tuple[str, bytes]], first: int = 1) -> list:
+    """Send QoS 1 PUBLISHes of ``messages`` ((topic, payload)) in one write; the PUBACKs, as they came."""
     from ferrymq.gateways.mqtt.packets import Publish, encode
 
     sock, decoder, _ = raw_connection(port, version)
     try:
-        sock.sendall(b"".join(encode(Publish(topic, b"m%d" % i, 1, packet_identifier=first + i), version)
-                              for i in range(burst)))
+        sock.sendall(b"".join(encode(Publish(topic, payload, 1, packet_identifier=first + i), version)
+                              for i, (topic, payload) in enumerate(messages)))
         acks = []
         sock.settimeout(10)
-        while len(acks) < burst:
+        while len(acks) < len(messages):
             data = sock.recv(65536)
             assert data, f"closed after {len(acks)} PUBACKs"
             acks += decoder.feed(data)

@@ -13,7 +13,7 @@ import pytest
 from ferrymq.testing.ports import LOOPBACK
 from ferrymq.testing.server import FerryMQServer
 
-from .devices import V5, V311, Device, drop_all, hold_all
+from .devices import V5, V311, Device, drop_all, hold_all, publish_burst_to
 from .mosquitto import Mosquitto
 
 pytestmark = pytest.mark.timeout(120)
@@ -95,6 +95,31 @@ def test_a_persistent_session_gets_its_qos_1_and_2_messages_as_promised_after_a_
         device.close()
         if member is not None:
             member.close()
+
+
+def test_a_burst_acknowledged_before_a_restart_reaches_a_persistent_session_after_it(broker):
+    """QoS 1 PUBLISHes to two topics in one write (FerryMQ: stored together, SYNC_FLUSH) are each
+    acknowledged, in order, and a persistent session subscribed before gets every one, in each topic's
+    order, after a restart."""
+    from ferrymq.gateways.mqtt.packets import PubAck
+
+    topic, client_id = _topic(), f"burst-{uuid.uuid4().hex[:8]}"
+    device = Device(broker.port, V311, client_id, clean=False)
+    device.subscribe(f"{topic}/#", qos=1)
+    device.close()
+    sent = [(f"{topic}/{'ab'[i % 2]}", b"m%d" % i) for i in range(12)]
+    assert publish_burst_to(broker.port, V311, sent) == [PubAck(i + 1) for i in range(12)]
+
+    broker.restart()
+
+    device = Device(broker.port, V311, client_id, clean=False)
+    try:
+        got = device.receive(12)
+        for name in (f"{topic}/a", f"{topic}/b"):
+            assert [m.payload for m in got if m.topic == name] == [p for t, p in sent if t == name]
+        device.nothing_more(0.3)
+    finally:
+        device.close()
 
 
 @pytest.mark.parametrize("broker", ["ferrymq"], indirect=True)
