@@ -1,6 +1,6 @@
 """The MQTT gateway side by side with mosquitto: publish->subscribe at QoS 0 and 1, and idle connections.
 
-Run: ``.venv/bin/python -m benchmarks.mqtt_bench [--quick | --full] [--rounds N] [--phases qos0,qos1,idle] [--out FILE]``.
+Run: ``.venv/bin/python -m benchmarks.mqtt_bench [--quick | --full] [--rounds N] [--phases qos0,qos1,idle] [--sides ferrymq] [--out FILE]``.
 
 Two brokers run at once on the loopback address of the same machine: Debian's ``mosquitto`` (installed
 with apt-get when missing and run as root; anonymous, nothing persisted, otherwise its defaults) and one
@@ -75,6 +75,7 @@ class Plan:
     idle_subscribe: bool = True  # each idle client subscribes to a topic of its own
     idle_measure_s: float = 10.0  # seconds the idle broker is sampled
     phases: tuple[str, ...] = PHASES
+    sides: tuple[str, ...] = BROKERS  # the brokers measured (one alone: its CPU per message undisturbed)
 
     @classmethod
     def quick(cls, **overrides) -> Plan:
@@ -283,12 +284,12 @@ class Bench:
         self.brokers = {"ferrymq": Ferry(home / "ferrymq"), "mosquitto": Mosquitto(home / "mosquitto")}
 
     def start(self) -> None:
-        for broker in self.brokers.values():
-            broker.start()
+        for side in self.plan.sides:
+            self.brokers[side].start()
 
     def stop(self) -> None:
-        for broker in self.brokers.values():
-            broker.stop()
+        for side in self.plan.sides:
+            self.brokers[side].stop()
 
     def url(self, broker: str) -> str:
         return f"tcp://{LOOPBACK}:{self.brokers[broker].port}"
@@ -346,7 +347,7 @@ class Bench:
                 "measured_s": round(wall, 1), "tool_cpu_s": round(children_cpu_s() - tool0, 2)}
 
     def round(self, r: int) -> Round:
-        order = list(BROKERS) if r % 2 == 0 else list(reversed(BROKERS))
+        order = [b for b in (BROKERS if r % 2 == 0 else reversed(BROKERS)) if b in self.plan.sides]
         result = Round(r, order)
         load = os.getloadavg()[0]
         for broker in order:
@@ -392,6 +393,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seconds", type=float, help="measured seconds of each publish->subscribe phase")
     p.add_argument("--phases", help=f"comma-separated subset of {','.join(PHASES)}")
     p.add_argument("--idle-clients", type=int, help="connections of the idle phase")
+    p.add_argument("--sides", help=f"comma-separated subset of {','.join(BROKERS)} (default: both)")
     p.add_argument("--idle-no-subscribe", action="store_true", help="idle clients only connect (no subscription each)")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work dir (broker and tool logs)")
@@ -399,7 +401,10 @@ def main(argv: list[str] | None = None) -> dict:
     phases = tuple(args.phases.split(",")) if args.phases else None
     if phases and not set(phases) <= set(PHASES):
         p.error(f"--phases takes {', '.join(PHASES)}")
-    overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds, "phases": phases,
+    sides = tuple(args.sides.split(",")) if args.sides else None
+    if sides and not set(sides) <= set(BROKERS):
+        p.error(f"--sides takes {', '.join(BROKERS)}")
+    overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds, "phases": phases, "sides": sides,
                                    "idle_clients": args.idle_clients,
                                    "idle_subscribe": False if args.idle_no_subscribe else None}.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)
