@@ -16,6 +16,7 @@ from twisted.internet.protocol import Factory, Protocol
 
 from ferrymq.remoting.twisted_io import prompt_writer
 
+from .deadlines import Deadlines
 from .gateway import Gateway, settle
 from .packets import PingResp, encode
 from .reason_codes import ReasonCode
@@ -50,7 +51,6 @@ class MQTTProtocol(Protocol):
         self.factory = factory
         self.gateway = factory.gateway
         self.conn: ServerConnection | None = None
-        self._timer = None
         #: bytes to write (``None``: close) held until a persistent session's change is on disk, when the
         #: broker flushes synchronously; ``None`` while nothing is held
         self._held: list[bytes | None] | None = None
@@ -109,23 +109,20 @@ class MQTTProtocol(Protocol):
             self._send(out[0] if len(out) == 1 else b"".join(out))
 
     def connectionLost(self, reason=None) -> None:
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
+        self.factory.deadlines.forget(self)
         self.run(self.conn.connection_lost(time.time()))
         self.factory.protocols.pop(self.conn, None)
 
     def _arm(self) -> None:
-        """One timer at the connection's deadline; when it fires early (packets arrived since), it is
-        set again for the later deadline rather than moved at every packet."""
+        """File the connection's deadline with the factory's :class:`~.deadlines.Deadlines`; when it comes
+        due early (packets arrived since), :meth:`expired` files the later one rather than each packet."""
         deadline = self.conn.deadline
         if deadline is not None:
-            self._timer = self.factory.reactor.callLater(max(0.0, deadline - time.time()), self._expired)
+            self.factory.deadlines.file(self, deadline)
 
-    def _expired(self) -> None:
-        self._timer = None
+    def expired(self) -> None:
         self.run(self.conn.tick(time.time()))
-        if self._timer is None:
-            self._arm()
+        self._arm()
 
     def run(self, actions: list) -> None:
         session = self.conn.session
@@ -153,10 +150,7 @@ class MQTTProtocol(Protocol):
                     other = self.factory.protocols.get(action.taken_over)
                     if other is not None:
                         other.run(action.taken_over.take_over(time.time()))
-                if self._timer is not None and self._timer.active():
-                    self._timer.cancel()
-                self._timer = None
-                self._arm()
+                self._arm()  # the keep-alive's deadline, if it comes before the CONNECT timeout's
             elif isinstance(action, SessionEnded):
                 self.gateway.session_changed(action.session)
                 self.gateway.subscriptions_changed(action.session)
@@ -233,6 +227,7 @@ class MQTTFactory(Factory):
         self.reactor = reactor
         self.gateway = gateway
         self.protocols: dict[ServerConnection, MQTTProtocol] = {}
+        self.deadlines = Deadlines(reactor, MQTTProtocol.expired)
         #: the connections the gateway's deliveries corked, until it says they are all handed over
         self._corked: list[MQTTProtocol] = []
         gateway.run_actions = self._run_for
@@ -328,6 +323,7 @@ class MQTTListener:
     def stop(self):
         if self._sweep.running:
             self._sweep.stop()
+        self.factory.deadlines.stop()
         for listening in (self._listening, self._tls_listening):
             if listening is not None:
                 yield listening.stopListening()
