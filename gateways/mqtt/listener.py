@@ -112,6 +112,9 @@ class MQTTProtocol(Protocol):
         self.factory.deadlines.forget(self)
         self.run(self.conn.connection_lost(time.time()))
         self.factory.protocols.pop(self.conn, None)
+        session = self.conn.session
+        if session is not None and session.owner is None:
+            self.factory.detached[session.client_id] = session
 
     def _arm(self) -> None:
         """File the connection's deadline with the factory's :class:`~.deadlines.Deadlines`; when it comes
@@ -228,6 +231,9 @@ class MQTTFactory(Factory):
         self.gateway = gateway
         self.protocols: dict[ServerConnection, MQTTProtocol] = {}
         self.deadlines = Deadlines(reactor, MQTTProtocol.expired)
+        #: the sessions a connection left detached, by client identifier: the only ones that can expire or
+        #: owe a delayed will (a session of a live connection cannot), so the sweep looks at them alone
+        self.detached: dict[str, Session] = {}
         #: the connections the gateway's deliveries corked, until it says they are all handed over
         self._corked: list[MQTTProtocol] = []
         gateway.run_actions = self._run_for
@@ -274,6 +280,8 @@ class MQTTListener:
         self._tls_listening = None
         self._sweep = task.LoopingCall(self._expire_sessions)
         self._sweep.clock = self.reactor
+        #: whether a sweep took in the sessions detached before any connection (restored from the store)
+        self._seeded = False
 
     def listen(self) -> None:
         """Bind now (``CannotListenError`` if the port is taken)."""
@@ -304,8 +312,16 @@ class MQTTListener:
 
     def _expire_sessions(self) -> None:
         """Sessions that expired, and delayed wills that are due (no connection is left to run them)."""
-        owing = [s for s in self.gateway.sessions.values() if s.pending_will is not None and s.owner is None]
-        actions = expire(self.gateway.sessions, time.time())
+        sessions, detached = self.gateway.sessions, self.factory.detached
+        if not self._seeded:
+            self._seeded = True
+            detached.update((s.client_id, s) for s in sessions.values() if s.owner is None)
+        for client_id, session in list(detached.items()):
+            if (session.owner is not None or sessions.get(client_id) is not session
+                    or (session.expires_at is None and session.pending_will is None)):
+                del detached[client_id]  # back, ended, or waiting for its device alone
+        owing = [s for s in detached.values() if s.pending_will is not None]
+        actions = expire(sessions, time.time(), detached.values())
         for action in actions:
             if isinstance(action, Forward):
                 self.gateway.send(action.message).addErrback(
