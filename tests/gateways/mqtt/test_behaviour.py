@@ -366,8 +366,11 @@ def test_keep_alive_closes_a_silent_device_after_one_and_a_half_periods_and_spar
                 while len(pongs) < pings:
                     pongs += pinger_decoder.feed(pinger.recv(100))
             assert pongs == [PingResp()] * pings, name
-            # the spec's bound is 1.5 keep-alive periods; mosquitto 2.0 checks them every few seconds
-            assert 1.45 <= closed["after"] <= 7.0, (name, closed)
+            # the spec's bound is 1.5 keep-alive periods; mosquitto 2.0 keeps the last packet's time in whole
+            # seconds (it closed from 1.3 s on) and checks every few seconds (up to 4.9 s)
+            assert 0.9 <= closed["after"] <= 7.0, (name, closed)
+            if name == "ferrymq":  # its own promise (docs/mqtt.md): the deadline exactly, on a 0.1 s grid
+                assert 1.45 <= closed["after"] <= 3.0, closed
             assert closed["got"] in ([], [Disconnect(0x8D)]), (name, closed)  # MQTT 5 may say Keep alive timeout
         finally:
             silent.close()
