@@ -1,6 +1,6 @@
 """The MQTT gateway side by side with mosquitto: publish->subscribe at QoS 0 and 1, and idle connections.
 
-Run: ``.venv/bin/python -m benchmarks.mqtt_bench [--quick | --full] [--rounds N] [--phases qos0,qos1,idle] [--out FILE]``.
+Run: ``.venv/bin/python -m benchmarks.mqtt_bench [--quick | --full] [--rounds N] [--phases qos0,qos1,idle] [--sides ferrymq] [--out FILE]``.
 
 Two brokers run at once on the loopback address of the same machine: Debian's ``mosquitto`` (installed
 with apt-get when missing and run as root; anonymous, nothing persisted, otherwise its defaults) and one
@@ -75,6 +75,8 @@ class Plan:
     idle_subscribe: bool = True  # each idle client subscribes to a topic of its own
     idle_measure_s: float = 10.0  # seconds the idle broker is sampled
     phases: tuple[str, ...] = PHASES
+    sides: tuple[str, ...] = BROKERS  # the brokers measured (one alone: its CPU per message undisturbed)
+    timeline_dir: str | None = None  # each publish->subscribe run writes its messages' send times and latencies here
 
     @classmethod
     def quick(cls, **overrides) -> Plan:
@@ -283,12 +285,12 @@ class Bench:
         self.brokers = {"ferrymq": Ferry(home / "ferrymq"), "mosquitto": Mosquitto(home / "mosquitto")}
 
     def start(self) -> None:
-        for broker in self.brokers.values():
-            broker.start()
+        for side in self.plan.sides:
+            self.brokers[side].start()
 
     def stop(self) -> None:
-        for broker in self.brokers.values():
-            broker.stop()
+        for side in self.plan.sides:
+            self.brokers[side].stop()
 
     def url(self, broker: str) -> str:
         return f"tcp://{LOOPBACK}:{self.brokers[broker].port}"
@@ -299,7 +301,8 @@ class Bench:
         argv = [self.tool, "pubsub", "-broker", self.url(broker), "-topic", f"mqttbench/r{r}{phase}", "-qos", str(qos),
                 "-publishers", str(p.publishers), "-subscribers", str(p.subscribers), "-window", str(p.window),
                 "-size", str(p.message_size), "-warmup", f"{p.warmup_s:g}s", "-duration", f"{p.seconds:g}s",
-                *(["-pause", f"{p.paced_pause_ms:g}ms"] if paced else [])]
+                *(["-pause", f"{p.paced_pause_ms:g}ms"] if paced else []),
+                *(["-timeline", str(Path(p.timeline_dir) / f"{broker}-{phase}-r{r}.txt")] if p.timeline_dir else [])]
         server, cpu0, tool0, wall0 = self.brokers[broker], self.brokers[broker].cpu_s(), children_cpu_s(), time.monotonic()
         out = _run(f"{broker}-{phase}-r{r}", argv, self.home / f"{broker}-{phase}-r{r}.log", p.warmup_s + p.seconds + 120)
         cpu, tool, wall = server.cpu_s() - cpu0, children_cpu_s() - tool0, time.monotonic() - wall0
@@ -346,7 +349,7 @@ class Bench:
                 "measured_s": round(wall, 1), "tool_cpu_s": round(children_cpu_s() - tool0, 2)}
 
     def round(self, r: int) -> Round:
-        order = list(BROKERS) if r % 2 == 0 else list(reversed(BROKERS))
+        order = [b for b in (BROKERS if r % 2 == 0 else reversed(BROKERS)) if b in self.plan.sides]
         result = Round(r, order)
         load = os.getloadavg()[0]
         for broker in order:
@@ -392,14 +395,23 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--seconds", type=float, help="measured seconds of each publish->subscribe phase")
     p.add_argument("--phases", help=f"comma-separated subset of {','.join(PHASES)}")
     p.add_argument("--idle-clients", type=int, help="connections of the idle phase")
+    p.add_argument("--sides", help=f"comma-separated subset of {','.join(BROKERS)} (default: both)")
     p.add_argument("--idle-no-subscribe", action="store_true", help="idle clients only connect (no subscription each)")
+    p.add_argument("--timeline", type=Path, help="a directory: each publish->subscribe run writes there its messages' "
+                                                 "send time and latency (ns), one pair a line")
     p.add_argument("--out", type=Path, help="write the results as JSON here")
     p.add_argument("--keep", action="store_true", help="keep the work dir (broker and tool logs)")
     args = p.parse_args(argv if argv is not None else [])
     phases = tuple(args.phases.split(",")) if args.phases else None
     if phases and not set(phases) <= set(PHASES):
         p.error(f"--phases takes {', '.join(PHASES)}")
-    overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds, "phases": phases,
+    sides = tuple(args.sides.split(",")) if args.sides else None
+    if args.timeline:
+        args.timeline.mkdir(parents=True, exist_ok=True)
+    if sides and not set(sides) <= set(BROKERS):
+        p.error(f"--sides takes {', '.join(BROKERS)}")
+    overrides = {k: v for k, v in {"rounds": args.rounds, "seconds": args.seconds, "phases": phases, "sides": sides,
+                                   "timeline_dir": str(args.timeline) if args.timeline else None,
                                    "idle_clients": args.idle_clients,
                                    "idle_subscribe": False if args.idle_no_subscribe else None}.items() if v is not None}
     plan = Plan.full(**overrides) if args.full else Plan.quick(**overrides)

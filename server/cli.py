@@ -275,12 +275,28 @@ def _add_common(p: argparse.ArgumentParser, command: str) -> None:
         help=f"with --log-dir: rolled-over files kept, FILE.1 the newest (default {DEFAULT_LOG_BACKUPS})",
     )
     p.add_argument(
+        "--stall-threshold", metavar="MS", type=_milliseconds, default=STALL_THRESHOLD * 1000,
+        help=f"log event-loop stalls longer than MS milliseconds (default {STALL_THRESHOLD * 1000:.0f}); a few ms "
+        "shows what makes a latency tail: a wait for a CPU (INFO) or the process's own work (WARNING)",
+    )
+    p.add_argument(
         "--stall-traceback", metavar="FILE",
-        help=f"when the event loop stalls for more than {STALL_THRESHOLD * 1000:.0f} ms (logged as a warning "
+        help="when the event loop stalls for more than --stall-threshold (logged as a warning "
         "unless the machine kept it waiting for a CPU), "
         "also write every thread's stack to FILE while it is stuck (for diagnosis: CPython's faulthandler reads "
         "other threads' frames without the GIL and can crash a busy multi-threaded process)",
     )
+
+
+def _milliseconds(text: str) -> float:
+    """A positive number of milliseconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of milliseconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 ms: {text!r}")
+    return value
 
 
 def _size(text: str) -> int:
@@ -455,7 +471,7 @@ def _stall_watch(args: argparse.Namespace):
     from ferrymq.server.stall_watch import StallWatch
 
     traceback_file = open(args.stall_traceback, "a") if args.stall_traceback else None  # noqa: SIM115 - lives as long as the process
-    return StallWatch(reactor, traceback_file=traceback_file)
+    return StallWatch(reactor, threshold=args.stall_threshold / 1000, traceback_file=traceback_file)
 
 
 def _run_reactor(stoppables: list, args: argparse.Namespace, watch=None) -> int:

@@ -191,6 +191,22 @@ def test_log_size_option_is_checked(capsys):
     assert "at least 1" in capsys.readouterr().err
 
 
+def test_stall_threshold_option_is_checked_and_reaches_the_watch(capsys):
+    args = cli.build_parser().parse_args(["standalone", "--stall-threshold", "4"])
+    watch = cli._stall_watch(args)
+    try:
+        assert (watch.threshold, watch.interval) == (0.004, 0.004 / 5)
+    finally:
+        watch.cpu.close()
+    default = cli._stall_watch(cli.build_parser().parse_args(["broker"]))
+    default.cpu.close()
+    assert default.threshold == 0.25
+    for bad in ("0", "soon"):
+        with pytest.raises(SystemExit):
+            cli.build_parser().parse_args(["broker", "--stall-threshold", bad])
+    assert "must be more than 0 ms" in capsys.readouterr().err
+
+
 def test_log_dir_that_cannot_be_written_is_one_line(tmp_path, capsys):
     a_file = tmp_path / "not-a-dir"
     a_file.write_text("")

@@ -92,12 +92,18 @@ def test_the_load_tool_measures_a_real_broker(tmp_path):
         assert 0 < res["p50_ms"] <= res["p99_ms"] <= res["max_ms"]
         assert res["failed"] == 0  # every QoS 1 PUBLISH acknowledged ("lost" counts 5 s waits: a loaded machine)
         # paced: 4 publishers pausing 5 ms on average after each PUBLISH send about 800 in a second
+        timeline = tmp_path / "timeline.txt"
         out = subprocess.run([str(load_tool()), "pubsub", "-broker", url, "-topic", "t/paced", "-qos", "1",
-                              "-pause", "5ms", "-warmup", "200ms", "-duration", "1s"],
+                              "-pause", "5ms", "-warmup", "200ms", "-duration", "1s", "-timeline", str(timeline)],
                              capture_output=True, text=True, timeout=60, check=False)
         res = parse.result(out.stdout, "pubsub")
         assert 100 < res["sent"] <= 1000 and res["pause_ms"] == 5.0
         assert res["received"] >= res["sent"] - 4 * 16 and res["failed"] == 0
+        # the timeline: one (send time, latency) line per measured message, the latencies those of the RESULT
+        rows = [tuple(map(int, line.split())) for line in timeline.read_text().splitlines()]
+        latencies = sorted(latency for _, latency in rows)
+        assert len(rows) == res["received"] and all(sent > 0 and latency > 0 for sent, latency in rows)
+        assert latencies[int(0.5 * (len(latencies) - 1))] / 1e6 == pytest.approx(res["p50_ms"])
         out = subprocess.run([str(load_tool()), "idle", "-broker", url, "-clients", "50", "-subscribe", "idle",
                               "-hold", "200ms"], capture_output=True, text=True, timeout=60, check=False)
         assert "READY " in out.stdout

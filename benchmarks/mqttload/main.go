@@ -22,6 +22,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -97,6 +98,7 @@ type subscriber struct {
 	client    mqtt.Client
 	received  atomic.Int64 // within the measured window
 	latencies []int64      // within the measured window, appended by Paho's one router goroutine
+	sentAt    []int64      // each latency's send time (ns since the epoch), kept for -timeline
 }
 
 func pubsub(args []string) error {
@@ -111,6 +113,7 @@ func pubsub(args []string) error {
 	warmup := fs.Duration("warmup", 3*time.Second, "unmeasured time first")
 	duration := fs.Duration("duration", 10*time.Second, "measured time")
 	pause := fs.Duration("pause", 0, "mean pause after each PUBLISH (uniform between 0 and twice this); 0: none")
+	timeline := fs.String("timeline", "", "write each measured message's send time and latency (ns, one pair a line) to this file")
 	fs.Parse(args)
 	if *size < header {
 		return fmt.Errorf("size must be at least %d", header)
@@ -143,7 +146,11 @@ func pubsub(args []string) error {
 			pub := binary.BigEndian.Uint32(p[0:4])
 			if measuring.Load() {
 				sub.received.Add(1)
-				sub.latencies = append(sub.latencies, now-int64(binary.BigEndian.Uint64(p[8:16])))
+				at := int64(binary.BigEndian.Uint64(p[8:16]))
+				sub.latencies = append(sub.latencies, now-at)
+				if *timeline != "" {
+					sub.sentAt = append(sub.sentAt, at)
+				}
 			}
 			if first && int(pub) < len(tokens) {
 				select {
@@ -224,6 +231,11 @@ func pubsub(args []string) error {
 	time.Sleep(500 * time.Millisecond) // the routers' last appends, before the slices are read
 	for _, s := range subs {
 		all = append(all, s.latencies...)
+	}
+	if *timeline != "" {
+		if err := writeTimeline(*timeline, subs); err != nil {
+			return err
+		}
 	}
 	for _, c := range pubs {
 		c.Disconnect(200)
@@ -306,4 +318,23 @@ func idle(args []string) error {
 	emit("RESULT", map[string]any{"clients": *clients, "failed": failed, "connect_seconds": connectSeconds,
 		"lost": lostDuringHold, "keepalive_s": *keepAlive, "hold_s": hold.Seconds(), "subscribed": *subscribe != ""})
 	return nil
+}
+
+// writeTimeline writes "send_ns latency_ns" lines: whether the slow messages cluster at periodic instants
+func writeTimeline(path string, subs []*subscriber) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for _, s := range subs {
+		for i, at := range s.sentAt {
+			fmt.Fprintf(w, "%d %d\n", at, s.latencies[i])
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

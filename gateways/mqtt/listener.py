@@ -17,6 +17,7 @@ from twisted.internet.protocol import Factory, Protocol
 
 from ferrymq.remoting.twisted_io import prompt_writer
 
+from .deadlines import Deadlines
 from .gateway import Gateway, settle
 from .packets import PingResp, encode
 from .reason_codes import ReasonCode
@@ -51,7 +52,6 @@ class MQTTProtocol(Protocol):
         self.factory = factory
         self.gateway = factory.gateway
         self.conn: ServerConnection | None = None
-        self._timer = None
         #: bytes to write (``None``: close) held until a persistent session's change is on disk, when the
         #: broker flushes synchronously; ``None`` while nothing is held
         self._held: list[bytes | None] | None = None
@@ -110,23 +110,23 @@ class MQTTProtocol(Protocol):
             self._send(out[0] if len(out) == 1 else b"".join(out))
 
     def connectionLost(self, reason=None) -> None:
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
+        self.factory.deadlines.forget(self)
         self.run(self.conn.connection_lost(time.time()))
         self.factory.protocols.pop(self.conn, None)
+        session = self.conn.session
+        if session is not None and session.owner is None:
+            self.factory.detached[session.client_id] = session
 
     def _arm(self) -> None:
-        """One timer at the connection's deadline; when it fires early (packets arrived since), it is
-        set again for the later deadline rather than moved at every packet."""
+        """File the connection's deadline with the factory's :class:`~.deadlines.Deadlines`; when it comes
+        due early (packets arrived since), :meth:`expired` files the later one rather than each packet."""
         deadline = self.conn.deadline
         if deadline is not None:
-            self._timer = self.factory.reactor.callLater(max(0.0, deadline - time.time()), self._expired)
+            self.factory.deadlines.file(self, deadline)
 
-    def _expired(self) -> None:
-        self._timer = None
+    def expired(self) -> None:
         self.run(self.conn.tick(time.time()))
-        if self._timer is None:
-            self._arm()
+        self._arm()
 
     def run(self, actions: list) -> None:
         session = self.conn.session
@@ -157,10 +157,7 @@ class MQTTProtocol(Protocol):
                     other = self.factory.protocols.get(action.taken_over)
                     if other is not None:
                         other.run(action.taken_over.take_over(time.time()))
-                if self._timer is not None and self._timer.active():
-                    self._timer.cancel()
-                self._timer = None
-                self._arm()
+                self._arm()  # the keep-alive's deadline, if it comes before the CONNECT timeout's
             elif isinstance(action, SessionEnded):
                 self.gateway.session_changed(action.session)
                 self.gateway.subscriptions_changed(action.session)
@@ -247,6 +244,10 @@ class MQTTFactory(Factory):
         self.reactor = reactor
         self.gateway = gateway
         self.protocols: dict[ServerConnection, MQTTProtocol] = {}
+        self.deadlines = Deadlines(reactor, MQTTProtocol.expired)
+        #: the sessions a connection left detached, by client identifier: the only ones that can expire or
+        #: owe a delayed will (a session of a live connection cannot), so the sweep looks at them alone
+        self.detached: dict[str, Session] = {}
         #: the connections the gateway's deliveries corked, until it says they are all handed over
         self._corked: list[MQTTProtocol] = []
         gateway.run_actions = self._run_for
@@ -293,6 +294,8 @@ class MQTTListener:
         self._tls_listening = None
         self._sweep = task.LoopingCall(self._expire_sessions)
         self._sweep.clock = self.reactor
+        #: whether a sweep took in the sessions detached before any connection (restored from the store)
+        self._seeded = False
 
     def listen(self) -> None:
         """Bind now (``CannotListenError`` if the port is taken)."""
@@ -323,8 +326,16 @@ class MQTTListener:
 
     def _expire_sessions(self) -> None:
         """Sessions that expired, and delayed wills that are due (no connection is left to run them)."""
-        owing = [s for s in self.gateway.sessions.values() if s.pending_will is not None and s.owner is None]
-        actions = expire(self.gateway.sessions, time.time())
+        sessions, detached = self.gateway.sessions, self.factory.detached
+        if not self._seeded:
+            self._seeded = True
+            detached.update((s.client_id, s) for s in sessions.values() if s.owner is None)
+        for client_id, session in list(detached.items()):
+            if (session.owner is not None or sessions.get(client_id) is not session
+                    or (session.expires_at is None and session.pending_will is None)):
+                del detached[client_id]  # back, ended, or waiting for its device alone
+        owing = [s for s in detached.values() if s.pending_will is not None]
+        actions = expire(sessions, time.time(), detached.values())
         for action in actions:
             if isinstance(action, Forward):
                 self.gateway.send(action.message).addErrback(
@@ -342,6 +353,7 @@ class MQTTListener:
     def stop(self):
         if self._sweep.running:
             self._sweep.stop()
+        self.factory.deadlines.stop()
         for listening in (self._listening, self._tls_listening):
             if listening is not None:
                 yield listening.stopListening()

@@ -25,7 +25,7 @@ import dataclasses
 import math
 import secrets
 from collections import deque
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -716,16 +716,17 @@ def deliver(session: Session, delivery: mapping.Delivery, token: Any, share: str
     return handed + (connection._drain() if connection is not None else [])
 
 
-def expire(sessions: Sessions, now: float) -> list[Action]:
+def expire(sessions: Sessions, now: float, candidates: Iterable[Session] | None = None) -> list[Action]:
     """End the detached sessions whose Session Expiry Interval has passed (spec 3.1.2.11.2), and publish
     the delayed wills that are due; the caller sweeps now and then, and a CONNECT finds an expired
-    session ended even between sweeps."""
+    session ended even between sweeps. ``candidates``: the sessions to look at, if the caller knows
+    which may be detached (every session otherwise)."""
     actions: list[Action] = []
-    for client_id, session in list(sessions.items()):
-        if session.owner is not None:
+    for session in list(sessions.values() if candidates is None else candidates):
+        if session.owner is not None or sessions.get(session.client_id) is not session:
             continue
         if session.expires_at is not None and session.expires_at <= now:
-            del sessions[client_id]
+            del sessions[session.client_id]
             actions += _end(session, now)
         elif session.pending_will is not None and session.pending_will[1] <= now:
             actions += _publish_pending_will(session, now)

@@ -165,14 +165,14 @@ def _each_at_once(method, devices) -> None:
         thread.join()
 
 
-def raw_connection(port: int, version: int = 5):
+def raw_connection(port: int, version: int = 5, keep_alive: int = 60):
     """A socket that has sent a CONNECT, a client-side decoder (FerryMQ's own codec, for exact bytes), and
     the CONNACK."""
     from ferrymq.gateways.mqtt.connection import Decoder
     from ferrymq.gateways.mqtt.packets import Connect, encode
 
     sock = socket.create_connection((LOOPBACK, port), 5)
-    sock.sendall(encode(Connect(f"raw-{uuid.uuid4().hex[:8]}", version), version))
+    sock.sendall(encode(Connect(f"raw-{uuid.uuid4().hex[:8]}", version, keep_alive=keep_alive), version))
     decoder = Decoder("client", version=version)
     events = []
     while not events:

@@ -478,6 +478,22 @@ def test_a_detached_session_ends_when_its_expiry_interval_has_passed():
     assert of(actions, SessionEnded) and of(actions, Release) == [Release(("waiting",))] and sessions == {}
 
 
+def test_a_sweep_given_candidates_looks_at_them_alone():
+    from ferrymq.gateways.mqtt.session import expire
+
+    sessions = {}
+    device = Device(sessions, MQTT_5)
+    device.connect(clean_start=False, properties=Properties(session_expiry_interval=60))
+    device.conn.connection_lost(10.0)
+    session = sessions["dev1"]
+    assert expire(sessions, 70.0, []) == [] and sessions == {"dev1": session}
+    replaced = Device(sessions, MQTT_5, now=20.0)  # the client returned: its session is another one now
+    replaced.connect(clean_start=True, properties=Properties(session_expiry_interval=60))
+    assert expire(sessions, 1000.0, [session]) == [] and "dev1" in sessions  # the stale object is left alone
+    replaced.conn.connection_lost(30.0)
+    assert of(expire(sessions, 90.0, [sessions["dev1"]]), SessionEnded) and sessions == {}
+
+
 def test_a_connect_after_the_expiry_finds_no_session_even_before_a_sweep():
     sessions = {}
     device = Device(sessions, MQTT_5)
