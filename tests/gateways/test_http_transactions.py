@@ -307,16 +307,32 @@ def _check_of(tx_id: str, times: int):
                       queue_offset=7, commitlog_offset=4096)
 
 
-def _slowly_answered(receiver, tx_id: str):
+def _slowly_answered(receiver, tx_id: str, timeout: float = SLOW + 1.0, plan: list | None = None):
     """The gateway's transactions holding ``tx_id``, whose receiver answers its first check COMMIT after
-    SLOW seconds (within the gateway's timeout), and the transaction."""
+    SLOW seconds (within the gateway's default ``timeout`` here), then as ``plan`` goes on; and the transaction."""
     from ferrymq.gateways.http.transactions import Transactions
 
-    transactions = Transactions(SECRET, timeout=SLOW + 1.0)
+    transactions = Transactions(SECRET, timeout=timeout)
     tx = _record(tx_id, receiver.url)
     transactions.add(tx)
-    receiver.plans[tx_id] = ["slow"]
+    receiver.plans[tx_id] = plan or ["slow"]
     return transactions, tx
+
+
+def _checked_twice(transactions, tx_id: str, gap: float):
+    """The answers to the broker's first check of ``tx_id`` and to its second, ``gap`` seconds later (while
+    the first one's call may still be out)."""
+    import asyncio
+
+    async def main():
+        first = asyncio.create_task(transactions.check(_check_of(tx_id, 1)))
+        await asyncio.sleep(gap)
+        second = await transactions.check(_check_of(tx_id, 2))
+        first = await first
+        await transactions.close()
+        return first, second
+
+    return asyncio.run(main())
 
 
 def test_a_client_decision_during_a_check_back_stands_and_later_checks_answer_it_unasked(receiver):
@@ -347,21 +363,11 @@ def test_a_client_decision_during_a_check_back_stands_and_later_checks_answer_it
 def test_a_check_arriving_while_a_call_is_out_waits_for_its_answer_and_calls_nobody(receiver):
     """The broker checks a half message again when an answer is slow (on a new copy each time): the
     receiver is called once, and both checks are answered with what it said."""
-    import asyncio
-
     from ferrymq.gateways.http.transactions import State
     from ferrymq.sdk.producer import LocalTransactionState
 
-    async def main():
-        transactions, tx = _slowly_answered(receiver, "TX-TWICE")
-        first = asyncio.create_task(transactions.check(_check_of("TX-TWICE", 1)))
-        await asyncio.sleep(0.3)
-        second = await transactions.check(_check_of("TX-TWICE", 2))
-        first = await first
-        await transactions.close()
-        return tx, first, second
-
-    tx, first, second = asyncio.run(main())
+    transactions, tx = _slowly_answered(receiver, "TX-TWICE")
+    first, second = _checked_twice(transactions, "TX-TWICE", gap=0.3)
     assert first is second is LocalTransactionState.COMMIT_MESSAGE
     assert len(receiver.calls_of("TX-TWICE")) == 1
     assert [(c.answer, c.url, c.check_times) for c in tx.check_backs] == [
@@ -374,24 +380,11 @@ def test_a_check_arriving_while_a_call_is_out_that_learns_nothing_asks_for_itsel
     loaded machine): when that call ends UNKNOWN (here cut off by the gateway's timeout), the waiting
     check calls the receiver itself with its own checkTimes, rather than spend one of the broker's
     transactionCheckMax checks unasked."""
-    import asyncio
-
-    from ferrymq.gateways.http.transactions import State, Transactions
+    from ferrymq.gateways.http.transactions import State
     from ferrymq.sdk.producer import LocalTransactionState
 
-    async def main():
-        transactions = Transactions(SECRET, timeout=0.5)
-        tx = _record("TX-AGAIN", receiver.url)
-        transactions.add(tx)
-        receiver.plans["TX-AGAIN"] = ["slow", "COMMIT"]
-        first = asyncio.create_task(transactions.check(_check_of("TX-AGAIN", 1)))
-        await asyncio.sleep(0.2)
-        second = await transactions.check(_check_of("TX-AGAIN", 2))
-        first = await first
-        await transactions.close()
-        return tx, first, second
-
-    tx, first, second = asyncio.run(main())
+    transactions, tx = _slowly_answered(receiver, "TX-AGAIN", timeout=0.5, plan=["slow", "COMMIT"])
+    first, second = _checked_twice(transactions, "TX-AGAIN", gap=0.2)
     assert (first, second) == (LocalTransactionState.UNKNOW, LocalTransactionState.COMMIT_MESSAGE)
     assert [(c["json"]["checkTimes"], c["answered"]) for c in receiver.calls_of("TX-AGAIN")] == \
         [(1, "slow"), (2, "COMMIT")]
