@@ -8,7 +8,6 @@ honour SIGTERM.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import socket
@@ -18,19 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ferrymq.testing import ports
+from ferrymq.testing.pdeathsig import die_with_parent
 
 LOOPBACK = "127.0.0.1"
-
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: be killed if the test process dies (a CI timeout, a killed pytest),
-    so no JVM outlives the run on a machine shared with others."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
 
 
 def free_port(*, also_free: tuple[int, ...] = ()) -> int:
@@ -69,7 +58,7 @@ class Child:
                 cwd=self.cwd,
                 env=self.env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if os.name == "posix" else None,
+                preexec_fn=die_with_parent if os.name == "posix" else None,
             )
         return self
 

@@ -7,23 +7,14 @@ after exec rather than in a ``preexec_fn``, which is unsafe in a test process th
 
 from __future__ import annotations
 
-import ctypes
-import os
 import runpy
-import signal
 import sys
 
-PR_SET_PDEATHSIG = 1
+from ferrymq.testing.pdeathsig import die_with_parent
 
 
 def main() -> None:
-    parent = int(sys.argv.pop(1))
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the fixture's teardown is all there is
-        pass
-    if os.getppid() != parent:  # the test process died before the request took effect
-        sys.exit(1)
+    die_with_parent(int(sys.argv.pop(1)))
     sys.argv[0] = "ferrymq"
     runpy.run_module("ferrymq.server.cli", run_name="__main__", alter_sys=True)
 

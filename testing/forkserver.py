@@ -34,6 +34,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from pathlib import Path
 
+from ferrymq.testing.pdeathsig import die_with_parent
+
 #: set to 0 to start every server with ``python -m ferrymq.testing.child`` instead
 DISABLE_ENV = "FERRYMQ_TEST_FORKSERVER"
 #: what a child's CLI imports before it serves (each command imports its parts when it runs): grpc stays
@@ -51,8 +53,6 @@ PRELOAD = (
 FIRST_REPLY_TIMEOUT = 60.0
 #: seconds any later answer may take
 REPLY_TIMEOUT = 10.0
-
-_PR_SET_PDEATHSIG = 1
 
 
 def start_cli(args: Sequence[str], log: Path) -> subprocess.Popen | ForkedProcess:
@@ -222,24 +222,12 @@ def _fork_server() -> ForkServer:
 # ---------------------------------------------------------------------------------------- the fork server
 
 
-def _die_with_parent(parent: int) -> None:
-    """Be killed when ``parent`` dies; exit now if it has already."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:
-        sys.exit(1)
-
-
 def _serve(parent: int) -> None:
     """Answer requests from stdin, one JSON line each: ``{"args", "log", "cwd"}`` forks a child and answers
     ``{"pid"}``; ``{"status": pid}`` answers the exit status of a child that has exited."""
     import importlib
 
-    _die_with_parent(parent)
+    die_with_parent(parent)
     with _recording_environ() as env_read:
         for name in PRELOAD:
             importlib.import_module(name)
@@ -327,7 +315,7 @@ def _child(request: dict, cli_file: str, fork_server: int) -> None:
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.setsid()
-    _die_with_parent(fork_server)
+    die_with_parent(fork_server)
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])

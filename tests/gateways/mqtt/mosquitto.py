@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -92,8 +93,11 @@ class Mosquitto:
 
     def start(self) -> None:
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen([self.binary, "-c", str(self.conf)], stdout=out, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True)
+            # killed with the test process: a session's mosquitto outlived a killed pytest
+            command = [sys.executable, "-m", "ferrymq.testing.pdeathsig", str(os.getpid()),
+                       self.binary, "-c", str(self.conf)]
+            self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
