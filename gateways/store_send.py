@@ -147,9 +147,7 @@ class StoreSend:
                 outcomes[i] = defer.fail()
                 continue
             taken.append(i)
-            exts.append(MessageExt(topic=message.topic, body=body, flag=message.flag,
-                                   properties=dict(message.properties), sys_flag=sys_flag, born_timestamp=born,
-                                   born_host=self._born_host))
+            exts.append(self._ext(message, body, sys_flag, born))
         if not exts:
             return outcomes
         hashed = _key_hash(str(key))
@@ -168,18 +166,9 @@ class StoreSend:
             for i in taken:
                 outcomes[i] = defer.fail(failure)
             return outcomes
-        timeout = producer.send_msg_timeout
         for i, msg, put in zip(taken, exts, stored):
-            if isinstance(put, Refusal):
-                outcomes[i] = defer.fail(self._error(put))
-                continue
-            outcome = within(put, timeout, self.reactor,
-                             lambda: RemotingTimeoutError(self.addr, RequestCode.SEND_MESSAGE_V2, 0, timeout))
-            body = messages[i].body
-            if isinstance(outcome, defer.Deferred):
-                outcomes[i] = outcome.addCallbacks(self._sent, self._refused, (msg.topic, None, "", msg, body, False))
-            else:
-                outcomes[i] = self._sent(outcome, msg.topic, None, "", msg, body, False)
+            outcomes[i] = (defer.fail(self._error(put)) if isinstance(put, Refusal) else
+                           self._outcome(put, messages[i], msg, None, "", False, producer.send_msg_timeout))
         return outcomes
 
     def _store(self, message: Message, body: bytes, sys_flag: int, queue_of: Callable[[int], int],
@@ -188,23 +177,32 @@ class StoreSend:
         SendResult (``answer=False``: the PutMessageResult), or a Deferred of it when the store answers
         later; raises the Refusal of a check, fails the Deferred with the error of a later refusal."""
         producer = self.producer
-        topic = message.topic
         picked: list[int] = []  # the queue answered, as a send's is, even if a delay parks the message
 
         def pick(queues: int) -> int:
             picked.append(queue_of(queues))
             return picked[0]
 
-        msg = MessageExt(topic=topic, body=body, flag=message.flag, properties=dict(message.properties),
-                         sys_flag=sys_flag, born_timestamp=int(time.time() * 1000), born_host=self._born_host)
-        stored = within(self.sends.store(msg, pick, producer.create_topic_key, producer.default_topic_queue_nums,
-                                         self._channel),
-                        timeout, self.reactor,
+        msg = self._ext(message, body, sys_flag, int(time.time() * 1000))
+        put = self.sends.store(msg, pick, producer.create_topic_key, producer.default_topic_queue_nums, self._channel)
+        return self._outcome(put, message, msg, picked, message.properties[MessageConst.UNIQ_KEY], answer, timeout)
+
+    def _ext(self, message: Message, body: bytes, sys_flag: int, born: int) -> MessageExt:
+        """The record the send processor stores for ``message`` (prepared: ``body`` and ``sys_flag``)."""
+        return MessageExt(topic=message.topic, body=body, flag=message.flag, properties=dict(message.properties),
+                          sys_flag=sys_flag, born_timestamp=born, born_host=self._born_host)
+
+    def _outcome(self, put: Any, message: Message, msg: MessageExt, picked: list[int] | None, uniq_key: str,
+                 answer: bool, timeout: float) -> Any:
+        """What :meth:`_sent` makes of ``put`` (the send processor's PutMessageResult for ``msg``, the record
+        of ``message``, or its promise), or a Deferred of it failing when the store has not answered within
+        ``timeout`` seconds. The topic answered is the message's, even if a delay parked the record elsewhere."""
+        stored = within(put, timeout, self.reactor,
                         lambda: RemotingTimeoutError(self.addr, RequestCode.SEND_MESSAGE_V2, 0, timeout))
-        uniq_key = message.properties[MessageConst.UNIQ_KEY]
         if isinstance(stored, defer.Deferred):
-            return stored.addCallbacks(self._sent, self._refused, (topic, picked, uniq_key, msg, message.body, answer))
-        return self._sent(stored, topic, picked, uniq_key, msg, message.body, answer)
+            return stored.addCallbacks(self._sent, self._refused,
+                                       (message.topic, picked, uniq_key, msg, message.body, answer))
+        return self._sent(stored, message.topic, picked, uniq_key, msg, message.body, answer)
 
     def _sent(self, put: PutMessageResult, topic: str, picked: list[int] | None, uniq_key: str, msg: MessageExt,
               body: bytes, answer: bool = True) -> SendResult | PutMessageResult:
