@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """One client's HTTP/2 connection as gRPC calls, sans-I/O: bytes in (:meth:`GrpcConnection.receive`), call
 events out; answers in (:meth:`~GrpcConnection.send_message`, :meth:`~GrpcConnection.finish`), bytes to
 write out (:meth:`~GrpcConnection.data_to_send`).

@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """The gRPC port's connections, as Twisted protocols: each connection's opening (a PROXY protocol header,
 then TLS or plain by its first byte) and its HTTP/2 gRPC calls (:mod:`.connection`), run by :mod:`.dispatch`.
 They run on the Twisted reactor (``grpcEventLoop=BROKER``) or, through :mod:`.on_asyncio`, on the gRPC
