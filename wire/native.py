@@ -59,6 +59,9 @@ CYTHON_SOURCES: tuple[str, ...] = (
     "server/store/dispatch.py",
     "server/store/index.py", "server/store/mapped_file.py", "server/store/flush.py",
     "server/store/twisted_adapter.py", "server/store/status.py",
+    # the gRPC port's calls: HTTP/2 read and answered, each call run, a send's message checked and stored
+    "server/grpc/connection.py", "server/grpc/framing.py", "server/grpc/transport.py", "server/grpc/dispatch.py",
+    "server/grpc/calls.py", "server/grpc/messages.py", "server/grpc/status.py",
 )
 
 #: ``ferrymq.<name>`` -> the folder of the repository it is built from

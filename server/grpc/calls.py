@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """What every call of the v2 service reads off its request: the client's headers, its address, the topic."""
 
 from __future__ import annotations

@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """One client's HTTP/2 connection as gRPC calls, sans-I/O: bytes in (:meth:`GrpcConnection.receive`), call
 events out; answers in (:meth:`~GrpcConnection.send_message`, :meth:`~GrpcConnection.finish`), bytes to
 write out (:meth:`~GrpcConnection.data_to_send`).
@@ -21,6 +23,9 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+import hpack
+from hpack.hpack import encode_integer
+from hpack.table import HeaderTable
 from hyperframe.frame import GoAwayFrame, HeadersFrame
 
 from . import framing
@@ -46,7 +51,49 @@ _CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None, val
                                     normalize_inbound_headers=False, validate_outbound_headers=False,
                                     normalize_outbound_headers=False)
 _RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
+_OK_TRAILERS = ((b"grpc-status", b"0"),)
 _HEADERS_TOO_LARGE = ((b":status", b"431"),)
+
+
+def _string(text: bytes) -> bytes:
+    """An HPACK string literal, not Huffman-coded (RFC 7541, 5.2)."""
+    return bytes(encode_integer(len(text), 7)) + text
+
+
+def state_free_block(headers) -> bytes:
+    """``headers`` as an HPACK block that leaves the decoder's dynamic table as it is: a header the static
+    table holds whole as its index, any other as a literal *without indexing* (RFC 7541, 6.1 and 6.2.2),
+    its name the static table's where it has the name. Such a block means the same whatever blocks came
+    before it, so it can be made once and sent on every call."""
+    block = b""
+    for name, value in headers:
+        whole = next((i for i, entry in enumerate(HeaderTable.STATIC_TABLE, 1) if entry == (name, value)), 0)
+        if whole:
+            prefix = encode_integer(whole, 7)
+            prefix[0] |= 0x80
+            block += bytes(prefix)
+            continue
+        named = next((i for i, entry in enumerate(HeaderTable.STATIC_TABLE, 1) if entry[0] == name), 0)
+        block += bytes(encode_integer(named, 4)) + (b"" if named else _string(name)) + _string(value)
+    return block
+
+
+#: the header blocks of every successful unary call, made once (:class:`_Encoder`)
+_FIXED_BLOCKS = {headers: state_free_block(headers)
+                 for headers in (_RESPONSE_HEADERS, _OK_TRAILERS, _RESPONSE_HEADERS + _OK_TRAILERS)}
+
+
+class _Encoder(hpack.Encoder):
+    """HPACK's encoder, but the blocks every successful call sends (:data:`_FIXED_BLOCKS`: its response
+    headers and OK trailers) are the bytes made once rather than encoded again per call. They do not touch
+    the dynamic table, so the client's table stays in step with this encoder's."""
+
+    def encode(self, headers, huffman: bool = True) -> bytes:
+        if not self.header_table.resized:  # else the block must open with a table size update
+            block = _FIXED_BLOCKS.get(tuple(headers))
+            if block is not None:
+                return block
+        return super().encode(headers, huffman)
 
 
 def header_list_size(headers) -> int:
@@ -68,6 +115,7 @@ class _ServerConnection(h2.connection.H2Connection):
 
     def __init__(self, config: h2.config.H2Configuration):
         super().__init__(config)
+        self.encoder = _Encoder()
         self.decoder.max_header_list_size = MAX_DECODED_HEADER_LIST
 
     def _local_settings_acked(self):
@@ -146,7 +194,7 @@ class _Stream:
     #: bytes of DATA waiting for the client's window
     outbound: bytearray = field(default_factory=bytearray)
     #: the trailers to send once ``outbound`` is out
-    trailers: list[tuple[bytes, bytes]] | None = None
+    trailers: list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...] | None = None
 
 
 class GrpcConnection:
@@ -300,6 +348,12 @@ class GrpcConnection:
         before are out (dropped when the call has ended)."""
         stream = self._streams.get(stream_id)
         if stream is None:
+            return
+        if code == framing.OK and not details and not trailing:
+            trailers = _OK_TRAILERS if stream.answered else _RESPONSE_HEADERS + _OK_TRAILERS
+            stream.answered = True
+            stream.trailers = trailers
+            self._answering[stream_id] = None
             return
         trailers = [(b"grpc-status", b"%d" % code)]
         if details:

@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """Calls of the v2 service run from the HTTP/2 transport: the method table, the context a method is handed,
 and a call's life from its request to its status.
 

@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """gRPC over HTTP/2, the parts above HTTP/2 itself: the 5-byte message prefix, ``grpc-timeout``, the
 percent-encoded ``grpc-message``, and a message's decompression (gRPC's "PROTOCOL-HTTP2" document).
 

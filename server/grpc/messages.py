@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """A v2 ``Message`` as the broker stores it: the RocketMQ properties and system flag a send carries.
 
 The mapping is the proxy's (SendMessageActivity): tag -> TAGS, keys -> KEYS, message id -> UNIQ_KEY,

@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """Refusals and their ``apache.rocketmq.v2.Status``, as Apache's proxy words them.
 
 A refused request is still answered with gRPC status OK: the refusal is the response's ``status`` (a

@@ -1,3 +1,5 @@
+# cython: annotation_typing=False
+# (an IntEnum is passed where an int is annotated: Cython would refuse it as not an int)
 """The gRPC port's connections, as Twisted protocols: each connection's opening (a PROXY protocol header,
 then TLS or plain by its first byte) and its HTTP/2 gRPC calls (:mod:`.connection`), run by :mod:`.dispatch`.
 They run on the Twisted reactor (``grpcEventLoop=BROKER``) or, through :mod:`.on_asyncio`, on the gRPC
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
+from ferrymq.remoting import twisted_io
 from ferrymq.remoting.tls import HANDSHAKE_RECORD
 from twisted.internet.protocol import Factory, Protocol
 
@@ -39,10 +43,13 @@ class GrpcProtocol(Protocol):
         self.conn = GrpcConnection(factory.max_message_size)
         self.calls: dict[int, Call] = {}
         self._flushing = False
+        self._write: Callable[[bytes], None] | None = None
 
     def connectionMade(self) -> None:
         self.factory.connections.add(self)
-        self.transport.write(self.conn.data_to_send())
+        # a socket send when nothing is queued before the bytes, rather than on the reactor's next turn
+        self._write = twisted_io.writer(self.transport)
+        self._write(self.conn.data_to_send())
 
     def dataReceived(self, data: bytes) -> None:
         calls = self.calls
@@ -105,7 +112,7 @@ class GrpcProtocol(Protocol):
         self._flushing = False
         data = self.conn.data_to_send()
         if data:
-            self.transport.write(data)
+            self._write(data)
 
     def go_away(self) -> None:
         """No new call: a GOAWAY to the client, and the connection closed once its calls have ended."""

@@ -18,6 +18,8 @@ pytest.importorskip("rocketmq.grpc_protocol")
 import h2.config  # noqa: E402
 import h2.errors  # noqa: E402
 import h2.events  # noqa: E402
+import h2.settings  # noqa: E402
+import hpack  # noqa: E402
 from h2.frame_buffer import FrameBuffer  # noqa: E402
 from hyperframe.frame import Frame, HeadersFrame, SettingsFrame, WindowUpdateFrame  # noqa: E402
 from rocketmq.grpc_protocol import definition_pb2 as pb  # noqa: E402
@@ -35,6 +37,7 @@ from ferrymq.server.grpc.connection import (  # noqa: E402
     MessageReceived,
     RequestsEnded,
     header_list_size,
+    state_free_block,
 )
 from ferrymq.server.grpc.dispatch import Call, Context, Dispatcher  # noqa: E402
 from ferrymq.testing.server import FerryMQServer  # noqa: E402
@@ -188,6 +191,50 @@ def test_the_messages_answered_before_the_bytes_are_asked_for_share_a_data_frame
                     second: [framing.frame(b"other")]}
     assert pair.trailers(first)[b"grpc-status"] == b"0"
     assert pair.server.calls == 1
+
+
+@pytest.mark.parametrize("headers", [
+    ((b":status", b"200"), (b"content-type", b"application/grpc")),  # a name and value in the static table
+    ((b"grpc-status", b"0"), (b"grpc-message", b"caf%C3%A9")),  # names the static table lacks
+])
+def test_a_state_free_block_decodes_to_its_headers_and_leaves_the_table_empty(headers):
+    decoder = hpack.Decoder()
+    assert decoder.decode(state_free_block(headers), raw=True) == list(headers)
+    assert len(decoder.header_table.dynamic_entries) == 0
+
+
+@pytest.mark.parametrize("table_size", [None, 0, 256])
+def test_answers_made_from_fixed_blocks_keep_the_clients_hpack_table_in_step(table_size):
+    """Calls answered OK, with a message and without (Trailers-Only), between calls answered with other
+    headers, read by the client whole; after a header table size the client set, too (the block after it
+    must open with the size update)."""
+    pair = Pair()
+    if table_size is not None:
+        pair.client.update_settings({h2.settings.SettingCodes.HEADER_TABLE_SIZE: table_size})
+        pair.exchange()
+    answered = []
+    for n in range(6):
+        stream_id = pair.call()
+        pair.exchange()
+        if n % 3 == 0:
+            pair.server.send_message(stream_id, b"answer")
+        if n % 3 == 2:
+            pair.server.finish(stream_id, framing.UNKNOWN, "failed", (("x-extra", "v%d" % n),))
+        else:
+            pair.server.finish(stream_id, framing.OK)
+        pair.exchange()
+        answered.append(stream_id)
+    for n, stream_id in enumerate(answered):
+        trailers = pair.trailers(stream_id)
+        if n % 3 == 2:
+            assert trailers == {b":status": b"200", b"content-type": b"application/grpc", b"grpc-status": b"2",
+                                b"grpc-message": b"failed", b"x-extra": b"v%d" % n}
+        else:
+            assert trailers[b"grpc-status"] == b"0"
+    responses = [dict(e.headers) for e in pair.answers if isinstance(e, h2.events.ResponseReceived)]
+    assert responses and all(headers[b":status"] == b"200" for headers in responses)
+    assert not any(isinstance(e, h2.events.ConnectionTerminated) for e in pair.answers)
+    assert pair.server.calls == 0
 
 
 def test_a_ping_is_answered():
