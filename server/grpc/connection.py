@@ -26,7 +26,8 @@ import h2.settings
 import hpack
 from hpack.hpack import encode_integer
 from hpack.table import HeaderTable
-from hyperframe.frame import GoAwayFrame, HeadersFrame
+from h2.stream import StreamClosedBy
+from hyperframe.frame import GoAwayFrame, HeadersFrame, RstStreamFrame
 
 from . import framing
 from .framing import PREFIX, PREFIX_LENGTH, BadMessage
@@ -37,7 +38,8 @@ WINDOW = 16 * 1024 * 1024
 #: the concurrent calls a client may open per connection (grpcio's server sets no limit)
 MAX_CONCURRENT_STREAMS = 2 ** 31 - 1
 #: the request headers a call may send, as HTTP/2 counts them (each name and value and 32): grpc-java's
-#: default, which Apache's proxy keeps. A call sending more is answered HTTP 431 and reset; the connection goes on
+#: default, which Apache's proxy keeps. A call sending more, in its headers or its trailers, is answered HTTP 431
+#: and reset; the connection goes on
 MAX_HEADER_LIST_SIZE = 8 * 1024
 #: the longest header block read, HPACK-encoded: a longer one ends the connection, as Netty's decoder ends it
 #: (a quarter above the limit)
@@ -111,6 +113,10 @@ class _ServerConnection(h2.connection.H2Connection):
       decoder passes the advertised limit, every call of the client with it. Here the block is decoded
       whole and the one call answered as Netty answers it (HTTP 431 ending the stream, then RST_STREAM
       PROTOCOL_ERROR); only a block above :data:`MAX_HEADER_BLOCK` ends the connection, before decoding.
+      Request trailers above the limit are refused the same way, the 431 left out once the call's response
+      headers are out; the reset goes out even when the stream has ended.
+    - for trailers without END_STREAM: ``h2`` ends the connection; Netty resets the call alone (RST_STREAM
+      PROTOCOL_ERROR), and so does this.
     """
 
     def __init__(self, config: h2.config.H2Configuration):
@@ -126,11 +132,24 @@ class _ServerConnection(h2.connection.H2Connection):
     def _receive_headers_frame(self, frame: HeadersFrame) -> tuple[list, list]:
         if len(frame.data) > MAX_HEADER_BLOCK:
             raise h2.exceptions.ProtocolError(f"Header size exceeded max allowed size ({MAX_HEADER_BLOCK})")
-        frames, events = super()._receive_headers_frame(frame)
+        try:
+            frames, events = super()._receive_headers_frame(frame)
+        except h2.exceptions.ProtocolError:
+            stream = self.streams.get(frame.stream_id)
+            if stream is None or stream.closed or not stream.state_machine.trailers_received:
+                raise
+            # trailers without END_STREAM, the block decoded: the call's error, not the connection's
+            self.reset_stream(frame.stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+            return [], [_reset(frame.stream_id)]
         for event in events:
-            if type(event) is h2.events.RequestReceived:
+            kind = type(event)
+            if kind is h2.events.RequestReceived:
                 if header_list_size(event.headers) > MAX_HEADER_LIST_SIZE:
                     events = self._refuse_headers(frame.stream_id, events)
+                break
+            if kind is h2.events.TrailersReceived:
+                if header_list_size(event.headers) > MAX_HEADER_LIST_SIZE:
+                    events = self._refuse_trailers(frame.stream_id, events)
                 break
         return frames, events
 
@@ -142,6 +161,21 @@ class _ServerConnection(h2.connection.H2Connection):
             self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
         return [event for event in events if getattr(event, "stream_id", None) != stream_id]
 
+    def _refuse_trailers(self, stream_id: int, events: list) -> list:
+        """Answer the call on ``stream_id`` 431 if its response headers are not out yet, and reset it, even once
+        the 431 or the call's own answer ended the stream; ``events`` less the call's, with the reset that
+        ends the call."""
+        stream = self.streams[stream_id]
+        if not stream.state_machine.headers_sent:
+            self.send_headers(stream_id, _HEADERS_TOO_LARGE, end_stream=True)
+        if stream.closed:
+            reset = RstStreamFrame(stream_id, error_code=h2.errors.ErrorCodes.PROTOCOL_ERROR)
+            self._prepare_for_sending([reset])
+            stream.state_machine.stream_closed_by = StreamClosedBy.SEND_RST_STREAM
+        else:
+            self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        return [event for event in events if getattr(event, "stream_id", None) != stream_id] + [_reset(stream_id)]
+
     def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list, list]:
         if frame.error_code != h2.errors.ErrorCodes.NO_ERROR:
             return super()._receive_goaway_frame(frame)
@@ -150,6 +184,12 @@ class _ServerConnection(h2.connection.H2Connection):
         event.last_stream_id = frame.last_stream_id
         event.additional_data = frame.additional_data or None
         return [], [event]
+
+
+def _reset(stream_id: int) -> h2.events.StreamReset:
+    """The event of a call this end reset (PROTOCOL_ERROR): its call ends."""
+    return h2.events.StreamReset(stream_id=stream_id, error_code=h2.errors.ErrorCodes.PROTOCOL_ERROR,
+                                 remote_reset=False)
 
 
 @dataclass(slots=True)
