@@ -23,10 +23,10 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+from h2.stream import H2Stream, StreamClosedBy, StreamState
 import hpack
 from hpack.hpack import encode_integer
 from hpack.table import HeaderTable
-from h2.stream import StreamClosedBy
 from hyperframe.frame import GoAwayFrame, HeadersFrame, RstStreamFrame
 
 from . import framing
@@ -55,6 +55,8 @@ _CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None, val
 _RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
 _OK_TRAILERS = ((b"grpc-status", b"0"),)
 _HEADERS_TOO_LARGE = ((b":status", b"431"),)
+#: the states of a stream that may still receive the client's frames
+_RECEIVING = (StreamState.OPEN, StreamState.HALF_CLOSED_LOCAL)
 
 
 def _string(text: bytes) -> bytes:
@@ -116,7 +118,7 @@ class _ServerConnection(h2.connection.H2Connection):
       Request trailers above the limit are refused the same way, the 431 left out once the call's response
       headers are out; the reset goes out even when the stream has ended.
     - for trailers without END_STREAM: ``h2`` ends the connection; Netty resets the call alone (RST_STREAM
-      PROTOCOL_ERROR), and so does this.
+      PROTOCOL_ERROR, after a 431 for trailers above the limit), and so does this.
     """
 
     def __init__(self, config: h2.config.H2Configuration):
@@ -132,15 +134,11 @@ class _ServerConnection(h2.connection.H2Connection):
     def _receive_headers_frame(self, frame: HeadersFrame) -> tuple[list, list]:
         if len(frame.data) > MAX_HEADER_BLOCK:
             raise h2.exceptions.ProtocolError(f"Header size exceeded max allowed size ({MAX_HEADER_BLOCK})")
-        try:
-            frames, events = super()._receive_headers_frame(frame)
-        except h2.exceptions.ProtocolError:
-            stream = self.streams.get(frame.stream_id)
-            if stream is None or stream.closed or not stream.state_machine.trailers_received:
-                raise
-            # trailers without END_STREAM, the block decoded: the call's error, not the connection's
-            self.reset_stream(frame.stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
-            return [], [_reset(frame.stream_id)]
+        if frame.stream_id in self.streams:  # a known stream: trailers (a new call's stream is not known yet)
+            stream = self.streams[frame.stream_id]
+            if "END_STREAM" not in frame.flags and stream.state_machine.state in _RECEIVING:
+                return self._refuse_unended_trailers(stream, frame)
+        frames, events = super()._receive_headers_frame(frame)
         for event in events:
             kind = type(event)
             if kind is h2.events.RequestReceived:
@@ -160,6 +158,16 @@ class _ServerConnection(h2.connection.H2Connection):
         if stream is not None and not stream.closed:  # the client's HEADERS did not end the stream
             self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
         return [event for event in events if getattr(event, "stream_id", None) != stream_id]
+
+    def _refuse_unended_trailers(self, stream: H2Stream, frame: HeadersFrame) -> tuple[list, list]:
+        """Reset the call of trailers that do not end its stream (RST_STREAM PROTOCOL_ERROR), after a 431 when
+        they are above the limit and its response headers are not out, as Netty answers. The block is decoded
+        all the same, so that the HPACK table stays in step with the client's."""
+        headers = h2.connection._decode_headers(self.decoder, frame.data)
+        if header_list_size(headers) > MAX_HEADER_LIST_SIZE and not stream.state_machine.headers_sent:
+            self.send_headers(frame.stream_id, _HEADERS_TOO_LARGE, end_stream=True)
+        self.reset_stream(frame.stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        return [], [_reset(frame.stream_id)]
 
     def _refuse_trailers(self, stream_id: int, events: list) -> list:
         """Answer the call on ``stream_id`` 431 if its response headers are not out yet, and reset it, even once

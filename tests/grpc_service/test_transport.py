@@ -566,3 +566,13 @@ def test_trailers_without_end_stream_reset_the_call_and_the_connection_goes_on()
     served = pair.call(PATH, (b"x-indexed", b"in the table"))
     _round_trip(pair)
     assert pair.events[-1] == CallStarted(served, PATH, (("x-indexed", "in the table"),), None)
+
+
+def test_trailers_above_the_limit_without_end_stream_are_answered_431_and_reset():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    block = pair.client.encoder.encode(_trailers(MAX_HEADER_LIST_SIZE + 1))
+    frame = HeadersFrame(stream_id, block, flags=["END_HEADERS"])
+    assert _round_trip(pair, frame.serialize()) == [("HeadersFrame", stream_id, "END_STREAM"),
+                                                    ("RstStreamFrame", stream_id, "PROTOCOL_ERROR")]
+    assert pair.events[-1] == CallEnded(stream_id) and not pair.server.closed
