@@ -317,6 +317,9 @@ def test_request_metadata_above_the_limit_is_refused_as_the_proxy_refuses_it(grp
 #: stream, refused for what they lack (no ``:path``: 404 UNIMPLEMENTED; no ``content-type``: 415 INTERNAL) in
 #: a HEADERS and a DATA ending the stream; the call they belong to is then cancelled
 READ_AS_A_NEW_CALL = ["HEADERS", "DATA END_STREAM", "RST_STREAM CANCEL"]
+#: the frames of a call whose request trailers are above the limit: the 431, then the reset, though the
+#: trailers ended the stream
+REFUSED_TRAILERS = ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR"]
 #: FerryMQ reads request trailers within the limit as the end of the call's requests and serves the call
 SERVES_TRAILED_CALLS = ("FerryMQ serves a call whose request trailers are within the limit; grpc-java answers "
                         "them as a new call's malformed headers (404 or 415) and cancels the call")
@@ -324,9 +327,8 @@ SERVES_TRAILED_CALLS = ("FerryMQ serves a call whose request trailers are within
 #: HTTP/2 counts it, the padding's alphabet, how the call ends as in OVERSIZED_METADATA)
 OVERSIZED_TRAILERS = {
     "at the limit": (MAX_HEADER_LIST_SIZE, "mixed", (b"404", b"12", READ_AS_A_NEW_CALL, None)),
-    "a byte over the limit": (MAX_HEADER_LIST_SIZE + 1, "mixed",
-                              (b"431", None, ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR"], None)),
-    "12 KiB, 7.5 KiB encoded": (12 * 1024, "a", (b"431", None, ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR"], None)),
+    "a byte over the limit": (MAX_HEADER_LIST_SIZE + 1, "mixed", (b"431", None, REFUSED_TRAILERS, None)),
+    "12 KiB, 7.5 KiB encoded": (12 * 1024, "a", (b"431", None, REFUSED_TRAILERS, None)),
     "20 KiB": (20 * 1024, "mixed", (None, None, [], "PROTOCOL_ERROR")),
 }
 
@@ -370,15 +372,18 @@ ODD_TRAILERS = {
                                        (b"415", b"13", READ_AS_A_NEW_CALL, None)),
     "small, without END_STREAM": ([(b"x-compat-trailer", b"1")], False, False,
                                   (None, None, ["RST_STREAM PROTOCOL_ERROR", "RST_STREAM STREAM_CLOSED"], None)),
+    "above the limit, without END_STREAM": ([_pad(MAX_HEADER_LIST_SIZE + 1, "mixed")], False, False,
+                                            (b"431", None, [*REFUSED_TRAILERS, "RST_STREAM STREAM_CLOSED"], None)),
     "above the limit, the call answered": ([_pad(MAX_HEADER_LIST_SIZE + 1, "mixed")], True, True,
-                                           (b"200", b"12", ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR"], None)),
+                                           (b"200", b"12", ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR"],
+                                            None)),
 }
 
 
 @pytest.mark.parametrize("case", ODD_TRAILERS)
 def test_odd_request_trailers_get_the_proxys_answer(request, grpc_server, normal_topic, case):
-    """Trailers that do not end the stream reset the call alone (RST_STREAM PROTOCOL_ERROR; the client's
-    END_STREAM after them is answered STREAM_CLOSED); trailers above the limit after the call's answer get the
+    """Trailers that do not end the stream reset the call alone (RST_STREAM PROTOCOL_ERROR, after the 431 when
+    they are above the limit; the client's END_STREAM after them is answered STREAM_CLOSED); trailers above the limit after the call's answer get the
     reset alone, the 431 being too late; small trailers carrying a pseudo-header are read by the proxy as a new
     call's headers, as any trailers within the limit are. Calls beside and after are served."""
     from .h2_client import H2Client
@@ -390,7 +395,8 @@ def test_odd_request_trailers_get_the_proxys_answer(request, grpc_server, normal
     with H2Client(grpc_server.grpc_endpoint) as client:
         beside = client.start(normal_headers)
         if answered:
-            call = client.start([(name, value.replace(b"/QueryRoute", b"/NoSuchMethod")) for name, value in normal_headers])
+            unknown = [(name, value.replace(b"/QueryRoute", b"/NoSuchMethod")) for name, value in normal_headers]
+            call = client.start(unknown)
             assert client.answer(call).frames == ["HEADERS END_STREAM"]
         else:
             call = client.start(normal_headers)
