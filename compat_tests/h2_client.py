@@ -13,7 +13,7 @@ import h2.connection
 import h2.events
 import h2.frame_buffer
 import h2.settings
-from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame
+from hyperframe.frame import ContinuationFrame, DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame
 
 #: the size HTTP/2 counts for one header in a header list (RFC 9113, 6.5.2: its name, its value and 32)
 HEADER_OVERHEAD = 32
@@ -69,7 +69,7 @@ class H2Client:
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
         self.conn.initiate_connection()
-        self._flush()
+        self.flush()
         self.ended: str | None = None
         #: the server's SETTINGS, once its first frame is read
         self.remote_settings: dict[int, int] = {}
@@ -87,7 +87,8 @@ class H2Client:
     def __exit__(self, *_) -> None:
         self.close()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Write what ``h2`` has queued (after a call on :attr:`conn` itself)."""
         data = self.conn.data_to_send()
         if data:
             self.sock.sendall(data)
@@ -98,13 +99,25 @@ class H2Client:
         stream_id = self.conn.get_next_available_stream_id()
         self.conn.send_headers(stream_id, headers)
         self._answers[stream_id] = Answer()
-        self._flush()
+        self.flush()
         return stream_id
 
-    def send(self, stream_id: int, message: bytes) -> None:
-        """The call's one request ``message`` (gRPC-framed here), ending its requests."""
-        self.conn.send_data(stream_id, b"\x00" + len(message).to_bytes(4, "big") + message, end_stream=True)
-        self._flush()
+    def send(self, stream_id: int, message: bytes, end_stream: bool = True) -> None:
+        """The call's one request ``message`` (gRPC-framed here), ending its requests unless ``end_stream`` is
+        False."""
+        self.conn.send_data(stream_id, b"\x00" + len(message).to_bytes(4, "big") + message, end_stream=end_stream)
+        self.flush()
+
+    def send_trailers(self, stream_id: int, headers: list[tuple[bytes, bytes]], end_stream: bool = True) -> None:
+        """``headers`` as the call's request trailers: a header block (HEADERS, then CONTINUATION frames past
+        16 KiB) written as given, past ``h2``'s checks (trailers without END_STREAM, pseudo-headers in them,
+        on a stream the server closed); its HPACK encoder codes them, so its table stays in step."""
+        block = self.conn.encoder.encode(headers)
+        chunks = [block[i:i + 16384] for i in range(0, len(block), 16384)] or [b""]
+        first = HeadersFrame(stream_id, chunks[0], flags=["END_STREAM"] if end_stream else [])
+        frames = [first, *(ContinuationFrame(stream_id, chunk) for chunk in chunks[1:])]
+        frames[-1].flags.add("END_HEADERS")
+        self.sock.sendall(b"".join(frame.serialize() for frame in frames))
 
     def call(self, headers: list[tuple[bytes, bytes]], message: bytes) -> int:
         """:meth:`start` and :meth:`send` in one write."""
@@ -158,7 +171,7 @@ class H2Client:
                 self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)) and answer:
                 self._done.add(event.stream_id)
-        self._flush()
+        self.flush()
 
     @property
     def max_header_list_size(self) -> int | None:

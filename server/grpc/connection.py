@@ -23,10 +23,11 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
+from h2.stream import H2Stream, StreamClosedBy, StreamState
 import hpack
 from hpack.hpack import encode_integer
 from hpack.table import HeaderTable
-from hyperframe.frame import GoAwayFrame, HeadersFrame
+from hyperframe.frame import GoAwayFrame, HeadersFrame, RstStreamFrame
 
 from . import framing
 from .framing import PREFIX, PREFIX_LENGTH, BadMessage
@@ -37,7 +38,8 @@ WINDOW = 16 * 1024 * 1024
 #: the concurrent calls a client may open per connection (grpcio's server sets no limit)
 MAX_CONCURRENT_STREAMS = 2 ** 31 - 1
 #: the request headers a call may send, as HTTP/2 counts them (each name and value and 32): grpc-java's
-#: default, which Apache's proxy keeps. A call sending more is answered HTTP 431 and reset; the connection goes on
+#: default, which Apache's proxy keeps. A call sending more, in its headers or its trailers, is answered HTTP 431
+#: and reset; the connection goes on
 MAX_HEADER_LIST_SIZE = 8 * 1024
 #: the longest header block read, HPACK-encoded: a longer one ends the connection, as Netty's decoder ends it
 #: (a quarter above the limit)
@@ -53,6 +55,8 @@ _CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None, val
 _RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
 _OK_TRAILERS = ((b"grpc-status", b"0"),)
 _HEADERS_TOO_LARGE = ((b":status", b"431"),)
+#: the states of a stream that may still receive the client's frames
+_RECEIVING = (StreamState.OPEN, StreamState.HALF_CLOSED_LOCAL)
 
 
 def _string(text: bytes) -> bytes:
@@ -111,6 +115,10 @@ class _ServerConnection(h2.connection.H2Connection):
       decoder passes the advertised limit, every call of the client with it. Here the block is decoded
       whole and the one call answered as Netty answers it (HTTP 431 ending the stream, then RST_STREAM
       PROTOCOL_ERROR); only a block above :data:`MAX_HEADER_BLOCK` ends the connection, before decoding.
+      Request trailers above the limit are refused the same way, the 431 left out once the call's response
+      headers are out; the reset goes out even when the stream has ended.
+    - for trailers without END_STREAM: ``h2`` ends the connection; Netty resets the call alone (RST_STREAM
+      PROTOCOL_ERROR, after a 431 for trailers above the limit), and so does this.
     """
 
     def __init__(self, config: h2.config.H2Configuration):
@@ -126,11 +134,20 @@ class _ServerConnection(h2.connection.H2Connection):
     def _receive_headers_frame(self, frame: HeadersFrame) -> tuple[list, list]:
         if len(frame.data) > MAX_HEADER_BLOCK:
             raise h2.exceptions.ProtocolError(f"Header size exceeded max allowed size ({MAX_HEADER_BLOCK})")
+        if frame.stream_id in self.streams:  # a known stream: trailers (a new call's stream is not known yet)
+            stream = self.streams[frame.stream_id]
+            if "END_STREAM" not in frame.flags and stream.state_machine.state in _RECEIVING:
+                return self._refuse_unended_trailers(stream, frame)
         frames, events = super()._receive_headers_frame(frame)
         for event in events:
-            if type(event) is h2.events.RequestReceived:
+            kind = type(event)
+            if kind is h2.events.RequestReceived:
                 if header_list_size(event.headers) > MAX_HEADER_LIST_SIZE:
                     events = self._refuse_headers(frame.stream_id, events)
+                break
+            if kind is h2.events.TrailersReceived:
+                if header_list_size(event.headers) > MAX_HEADER_LIST_SIZE:
+                    events = self._refuse_trailers(frame.stream_id, events)
                 break
         return frames, events
 
@@ -142,6 +159,31 @@ class _ServerConnection(h2.connection.H2Connection):
             self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
         return [event for event in events if getattr(event, "stream_id", None) != stream_id]
 
+    def _refuse_unended_trailers(self, stream: H2Stream, frame: HeadersFrame) -> tuple[list, list]:
+        """Reset the call of trailers that do not end its stream (RST_STREAM PROTOCOL_ERROR), after a 431 when
+        they are above the limit and its response headers are not out, as Netty answers. The block is decoded
+        all the same, so that the HPACK table stays in step with the client's."""
+        headers = h2.connection._decode_headers(self.decoder, frame.data)
+        if header_list_size(headers) > MAX_HEADER_LIST_SIZE and not stream.state_machine.headers_sent:
+            self.send_headers(frame.stream_id, _HEADERS_TOO_LARGE, end_stream=True)
+        self.reset_stream(frame.stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        return [], [_reset(frame.stream_id)]
+
+    def _refuse_trailers(self, stream_id: int, events: list) -> list:
+        """Answer the call on ``stream_id`` 431 if its response headers are not out yet, and reset it, even once
+        the 431 or the call's own answer ended the stream; ``events`` less the call's, with the reset that
+        ends the call."""
+        stream = self.streams[stream_id]
+        if not stream.state_machine.headers_sent:
+            self.send_headers(stream_id, _HEADERS_TOO_LARGE, end_stream=True)
+        if stream.closed:
+            reset = RstStreamFrame(stream_id, error_code=h2.errors.ErrorCodes.PROTOCOL_ERROR)
+            self._prepare_for_sending([reset])
+            stream.state_machine.stream_closed_by = StreamClosedBy.SEND_RST_STREAM
+        else:
+            self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        return [event for event in events if getattr(event, "stream_id", None) != stream_id] + [_reset(stream_id)]
+
     def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list, list]:
         if frame.error_code != h2.errors.ErrorCodes.NO_ERROR:
             return super()._receive_goaway_frame(frame)
@@ -150,6 +192,12 @@ class _ServerConnection(h2.connection.H2Connection):
         event.last_stream_id = frame.last_stream_id
         event.additional_data = frame.additional_data or None
         return [], [event]
+
+
+def _reset(stream_id: int) -> h2.events.StreamReset:
+    """The event of a call this end reset (PROTOCOL_ERROR): its call ends."""
+    return h2.events.StreamReset(stream_id=stream_id, error_code=h2.errors.ErrorCodes.PROTOCOL_ERROR,
+                                 remote_reset=False)
 
 
 @dataclass(slots=True)

@@ -495,3 +495,84 @@ def test_a_short_header_block_inflating_past_the_decoding_cap_ends_the_connectio
     assert len(sent) < MAX_HEADER_BLOCK
     assert _round_trip(pair, sent) == [("GoAwayFrame", 0, "ENHANCE_YOUR_CALM")]
     assert pair.server.closed and "Oversized header block" in pair.server.error
+
+
+def _trailers(size: int) -> list[tuple[bytes, bytes]]:
+    """Request trailers of ``size`` bytes of header list, as HTTP/2 counts it."""
+    return [(b"x-pad", b"t" * (size - len(b"x-pad") - 32))]
+
+
+
+
+def _open_call(pair: Pair) -> int:
+    """A call whose headers and message are read, its stream left open for trailers."""
+    stream_id = pair.client.get_next_available_stream_id()
+    pair.client.send_headers(stream_id, _padded(256))
+    pair.client.send_data(stream_id, framing.frame(b"route"))
+    _round_trip(pair)
+    return stream_id
+
+
+def test_trailers_at_the_limit_are_read_and_the_call_goes_on():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    pair.client.send_headers(stream_id, _trailers(MAX_HEADER_LIST_SIZE), end_stream=True)
+    assert _round_trip(pair) == []
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, RequestsEnded]
+
+
+def test_trailers_over_the_limit_are_answered_431_and_reset_and_the_next_call_is_served():
+    """As Netty refuses request headers over the limit: HTTP 431 ending the stream, then RST_STREAM
+    PROTOCOL_ERROR (the trailers ended the stream, yet the reset follows); the call ends unanswered."""
+    pair = Pair()
+    refused = _open_call(pair)
+    pair.client.send_headers(refused, _trailers(MAX_HEADER_LIST_SIZE + 1), end_stream=True)
+    assert _round_trip(pair) == [("HeadersFrame", refused, "END_STREAM"), ("RstStreamFrame", refused, "PROTOCOL_ERROR")]
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, CallEnded]
+    assert not pair.server.closed and pair.server.calls == 0
+    served = _open_call(pair)
+    pair.client.end_stream(served)
+    _round_trip(pair)
+    assert [(type(e), e.stream_id) for e in pair.events[3:]] == [(CallStarted, served), (MessageReceived, served),
+                                                                 (RequestsEnded, served)]
+
+
+@pytest.mark.parametrize("answer", ["ended", "begun"])
+def test_trailers_over_the_limit_after_the_answer_began_reset_the_call_alone(answer):
+    """Once the call's response headers are out, the 431 cannot be sent: the trailers get the reset alone,
+    whether the answer ended the stream on this side or is still going."""
+    pair = Pair()
+    stream_id = _open_call(pair)
+    if answer == "ended":
+        pair.server.finish(stream_id, framing.UNIMPLEMENTED, "no such method")
+    else:
+        pair.server.send_message(stream_id, b"first")
+    pair.exchange()
+    pair.client.send_headers(stream_id, _trailers(MAX_HEADER_LIST_SIZE + 1), end_stream=True)
+    assert _round_trip(pair) == [("RstStreamFrame", stream_id, "PROTOCOL_ERROR")]
+    assert (CallEnded(stream_id) in pair.events) == (answer == "begun")
+    assert not pair.server.closed and pair.server.calls == 0
+
+
+def test_trailers_without_end_stream_reset_the_call_and_the_connection_goes_on():
+    """A second header block that does not end the stream is the call's error (RST_STREAM PROTOCOL_ERROR),
+    as Netty has it, not the connection's; its block is still decoded, so the HPACK table stays in step."""
+    pair = Pair()
+    stream_id = _open_call(pair)
+    block = pair.client.encoder.encode([(b"x-indexed", b"in the table")])
+    frame = HeadersFrame(stream_id, block, flags=["END_HEADERS"])
+    assert _round_trip(pair, frame.serialize()) == [("RstStreamFrame", stream_id, "PROTOCOL_ERROR")]
+    assert pair.events[-1] == CallEnded(stream_id) and not pair.server.closed
+    served = pair.call(PATH, (b"x-indexed", b"in the table"))
+    _round_trip(pair)
+    assert pair.events[-1] == CallStarted(served, PATH, (("x-indexed", "in the table"),), None)
+
+
+def test_trailers_above_the_limit_without_end_stream_are_answered_431_and_reset():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    block = pair.client.encoder.encode(_trailers(MAX_HEADER_LIST_SIZE + 1))
+    frame = HeadersFrame(stream_id, block, flags=["END_HEADERS"])
+    assert _round_trip(pair, frame.serialize()) == [("HeadersFrame", stream_id, "END_STREAM"),
+                                                    ("RstStreamFrame", stream_id, "PROTOCOL_ERROR")]
+    assert pair.events[-1] == CallEnded(stream_id) and not pair.server.closed
