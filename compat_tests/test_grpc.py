@@ -354,19 +354,23 @@ def test_request_trailers_above_the_limit_are_refused_as_the_proxy_refuses_them(
         client.send(call, message, end_stream=False)
         client.send_trailers(call, [_pad(size, alphabet)])
         answer = client.answer(call)
-        if expected[2] == READ_AS_A_NEW_CALL:
+        if "RST_STREAM CANCEL" in expected[2]:
             client.settle()  # for the call's own answer
         assert (answer.http_status, answer.grpc_status, answer.frames, answer.connection_ended) == expected
         if answer.connection_ended is None:
             _beside_and_after_are_served(client, beside, normal_headers, message)
 
 
-#: request trailers of other shapes: (the trailers, whether they end the stream, whether the service answered
-#: the call before them (an unknown method: answered UNIMPLEMENTED at once), how the call ends as above: its
-#: frames after the answer it had before the trailers)
+#: request trailers of other shapes: (the trailers (None: the call's own headers again), whether they end the
+#: stream, whether the service answered the call before them (an unknown method: answered UNIMPLEMENTED at
+#: once), how the call ends as above: its frames after the answer it had before the trailers)
 ODD_TRAILERS = {
     "small, a pseudo-header in them": ([(b":path", b"/apache.rocketmq.v2.MessagingService/QueryRoute")], True, False,
                                        (b"415", b"13", READ_AS_A_NEW_CALL, None)),
+    "a whole call's headers": (None, True, False, (b"200", b"13", ["HEADERS END_STREAM"], None)),
+    "small, a connection header": ([(b"connection", b"close")], True, False,
+                                   (None, None, ["RST_STREAM PROTOCOL_ERROR", "RST_STREAM CANCEL", "RST_STREAM CANCEL"],
+                                    None)),
     "small, without END_STREAM": ([(b"x-compat-trailer", b"1")], False, False,
                                   (None, None, ["RST_STREAM PROTOCOL_ERROR", "RST_STREAM STREAM_CLOSED"], None)),
     "above the limit, without END_STREAM": ([_pad(MAX_HEADER_LIST_SIZE + 1, "mixed")], False, False,
@@ -384,7 +388,8 @@ def test_odd_request_trailers_get_the_proxys_answer(grpc_server, normal_topic, c
     """Trailers that do not end the stream reset the call alone (RST_STREAM PROTOCOL_ERROR, after the 431 when
     they are above the limit; the client's END_STREAM after them is answered STREAM_CLOSED); trailers above the limit after the call's answer get the
     reset alone, the 431 being too late; small trailers carrying a pseudo-header are read as a new call's
-    headers, as any trailers within the limit are; small trailers after the call's answer ended the stream end
+    headers, as any trailers within the limit are (a whole call's headers start that call, which takes the
+    half-close; a connection-specific header resets the stream); small trailers after the call's answer ended the stream end
     the connection (GOAWAY INTERNAL_ERROR). Calls beside and after are served while the connection lasts."""
     from .h2_client import H2Client
 
@@ -399,12 +404,12 @@ def test_odd_request_trailers_get_the_proxys_answer(grpc_server, normal_topic, c
         else:
             call = client.start(normal_headers)
             client.send(call, message, end_stream=False)
-        client.send_trailers(call, trailers, end_stream=end_stream)
+        client.send_trailers(call, normal_headers if trailers is None else trailers, end_stream=end_stream)
         if not end_stream:
             client.conn.send_data(call, b"", end_stream=True)
             client.flush()
         answer = client.answer(call)
-        if expected[2] == READ_AS_A_NEW_CALL:
+        if "RST_STREAM CANCEL" in expected[2]:
             client.settle()  # for the call's own answer
         assert (answer.http_status, answer.grpc_status, answer.frames, answer.connection_ended) == expected
         if answer.connection_ended is None:

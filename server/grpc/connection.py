@@ -132,7 +132,8 @@ class _ServerConnection(h2.connection.H2Connection):
       of a new call on the stream, and answers them as it answers malformed request headers
       (:func:`refusal_of_request_headers`: an HTTP error, then RST_STREAM CANCEL); the half-close they carry
       is the call's, whose method runs, its answer replaced by another RST_STREAM CANCEL
-      (:class:`AnsweredAsANewCall`). Trailers a new call could start with are served as the call's end.
+      (:class:`AnsweredAsANewCall`). Trailers a new call could start with replace the call by that new call,
+      whose requests they end.
       Trailers after the call's answer has ended the stream end the connection (:class:`TrailersAfterTheAnswer`).
     """
 
@@ -208,7 +209,14 @@ class _ServerConnection(h2.connection.H2Connection):
         state_machine = self.streams[stream_id].state_machine
         if not state_machine.headers_sent:
             refusal = refusal_of_request_headers(headers)
-            if refusal is not None:
+            if refusal is None:  # the new call replaces the call on the stream, and takes its half-close
+                events[:] = [_reset(stream_id), h2.events.RequestReceived(stream_id=stream_id, headers=headers),
+                             *(event for event in events if type(event) is h2.events.StreamEnded)]
+            elif refusal[0] == 0:
+                self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+                self.cancel_closed(stream_id)
+                events.append(AnsweredAsANewCall(stream_id))
+            else:
                 events.append(self._answer_as_a_new_call(stream_id, *refusal))
         elif state_machine.state is StreamState.CLOSED:
             raise TrailersAfterTheAnswer(f"Request trailers on stream {stream_id} after its answer ended")
@@ -247,7 +255,10 @@ class _ServerConnection(h2.connection.H2Connection):
 
 def refusal_of_request_headers(headers) -> tuple[int, int, str] | None:
     """How grpc-java refuses request ``headers`` it cannot start a call with, checked in its order: (the HTTP
-    status, the gRPC status code, the reason); None when a call could start with them."""
+    status, the gRPC status code, the reason), or (0, 0, the reason) for a stream it resets unanswered
+    (RST_STREAM PROTOCOL_ERROR); None when a call could start with them."""
+    if any(name == b"connection" for name, _ in headers):  # connection-specific: malformed (RFC 9113, 8.2.2)
+        return 0, 0, "Connection-specific header field"
     hosts = [value for name, value in headers if name == b"host"]
     if len(hosts) > 1 and not any(name == b":authority" for name, _ in headers):
         return 400, framing.INTERNAL, "Multiple host headers"

@@ -556,11 +556,29 @@ def test_a_streamed_answer_to_trailers_read_as_a_new_call_is_one_reset():
     assert pair.server.calls == 0
 
 
-def test_trailers_a_call_could_start_with_end_the_call_and_it_is_answered():
+def test_trailers_a_call_could_start_with_replace_the_call_by_a_new_one_they_end():
+    """grpc-java starts a new call on the stream with them, which takes the half-close: the call they follow
+    ends unanswered, the new one has no request message."""
     pair = Pair()
     stream_id = _open_call(pair)
     assert _round_trip(pair, _trailers_frame(pair, stream_id, _padded(256))) == []
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, CallEnded, CallStarted, RequestsEnded]
+    assert {e.stream_id for e in pair.events} == {stream_id}
+    pair.server.finish(stream_id, framing.INTERNAL, "Half-closed without a request")
+    pair.exchange()
+    assert pair.trailers(stream_id)[b"grpc-status"] == b"13"
+
+
+def test_trailers_with_a_connection_header_reset_the_call_and_its_answer_is_a_cancel():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    sent = _trailers_frame(pair, stream_id, [(b"connection", b"close"), (b":path", PATH.encode())])
+    assert _round_trip(pair, sent) == [("RstStreamFrame", stream_id, "PROTOCOL_ERROR"),
+                                       ("RstStreamFrame", stream_id, "CANCEL")]
     assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, RequestsEnded]
+    pair.server.finish(stream_id, framing.OK)
+    assert _round_trip(pair) == [("RstStreamFrame", stream_id, "CANCEL")]
+    assert pair.server.calls == 0 and not pair.server.closed
 
 
 def test_small_trailers_after_the_answer_began_end_the_requests_unanswered():
@@ -597,6 +615,7 @@ def _without(*names: bytes, extra: tuple = ()) -> list[tuple[bytes, bytes]]:
 
 
 @pytest.mark.parametrize("headers, refusal", [
+    (_without(b":path", extra=((b"connection", b"close"),)), (0, 0, "Connection-specific header field")),
     (_without(b":authority", extra=((b"host", b"a"), (b"host", b"b"))), (400, 13, "Multiple host headers")),
     (_without(extra=((b"host", b"a"), (b"host", b"b"))), None),
     ([(b"x-trailer", b"1")], (404, 12, "Expected path but is missing")),
@@ -609,7 +628,7 @@ def _without(*names: bytes, extra: tuple = ()) -> list[tuple[bytes, bytes]]:
     (_without(b":method", extra=((b":method", b"GET"),)), (405, 13, "Method 'GET' is not supported")),
     (_without(b":method"), (405, 13, "Method 'null' is not supported")),
     (_BASE, None),
-], ids=["two hosts", "two hosts beside :authority", "no path", "a relative path", "no content-type",
+], ids=["a connection header", "two hosts", "two hosts beside :authority", "no path", "a relative path", "no content-type",
         "another content-type", "a gRPC content-type in capitals", "a gRPC content-type with a parameter",
         "GET", "no method", "a call's headers"])
 def test_request_headers_are_refused_in_grpc_javas_order(headers, refusal):
