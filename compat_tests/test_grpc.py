@@ -371,6 +371,8 @@ ODD_TRAILERS = {
     "small, a connection header": ([(b"connection", b"close")], True, False,
                                    (None, None, ["RST_STREAM PROTOCOL_ERROR", "RST_STREAM CANCEL", "RST_STREAM CANCEL"],
                                     None)),
+    "small, an empty path": ([(b":path", b"")], True, False, (None, None, ["RST_STREAM INTERNAL_ERROR"], None)),
+    "small, two hosts": ([(b"host", b"a"), (b"host", b"b")], True, False, (b"400", b"13", READ_AS_A_NEW_CALL, None)),
     "small, without END_STREAM": ([(b"x-compat-trailer", b"1")], False, False,
                                   (None, None, ["RST_STREAM PROTOCOL_ERROR", "RST_STREAM STREAM_CLOSED"], None)),
     "above the limit, without END_STREAM": ([_pad(MAX_HEADER_LIST_SIZE + 1, "mixed")], False, False,
@@ -389,7 +391,8 @@ def test_odd_request_trailers_get_the_proxys_answer(grpc_server, normal_topic, c
     they are above the limit; the client's END_STREAM after them is answered STREAM_CLOSED); trailers above the limit after the call's answer get the
     reset alone, the 431 being too late; small trailers carrying a pseudo-header are read as a new call's
     headers, as any trailers within the limit are (a whole call's headers start that call, which takes the
-    half-close; a connection-specific header resets the stream); small trailers after the call's answer ended the stream end
+    half-close; a connection-specific header resets the stream, an empty path too, ending the call unrun);
+    small trailers after the call's answer ended the stream end
     the connection (GOAWAY INTERNAL_ERROR). Calls beside and after are served while the connection lasts."""
     from .h2_client import H2Client
 

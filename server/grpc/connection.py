@@ -212,8 +212,11 @@ class _ServerConnection(h2.connection.H2Connection):
             if refusal is None:  # the new call replaces the call on the stream, and takes its half-close
                 events[:] = [_reset(stream_id), h2.events.RequestReceived(stream_id=stream_id, headers=headers),
                              *(event for event in events if type(event) is h2.events.StreamEnded)]
+            elif refusal[0] == 0 and refusal[1] == h2.errors.ErrorCodes.INTERNAL_ERROR:
+                self.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)  # the call ends unrun
+                events[:] = [_reset(stream_id)]
             elif refusal[0] == 0:
-                self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
+                self.reset_stream(stream_id, refusal[1])
                 self.cancel_closed(stream_id)
                 events.append(AnsweredAsANewCall(stream_id))
             else:
@@ -255,10 +258,12 @@ class _ServerConnection(h2.connection.H2Connection):
 
 def refusal_of_request_headers(headers) -> tuple[int, int, str] | None:
     """How grpc-java refuses request ``headers`` it cannot start a call with, checked in its order: (the HTTP
-    status, the gRPC status code, the reason), or (0, 0, the reason) for a stream it resets unanswered
-    (RST_STREAM PROTOCOL_ERROR); None when a call could start with them."""
+    status, the gRPC status code, the reason), or (0, an HTTP/2 error code, the reason) for a stream it resets
+    unanswered: PROTOCOL_ERROR as it resets a malformed call, the call they follow going on to its half-close;
+    INTERNAL_ERROR for the exception its checks throw, which ends that call too. None when a call could start
+    with them."""
     if any(name == b"connection" for name, _ in headers):  # connection-specific: malformed (RFC 9113, 8.2.2)
-        return 0, 0, "Connection-specific header field"
+        return 0, h2.errors.ErrorCodes.PROTOCOL_ERROR, "Connection-specific header field"
     hosts = [value for name, value in headers if name == b"host"]
     if len(hosts) > 1 and not any(name == b":authority" for name, _ in headers):
         return 400, framing.INTERNAL, "Multiple host headers"
@@ -266,6 +271,8 @@ def refusal_of_request_headers(headers) -> tuple[int, int, str] | None:
     path = fields.get(b":path")
     if path is None:
         return 404, framing.UNIMPLEMENTED, "Expected path but is missing"
+    if not path:  # grpc-java reads its first character, and throws
+        return 0, h2.errors.ErrorCodes.INTERNAL_ERROR, "Empty path"
     if path[:1] != b"/":
         return 404, framing.UNIMPLEMENTED, f"Expected path to start with /: {path.decode('latin-1')}"
     content_type = fields.get(b"content-type")

@@ -581,6 +581,15 @@ def test_trailers_with_a_connection_header_reset_the_call_and_its_answer_is_a_ca
     assert pair.server.calls == 0 and not pair.server.closed
 
 
+def test_trailers_with_an_empty_path_reset_the_call_and_it_ends_unrun():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    assert _round_trip(pair, _trailers_frame(pair, stream_id, [(b":path", b"")])) == [
+        ("RstStreamFrame", stream_id, "INTERNAL_ERROR")]
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, CallEnded]
+    assert pair.server.calls == 0 and not pair.server.closed
+
+
 def test_small_trailers_after_the_answer_began_end_the_requests_unanswered():
     """Once the call's response headers are out, grpc-java cannot answer a new call on the stream: the
     trailers end the call's requests and its answer goes on."""
@@ -615,7 +624,8 @@ def _without(*names: bytes, extra: tuple = ()) -> list[tuple[bytes, bytes]]:
 
 
 @pytest.mark.parametrize("headers, refusal", [
-    (_without(b":path", extra=((b"connection", b"close"),)), (0, 0, "Connection-specific header field")),
+    (_without(b":path", extra=((b"connection", b"close"),)), (0, 1, "Connection-specific header field")),
+    ([(b":path", b"")], (0, 2, "Empty path")),
     (_without(b":authority", extra=((b"host", b"a"), (b"host", b"b"))), (400, 13, "Multiple host headers")),
     (_without(extra=((b"host", b"a"), (b"host", b"b"))), None),
     ([(b"x-trailer", b"1")], (404, 12, "Expected path but is missing")),
@@ -628,7 +638,7 @@ def _without(*names: bytes, extra: tuple = ()) -> list[tuple[bytes, bytes]]:
     (_without(b":method", extra=((b":method", b"GET"),)), (405, 13, "Method 'GET' is not supported")),
     (_without(b":method"), (405, 13, "Method 'null' is not supported")),
     (_BASE, None),
-], ids=["a connection header", "two hosts", "two hosts beside :authority", "no path", "a relative path", "no content-type",
+], ids=["a connection header", "an empty path", "two hosts", "two hosts beside :authority", "no path", "a relative path", "no content-type",
         "another content-type", "a gRPC content-type in capitals", "a gRPC content-type with a parameter",
         "GET", "no method", "a call's headers"])
 def test_request_headers_are_refused_in_grpc_javas_order(headers, refusal):
