@@ -133,8 +133,8 @@ class _ServerConnection(h2.connection.H2Connection):
       (:func:`refusal_of_request_headers`: an HTTP error, then RST_STREAM CANCEL); the half-close they carry
       is the call's, whose method runs, its answer replaced by another RST_STREAM CANCEL
       (:class:`AnsweredAsANewCall`). Trailers a new call could start with replace the call by that new call,
-      whose requests they end.
-      Trailers after the call's answer has ended the stream end the connection (:class:`TrailersAfterTheAnswer`).
+      whose requests they end. Trailers after the call's answer has ended the stream end the connection
+      (:class:`TrailersAfterTheAnswer`).
     """
 
     def __init__(self, config: h2.config.H2Configuration):
@@ -283,7 +283,8 @@ def refusal_of_request_headers(headers) -> tuple[int, int, str] | None:
         return 415, framing.INTERNAL, f"Content-Type '{content_type.decode('latin-1')}' is not supported"
     method = fields.get(b":method")
     if method != b"POST":
-        return 405, framing.INTERNAL, f"Method '{'null' if method is None else method.decode('latin-1')}' is not supported"
+        shown = "null" if method is None else method.decode("latin-1")
+        return 405, framing.INTERNAL, f"Method '{shown}' is not supported"
     return None
 
 
@@ -295,8 +296,8 @@ def _reset(stream_id: int) -> h2.events.StreamReset:
 
 @dataclass(slots=True)
 class AnsweredAsANewCall:
-    """The transport answered the call's request trailers (:meth:`_ServerConnection._answer_as_a_new_call`):
-    the call's own answer goes out as RST_STREAM CANCEL."""
+    """The transport answered the call's request trailers (an HTTP error or a reset, as grpc-java answers a
+    new call's malformed headers), yet the call runs: its own answer goes out as RST_STREAM CANCEL."""
 
     stream_id: int
 

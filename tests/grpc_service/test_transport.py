@@ -542,7 +542,8 @@ def test_trailers_at_the_limit_are_answered_as_a_new_calls_headers_and_the_calls
 
 def _trailers_frame(pair: Pair, stream_id: int, headers: list[tuple[bytes, bytes]]) -> bytes:
     """Trailers ending ``stream_id`` as they are sent, pseudo-headers and all (``h2`` sends none in trailers)."""
-    return HeadersFrame(stream_id, pair.client.encoder.encode(headers), flags=["END_HEADERS", "END_STREAM"]).serialize()
+    block = pair.client.encoder.encode(headers)
+    return HeadersFrame(stream_id, block, flags=["END_HEADERS", "END_STREAM"]).serialize()
 
 
 def test_a_streamed_answer_to_trailers_read_as_a_new_call_is_one_reset():
@@ -638,7 +639,8 @@ def _without(*names: bytes, extra: tuple = ()) -> list[tuple[bytes, bytes]]:
     (_without(b":method", extra=((b":method", b"GET"),)), (405, 13, "Method 'GET' is not supported")),
     (_without(b":method"), (405, 13, "Method 'null' is not supported")),
     (_BASE, None),
-], ids=["a connection header", "an empty path", "two hosts", "two hosts beside :authority", "no path", "a relative path", "no content-type",
+], ids=["a connection header", "an empty path", "two hosts", "two hosts beside :authority", "no path",
+        "a relative path", "no content-type",
         "another content-type", "a gRPC content-type in capitals", "a gRPC content-type with a parameter",
         "GET", "no method", "a call's headers"])
 def test_request_headers_are_refused_in_grpc_javas_order(headers, refusal):
