@@ -32,6 +32,8 @@ class Answer:
 
     http_status: bytes | None = None
     grpc_status: bytes | None = None
+    #: every response header and trailer, the last value of each name
+    headers: dict[bytes, bytes] = field(default_factory=dict)
     data: bytearray = field(default_factory=bytearray)
     frames: list[str] = field(default_factory=list)
     connection_ended: str | None = None
@@ -144,6 +146,18 @@ class H2Client:
         answer.connection_ended = self.ended
         return answer
 
+    def settle(self, quiet: float = 1.0) -> None:
+        """Read until the server has sent nothing for ``quiet`` seconds (or the connection ended): the frames
+        a server sends on a stream after its end, as late as they come."""
+        self.sock.settimeout(quiet)
+        try:
+            while self.ended is None:
+                self._read()
+        except TimeoutError:
+            pass
+        finally:
+            self.sock.settimeout(10.0)
+
     def _read(self) -> None:
         try:
             data = self.sock.recv(65536)
@@ -164,6 +178,7 @@ class H2Client:
                 self.remote_settings.update({code: change.new_value for code, change in event.changed_settings.items()})
             elif isinstance(event, (h2.events.ResponseReceived, h2.events.TrailersReceived)) and answer:
                 headers = dict(event.headers)
+                answer.headers.update(headers)
                 answer.http_status = headers.get(b":status", answer.http_status)
                 answer.grpc_status = headers.get(b"grpc-status", answer.grpc_status)
             elif isinstance(event, h2.events.DataReceived) and answer:

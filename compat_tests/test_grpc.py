@@ -315,14 +315,12 @@ def test_request_metadata_above_the_limit_is_refused_as_the_proxy_refuses_it(grp
 
 #: how grpc-java, behind the proxy, answers request trailers it reads: as the headers of a new call on the
 #: stream, refused for what they lack (no ``:path``: 404 UNIMPLEMENTED; no ``content-type``: 415 INTERNAL) in
-#: a HEADERS and a DATA ending the stream; the call they belong to is then cancelled
-READ_AS_A_NEW_CALL = ["HEADERS", "DATA END_STREAM", "RST_STREAM CANCEL"]
+#: a HEADERS and a DATA ending the stream, then RST_STREAM CANCEL; the half-close the trailers carry is the
+#: call's, whose method runs, its answer a second CANCEL
+READ_AS_A_NEW_CALL = ["HEADERS", "DATA END_STREAM", "RST_STREAM CANCEL", "RST_STREAM CANCEL"]
 #: the frames of a call whose request trailers are above the limit: the 431, then the reset, though the
 #: trailers ended the stream
 REFUSED_TRAILERS = ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR"]
-#: FerryMQ reads request trailers within the limit as the end of the call's requests and serves the call
-SERVES_TRAILED_CALLS = ("FerryMQ serves a call whose request trailers are within the limit; grpc-java answers "
-                        "them as a new call's malformed headers (404 or 415) and cancels the call")
 #: each case's request trailers (a header block after the call's message, ending its stream): (their size as
 #: HTTP/2 counts it, the padding's alphabet, how the call ends as in OVERSIZED_METADATA)
 OVERSIZED_TRAILERS = {
@@ -342,16 +340,13 @@ def _beside_and_after_are_served(client, beside: int, headers: list, message: by
 
 
 @pytest.mark.parametrize("case", OVERSIZED_TRAILERS)
-def test_request_trailers_above_the_limit_are_refused_as_the_proxy_refuses_them(request, grpc_server, normal_topic,
-                                                                                case):
+def test_request_trailers_above_the_limit_are_refused_as_the_proxy_refuses_them(grpc_server, normal_topic, case):
     """Request trailers (a header block after the call's message, ending its stream) count against the header
     list limit as request headers do: above it the call is answered HTTP 431 and reset; a block too long to
     decode ends the connection. Calls beside and after are served."""
     from .h2_client import H2Client
 
     size, alphabet, expected = OVERSIZED_TRAILERS[case]
-    if grpc_server.kind == "ferrymq" and expected[2] == READ_AS_A_NEW_CALL:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SERVES_TRAILED_CALLS))
     normal_headers, message = _route_call(grpc_server, normal_topic, 1024, "mixed")
     with H2Client(grpc_server.grpc_endpoint) as client:
         beside = client.start(normal_headers)
@@ -359,21 +354,31 @@ def test_request_trailers_above_the_limit_are_refused_as_the_proxy_refuses_them(
         client.send(call, message, end_stream=False)
         client.send_trailers(call, [_pad(size, alphabet)])
         answer = client.answer(call)
+        if "RST_STREAM CANCEL" in expected[2]:
+            client.settle()  # for the call's own answer
         assert (answer.http_status, answer.grpc_status, answer.frames, answer.connection_ended) == expected
         if answer.connection_ended is None:
             _beside_and_after_are_served(client, beside, normal_headers, message)
 
 
-#: request trailers of other shapes: (the trailers, whether they end the stream, whether the service answered
-#: the call before them (an unknown method: answered UNIMPLEMENTED at once), how the call ends as above: its
-#: frames after the answer it had before the trailers)
+#: request trailers of other shapes: (the trailers (None: the call's own headers again), whether they end the
+#: stream, whether the service answered the call before them (an unknown method: answered UNIMPLEMENTED at
+#: once), how the call ends as above: its frames after the answer it had before the trailers)
 ODD_TRAILERS = {
     "small, a pseudo-header in them": ([(b":path", b"/apache.rocketmq.v2.MessagingService/QueryRoute")], True, False,
                                        (b"415", b"13", READ_AS_A_NEW_CALL, None)),
+    "a whole call's headers": (None, True, False, (b"200", b"13", ["HEADERS END_STREAM"], None)),
+    "small, a connection header": ([(b"connection", b"close")], True, False,
+                                   (None, None, ["RST_STREAM PROTOCOL_ERROR", "RST_STREAM CANCEL", "RST_STREAM CANCEL"],
+                                    None)),
+    "small, an empty path": ([(b":path", b"")], True, False, (None, None, ["RST_STREAM INTERNAL_ERROR"], None)),
+    "small, two hosts": ([(b"host", b"a"), (b"host", b"b")], True, False, (b"400", b"13", READ_AS_A_NEW_CALL, None)),
     "small, without END_STREAM": ([(b"x-compat-trailer", b"1")], False, False,
                                   (None, None, ["RST_STREAM PROTOCOL_ERROR", "RST_STREAM STREAM_CLOSED"], None)),
     "above the limit, without END_STREAM": ([_pad(MAX_HEADER_LIST_SIZE + 1, "mixed")], False, False,
                                             (b"431", None, [*REFUSED_TRAILERS, "RST_STREAM STREAM_CLOSED"], None)),
+    "small, the call answered": ([(b"x-compat-trailer", b"1")], True, True,
+                                 (b"200", b"12", ["HEADERS END_STREAM"], "INTERNAL_ERROR")),
     "above the limit, the call answered": ([_pad(MAX_HEADER_LIST_SIZE + 1, "mixed")], True, True,
                                            (b"200", b"12", ["HEADERS END_STREAM", "RST_STREAM PROTOCOL_ERROR"],
                                             None)),
@@ -381,16 +386,17 @@ ODD_TRAILERS = {
 
 
 @pytest.mark.parametrize("case", ODD_TRAILERS)
-def test_odd_request_trailers_get_the_proxys_answer(request, grpc_server, normal_topic, case):
+def test_odd_request_trailers_get_the_proxys_answer(grpc_server, normal_topic, case):
     """Trailers that do not end the stream reset the call alone (RST_STREAM PROTOCOL_ERROR, after the 431 when
     they are above the limit; the client's END_STREAM after them is answered STREAM_CLOSED); trailers above the limit after the call's answer get the
-    reset alone, the 431 being too late; small trailers carrying a pseudo-header are read by the proxy as a new
-    call's headers, as any trailers within the limit are. Calls beside and after are served."""
+    reset alone, the 431 being too late; small trailers carrying a pseudo-header are read as a new call's
+    headers, as any trailers within the limit are (a whole call's headers start that call, which takes the
+    half-close; a connection-specific header resets the stream, an empty path too, ending the call unrun);
+    small trailers after the call's answer ended the stream end
+    the connection (GOAWAY INTERNAL_ERROR). Calls beside and after are served while the connection lasts."""
     from .h2_client import H2Client
 
     trailers, end_stream, answered, expected = ODD_TRAILERS[case]
-    if grpc_server.kind == "ferrymq" and expected[2] == READ_AS_A_NEW_CALL:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SERVES_TRAILED_CALLS))
     normal_headers, message = _route_call(grpc_server, normal_topic, 1024, "mixed")
     with H2Client(grpc_server.grpc_endpoint) as client:
         beside = client.start(normal_headers)
@@ -401,13 +407,43 @@ def test_odd_request_trailers_get_the_proxys_answer(request, grpc_server, normal
         else:
             call = client.start(normal_headers)
             client.send(call, message, end_stream=False)
-        client.send_trailers(call, trailers, end_stream=end_stream)
+        client.send_trailers(call, normal_headers if trailers is None else trailers, end_stream=end_stream)
         if not end_stream:
             client.conn.send_data(call, b"", end_stream=True)
             client.flush()
         answer = client.answer(call)
+        if "RST_STREAM CANCEL" in expected[2]:
+            client.settle()  # for the call's own answer
         assert (answer.http_status, answer.grpc_status, answer.frames, answer.connection_ended) == expected
-        _beside_and_after_are_served(client, beside, normal_headers, message)
+        if answer.connection_ended is None:
+            _beside_and_after_are_served(client, beside, normal_headers, message)
+
+
+def test_a_send_whose_trailers_end_its_stream_is_answered_as_a_new_call_yet_stores_its_message(grpc_server):
+    """A SendMessage call whose message is followed by small request trailers ending the stream: the trailers
+    are read as a new call's headers (no ``:path``: 404 UNIMPLEMENTED, its reason as text), yet the half-close
+    they carry is the send's: the message is stored, the send's answer a RST_STREAM CANCEL."""
+    from .h2_client import H2Client
+
+    topic = grpc_server.create_topic("NORMAL")
+    headers, _ = _route_call(grpc_server, topic, 1024, "mixed")
+    headers = [(name, value.replace(b"/QueryRoute", b"/SendMessage")) for name, value in headers]
+    message = service.SendMessageRequest(messages=[_message(topic)]).SerializeToString()
+    with H2Client(grpc_server.grpc_endpoint) as client:
+        call = client.start(headers)
+        client.send(call, message, end_stream=False)
+        client.send_trailers(call, [(b"x-compat-trailer", b"1")])
+        answer = client.answer(call)
+        client.settle()
+        assert (answer.http_status, answer.grpc_status, answer.frames) == (b"404", b"12", READ_AS_A_NEW_CALL)
+        assert answer.headers[b"content-type"] == b"text/plain; charset=utf-8"
+        assert answer.headers[b"grpc-message"] == b"Expected path but is missing"
+        assert bytes(answer.data) == b"Expected path but is missing"
+        sent = client.answer(client.call(headers, message))
+        assert service.SendMessageResponse.FromString(sent.message()).status.code == pb.OK
+    with BlockingMQAdmin(grpc_server.namesrv_addr) as admin:
+        stored = sum(offsets.max_offset for offsets in admin.topic_stats(topic).offset_table.values())
+    assert stored == 2  # the trailed send's message and the next
 
 
 def test_grpcio_sending_oversized_metadata_gets_the_proxys_status(grpc_server, normal_topic):

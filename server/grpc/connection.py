@@ -55,6 +55,8 @@ _CONFIG = h2.config.H2Configuration(client_side=False, header_encoding=None, val
 _RESPONSE_HEADERS = ((b":status", b"200"), (b"content-type", b"application/grpc"))
 _OK_TRAILERS = ((b"grpc-status", b"0"),)
 _HEADERS_TOO_LARGE = ((b":status", b"431"),)
+#: the content-type of an HTTP error answer: its reason as text
+_TEXT = b"text/plain; charset=utf-8"
 #: the states of a stream that may still receive the client's frames
 _RECEIVING = (StreamState.OPEN, StreamState.HALF_CLOSED_LOCAL)
 
@@ -105,6 +107,13 @@ def header_list_size(headers) -> int:
     return sum(len(name) + len(value) + 32 for name, value in headers)
 
 
+class TrailersAfterTheAnswer(h2.exceptions.ProtocolError):
+    """Request trailers on a stream whose answer has ended it on the server's side: grpc-java, reading them
+    as a new call it can no longer answer, ends the connection (GOAWAY INTERNAL_ERROR)."""
+
+    error_code = h2.errors.ErrorCodes.INTERNAL_ERROR
+
+
 class _ServerConnection(h2.connection.H2Connection):
     """``h2``'s connection, but
 
@@ -119,6 +128,13 @@ class _ServerConnection(h2.connection.H2Connection):
       headers are out; the reset goes out even when the stream has ended.
     - for trailers without END_STREAM: ``h2`` ends the connection; Netty resets the call alone (RST_STREAM
       PROTOCOL_ERROR, after a 431 for trailers above the limit), and so does this.
+    - for trailers within the limit before the call's response headers: grpc-java reads them as the headers
+      of a new call on the stream, and answers them as it answers malformed request headers
+      (:func:`refusal_of_request_headers`: an HTTP error, then RST_STREAM CANCEL); the half-close they carry
+      is the call's, whose method runs, its answer replaced by another RST_STREAM CANCEL
+      (:class:`AnsweredAsANewCall`). Trailers a new call could start with replace the call by that new call,
+      whose requests they end. Trailers after the call's answer has ended the stream end the connection
+      (:class:`TrailersAfterTheAnswer`).
     """
 
     def __init__(self, config: h2.config.H2Configuration):
@@ -148,6 +164,8 @@ class _ServerConnection(h2.connection.H2Connection):
             if kind is h2.events.TrailersReceived:
                 if header_list_size(event.headers) > MAX_HEADER_LIST_SIZE:
                     events = self._refuse_trailers(frame.stream_id, events)
+                else:
+                    self._answer_trailers(frame.stream_id, event.headers, events)
                 break
         return frames, events
 
@@ -184,6 +202,50 @@ class _ServerConnection(h2.connection.H2Connection):
             self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
         return [event for event in events if getattr(event, "stream_id", None) != stream_id] + [_reset(stream_id)]
 
+    def _answer_trailers(self, stream_id: int, headers, events: list) -> None:
+        """Answer request trailers within the limit that ended the stream as grpc-java answers them: read as a
+        new call's headers, refused (:meth:`_answer_as_a_new_call`) unless a call could start with them; once
+        the call's answer has ended the stream on this side, an error of the whole connection."""
+        state_machine = self.streams[stream_id].state_machine
+        if not state_machine.headers_sent:
+            refusal = refusal_of_request_headers(headers)
+            if refusal is None:  # the new call replaces the call on the stream, and takes its half-close
+                events[:] = [_reset(stream_id), h2.events.RequestReceived(stream_id=stream_id, headers=headers),
+                             *(event for event in events if type(event) is h2.events.StreamEnded)]
+            elif refusal[0] == 0 and refusal[1] == h2.errors.ErrorCodes.INTERNAL_ERROR:
+                self.reset_stream(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)  # the call ends unrun
+                events[:] = [_reset(stream_id)]
+            elif refusal[0] == 0:
+                self.reset_stream(stream_id, refusal[1])
+                self.cancel_closed(stream_id)
+                events.append(AnsweredAsANewCall(stream_id))
+            else:
+                events.append(self._answer_as_a_new_call(stream_id, *refusal))
+        elif state_machine.state is StreamState.CLOSED:
+            raise TrailersAfterTheAnswer(f"Request trailers on stream {stream_id} after its answer ended")
+
+    def _answer_as_a_new_call(self, stream_id: int, http_status: int, code: int, details: str) -> AnsweredAsANewCall:
+        """Answer trailers read as a new call's malformed headers as grpc-java answers them: the HTTP error
+        with ``grpc-status`` and ``grpc-message`` in HEADERS, ``details`` as text in a DATA ending the stream,
+        then RST_STREAM CANCEL."""
+        self.send_headers(stream_id, ((b":status", b"%d" % http_status), (b"content-type", _TEXT),
+                                      (b"grpc-status", b"%d" % code),
+                                      (b"grpc-message", framing.encode_message(details))))
+        body = details.encode("utf-8")
+        if self.local_flow_control_window(stream_id) < len(body):  # Netty would hold it back for the window
+            body = b""
+        self.send_data(stream_id, body, end_stream=True)
+        self.cancel_closed(stream_id)
+        return AnsweredAsANewCall(stream_id)
+
+    def cancel_closed(self, stream_id: int) -> None:
+        """RST_STREAM CANCEL on ``stream_id``, though the stream has ended (``h2`` sends none on a closed
+        stream); the client's frames after it are ignored."""
+        self._prepare_for_sending([RstStreamFrame(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)])
+        stream = self.streams.get(stream_id)
+        if stream is not None:
+            stream.state_machine.stream_closed_by = StreamClosedBy.SEND_RST_STREAM
+
     def _receive_goaway_frame(self, frame: GoAwayFrame) -> tuple[list, list]:
         if frame.error_code != h2.errors.ErrorCodes.NO_ERROR:
             return super()._receive_goaway_frame(frame)
@@ -194,10 +256,50 @@ class _ServerConnection(h2.connection.H2Connection):
         return [], [event]
 
 
+def refusal_of_request_headers(headers) -> tuple[int, int, str] | None:
+    """How grpc-java refuses request ``headers`` it cannot start a call with, checked in its order: (the HTTP
+    status, the gRPC status code, the reason), or (0, an HTTP/2 error code, the reason) for a stream it resets
+    unanswered: PROTOCOL_ERROR as it resets a malformed call, the call they follow going on to its half-close;
+    INTERNAL_ERROR for the exception its checks throw, which ends that call too. None when a call could start
+    with them."""
+    if any(name == b"connection" for name, _ in headers):  # connection-specific: malformed (RFC 9113, 8.2.2)
+        return 0, h2.errors.ErrorCodes.PROTOCOL_ERROR, "Connection-specific header field"
+    hosts = [value for name, value in headers if name == b"host"]
+    if len(hosts) > 1 and not any(name == b":authority" for name, _ in headers):
+        return 400, framing.INTERNAL, "Multiple host headers"
+    fields = dict(headers)
+    path = fields.get(b":path")
+    if path is None:
+        return 404, framing.UNIMPLEMENTED, "Expected path but is missing"
+    if not path:  # grpc-java reads its first character, and throws
+        return 0, h2.errors.ErrorCodes.INTERNAL_ERROR, "Empty path"
+    if path[:1] != b"/":
+        return 404, framing.UNIMPLEMENTED, f"Expected path to start with /: {path.decode('latin-1')}"
+    content_type = fields.get(b"content-type")
+    if content_type is None:
+        return 415, framing.INTERNAL, "Content-Type is missing from the request"
+    grpc_type = content_type.lower()
+    if grpc_type[:16] != b"application/grpc" or grpc_type[16:17] not in (b"", b"+", b";"):
+        return 415, framing.INTERNAL, f"Content-Type '{content_type.decode('latin-1')}' is not supported"
+    method = fields.get(b":method")
+    if method != b"POST":
+        shown = "null" if method is None else method.decode("latin-1")
+        return 405, framing.INTERNAL, f"Method '{shown}' is not supported"
+    return None
+
+
 def _reset(stream_id: int) -> h2.events.StreamReset:
     """The event of a call this end reset (PROTOCOL_ERROR): its call ends."""
     return h2.events.StreamReset(stream_id=stream_id, error_code=h2.errors.ErrorCodes.PROTOCOL_ERROR,
                                  remote_reset=False)
+
+
+@dataclass(slots=True)
+class AnsweredAsANewCall:
+    """The transport answered the call's request trailers (an HTTP error or a reset, as grpc-java answers a
+    new call's malformed headers), yet the call runs: its own answer goes out as RST_STREAM CANCEL."""
+
+    stream_id: int
 
 
 @dataclass(slots=True)
@@ -243,6 +345,8 @@ class _Stream:
     outbound: bytearray = field(default_factory=bytearray)
     #: the trailers to send once ``outbound`` is out
     trailers: list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...] | None = None
+    #: whether the transport answered the call (:class:`AnsweredAsANewCall`): its own answer is a RST_STREAM
+    cancelled: bool = False
 
 
 class GrpcConnection:
@@ -315,6 +419,10 @@ class GrpcConnection:
             elif kind is h2.events.ConnectionTerminated and event.error_code != h2.errors.ErrorCodes.NO_ERROR:
                 self.closed = True
                 events += self._end_all()
+            elif kind is AnsweredAsANewCall:
+                stream = self._streams.get(event.stream_id)
+                if stream is not None:
+                    stream.answered = stream.cancelled = True  # its response headers are the transport's
         return events
 
     def _fail(self, exc: Exception) -> list:
@@ -431,6 +539,8 @@ class GrpcConnection:
                 h2conn.send_headers(stream_id, stream.trailers, end_stream=True)
         except h2.exceptions.StreamClosedError:
             self._streams.pop(stream_id, None)
+            if stream.cancelled:
+                h2conn.cancel_closed(stream_id)
 
     def cancel(self, stream_id: int) -> None:
         """End the call without a status (RST_STREAM CANCEL): its answer is abandoned."""

@@ -37,6 +37,7 @@ from ferrymq.server.grpc.connection import (  # noqa: E402
     MessageReceived,
     RequestsEnded,
     header_list_size,
+    refusal_of_request_headers,
     state_free_block,
 )
 from ferrymq.server.grpc.dispatch import Call, Context, Dispatcher  # noqa: E402
@@ -513,12 +514,137 @@ def _open_call(pair: Pair) -> int:
     return stream_id
 
 
-def test_trailers_at_the_limit_are_read_and_the_call_goes_on():
+def test_trailers_at_the_limit_are_answered_as_a_new_calls_headers_and_the_calls_answer_is_a_reset():
+    """grpc-java reads request trailers as the headers of a new call on the stream: without ``:path`` they
+    get 404 UNIMPLEMENTED (HEADERS, the reason as text in a DATA ending the stream) and RST_STREAM CANCEL.
+    The half-close they carry is the call's, whose method runs; its answer goes out as another CANCEL."""
     pair = Pair()
     stream_id = _open_call(pair)
     pair.client.send_headers(stream_id, _trailers(MAX_HEADER_LIST_SIZE), end_stream=True)
-    assert _round_trip(pair) == []
+    assert _round_trip(pair) == [("HeadersFrame", stream_id, ""), ("DataFrame", stream_id, "END_STREAM"),
+                                 ("RstStreamFrame", stream_id, "CANCEL")]
     assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, RequestsEnded]
+    response = next(e for e in pair.answers if isinstance(e, h2.events.ResponseReceived))
+    assert dict(response.headers) == {b":status": b"404", b"content-type": b"text/plain; charset=utf-8",
+                                      b"grpc-status": b"12", b"grpc-message": b"Expected path but is missing"}
+    assert b"".join(e.data for e in pair.answers if isinstance(e, h2.events.DataReceived)) \
+        == b"Expected path but is missing"
+    pair.server.finish(stream_id, framing.OK)
+    assert _round_trip(pair) == [("RstStreamFrame", stream_id, "CANCEL")]
+    assert pair.server.calls == 0 and not pair.server.closed
+    served = _open_call(pair)
+    pair.client.end_stream(served)
+    _round_trip(pair)
+    pair.server.finish(served, framing.OK)
+    pair.exchange()
+    assert pair.trailers(served)[b"grpc-status"] == b"0"
+
+
+def _trailers_frame(pair: Pair, stream_id: int, headers: list[tuple[bytes, bytes]]) -> bytes:
+    """Trailers ending ``stream_id`` as they are sent, pseudo-headers and all (``h2`` sends none in trailers)."""
+    block = pair.client.encoder.encode(headers)
+    return HeadersFrame(stream_id, block, flags=["END_HEADERS", "END_STREAM"]).serialize()
+
+
+def test_a_streamed_answer_to_trailers_read_as_a_new_call_is_one_reset():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    sent = _trailers_frame(pair, stream_id, [(b":path", PATH.encode())])
+    assert [frame for frame, *_ in _round_trip(pair, sent)] == ["HeadersFrame", "DataFrame", "RstStreamFrame"]
+    pair.server.send_message(stream_id, b"first")
+    pair.server.finish(stream_id, framing.OK)
+    assert _round_trip(pair) == [("RstStreamFrame", stream_id, "CANCEL")]
+    assert pair.server.calls == 0
+
+
+def test_trailers_a_call_could_start_with_replace_the_call_by_a_new_one_they_end():
+    """grpc-java starts a new call on the stream with them, which takes the half-close: the call they follow
+    ends unanswered, the new one has no request message."""
+    pair = Pair()
+    stream_id = _open_call(pair)
+    assert _round_trip(pair, _trailers_frame(pair, stream_id, _padded(256))) == []
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, CallEnded, CallStarted, RequestsEnded]
+    assert {e.stream_id for e in pair.events} == {stream_id}
+    pair.server.finish(stream_id, framing.INTERNAL, "Half-closed without a request")
+    pair.exchange()
+    assert pair.trailers(stream_id)[b"grpc-status"] == b"13"
+
+
+def test_trailers_with_a_connection_header_reset_the_call_and_its_answer_is_a_cancel():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    sent = _trailers_frame(pair, stream_id, [(b"connection", b"close"), (b":path", PATH.encode())])
+    assert _round_trip(pair, sent) == [("RstStreamFrame", stream_id, "PROTOCOL_ERROR"),
+                                       ("RstStreamFrame", stream_id, "CANCEL")]
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, RequestsEnded]
+    pair.server.finish(stream_id, framing.OK)
+    assert _round_trip(pair) == [("RstStreamFrame", stream_id, "CANCEL")]
+    assert pair.server.calls == 0 and not pair.server.closed
+
+
+def test_trailers_with_an_empty_path_reset_the_call_and_it_ends_unrun():
+    pair = Pair()
+    stream_id = _open_call(pair)
+    assert _round_trip(pair, _trailers_frame(pair, stream_id, [(b":path", b"")])) == [
+        ("RstStreamFrame", stream_id, "INTERNAL_ERROR")]
+    assert [type(e) for e in pair.events] == [CallStarted, MessageReceived, CallEnded]
+    assert pair.server.calls == 0 and not pair.server.closed
+
+
+def test_small_trailers_after_the_answer_began_end_the_requests_unanswered():
+    """Once the call's response headers are out, grpc-java cannot answer a new call on the stream: the
+    trailers end the call's requests and its answer goes on."""
+    pair = Pair()
+    stream_id = _open_call(pair)
+    pair.server.send_message(stream_id, b"first")
+    pair.exchange()
+    pair.client.send_headers(stream_id, _trailers(64), end_stream=True)
+    assert _round_trip(pair) == []
+    assert pair.events[-1] == RequestsEnded(stream_id)
+
+
+def test_small_trailers_after_the_answer_ended_the_stream_end_the_connection():
+    """As grpc-java behind Apache's proxy ends it: GOAWAY INTERNAL_ERROR, the calls open beside ending."""
+    pair = Pair()
+    beside = _open_call(pair)
+    stream_id = _open_call(pair)
+    pair.server.finish(stream_id, framing.UNIMPLEMENTED, "no such method")
+    pair.exchange()
+    pair.client.send_headers(stream_id, _trailers(64), end_stream=True)
+    assert _round_trip(pair) == [("GoAwayFrame", 0, "INTERNAL_ERROR")]
+    assert pair.server.closed and CallEnded(beside) in pair.events
+    assert "after its answer ended" in pair.server.error
+
+
+_BASE = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", b"/a.B/C"), (b":authority", b"test"),
+         (b"content-type", b"application/grpc")]
+
+
+def _without(*names: bytes, extra: tuple = ()) -> list[tuple[bytes, bytes]]:
+    return [(name, value) for name, value in _BASE if name not in names] + list(extra)
+
+
+@pytest.mark.parametrize("headers, refusal", [
+    (_without(b":path", extra=((b"connection", b"close"),)), (0, 1, "Connection-specific header field")),
+    ([(b":path", b"")], (0, 2, "Empty path")),
+    (_without(b":authority", extra=((b"host", b"a"), (b"host", b"b"))), (400, 13, "Multiple host headers")),
+    (_without(extra=((b"host", b"a"), (b"host", b"b"))), None),
+    ([(b"x-trailer", b"1")], (404, 12, "Expected path but is missing")),
+    ([(b"content-type", b"text/plain"), (b":path", b"a.B/C")], (404, 12, "Expected path to start with /: a.B/C")),
+    ([(b":path", b"/a.B/C")], (415, 13, "Content-Type is missing from the request")),
+    (_without(b"content-type", extra=((b"content-type", b"application/grpcx"),)),
+     (415, 13, "Content-Type 'application/grpcx' is not supported")),
+    (_without(b"content-type", extra=((b"content-type", b"Application/GRPC+proto"),)), None),
+    (_without(b"content-type", extra=((b"content-type", b"application/grpc; charset=utf-8"),)), None),
+    (_without(b":method", extra=((b":method", b"GET"),)), (405, 13, "Method 'GET' is not supported")),
+    (_without(b":method"), (405, 13, "Method 'null' is not supported")),
+    (_BASE, None),
+], ids=["a connection header", "an empty path", "two hosts", "two hosts beside :authority", "no path",
+        "a relative path", "no content-type",
+        "another content-type", "a gRPC content-type in capitals", "a gRPC content-type with a parameter",
+        "GET", "no method", "a call's headers"])
+def test_request_headers_are_refused_in_grpc_javas_order(headers, refusal):
+    assert refusal_of_request_headers(headers) == refusal
 
 
 def test_trailers_over_the_limit_are_answered_431_and_reset_and_the_next_call_is_served():
