@@ -339,6 +339,17 @@ def _beside_and_after_are_served(client, beside: int, headers: list, message: by
         assert service.QueryRouteResponse.FromString(answer.message()).status.code == pb.OK
 
 
+def _ends_as(client, call: int, expected: tuple, beside: int, headers: list, message: bytes) -> None:
+    """The call whose trailers were sent ends as ``expected`` (as in OVERSIZED_METADATA); the call beside it
+    and a new one are served while the connection lasts."""
+    answer = client.answer(call)
+    if "RST_STREAM CANCEL" in expected[2]:
+        client.settle()  # for the call's own answer
+    assert (answer.http_status, answer.grpc_status, answer.frames, answer.connection_ended) == expected
+    if answer.connection_ended is None:
+        _beside_and_after_are_served(client, beside, headers, message)
+
+
 @pytest.mark.parametrize("case", OVERSIZED_TRAILERS)
 def test_request_trailers_above_the_limit_are_refused_as_the_proxy_refuses_them(grpc_server, normal_topic, case):
     """Request trailers (a header block after the call's message, ending its stream) count against the header
@@ -353,12 +364,7 @@ def test_request_trailers_above_the_limit_are_refused_as_the_proxy_refuses_them(
         call = client.start(normal_headers)
         client.send(call, message, end_stream=False)
         client.send_trailers(call, [_pad(size, alphabet)])
-        answer = client.answer(call)
-        if "RST_STREAM CANCEL" in expected[2]:
-            client.settle()  # for the call's own answer
-        assert (answer.http_status, answer.grpc_status, answer.frames, answer.connection_ended) == expected
-        if answer.connection_ended is None:
-            _beside_and_after_are_served(client, beside, normal_headers, message)
+        _ends_as(client, call, expected, beside, normal_headers, message)
 
 
 #: request trailers of other shapes: (the trailers (None: the call's own headers again), whether they end the
@@ -411,12 +417,7 @@ def test_odd_request_trailers_get_the_proxys_answer(grpc_server, normal_topic, c
         if not end_stream:
             client.conn.send_data(call, b"", end_stream=True)
             client.flush()
-        answer = client.answer(call)
-        if "RST_STREAM CANCEL" in expected[2]:
-            client.settle()  # for the call's own answer
-        assert (answer.http_status, answer.grpc_status, answer.frames, answer.connection_ended) == expected
-        if answer.connection_ended is None:
-            _beside_and_after_are_served(client, beside, normal_headers, message)
+        _ends_as(client, call, expected, beside, normal_headers, message)
 
 
 def test_a_send_whose_trailers_end_its_stream_is_answered_as_a_new_call_yet_stores_its_message(grpc_server):
