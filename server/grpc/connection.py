@@ -195,9 +195,7 @@ class _ServerConnection(h2.connection.H2Connection):
         if not stream.state_machine.headers_sent:
             self.send_headers(stream_id, _HEADERS_TOO_LARGE, end_stream=True)
         if stream.closed:
-            reset = RstStreamFrame(stream_id, error_code=h2.errors.ErrorCodes.PROTOCOL_ERROR)
-            self._prepare_for_sending([reset])
-            stream.state_machine.stream_closed_by = StreamClosedBy.SEND_RST_STREAM
+            self.reset_closed(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
         else:
             self.reset_stream(stream_id, h2.errors.ErrorCodes.PROTOCOL_ERROR)
         return [event for event in events if getattr(event, "stream_id", None) != stream_id] + [_reset(stream_id)]
@@ -239,9 +237,13 @@ class _ServerConnection(h2.connection.H2Connection):
         return AnsweredAsANewCall(stream_id)
 
     def cancel_closed(self, stream_id: int) -> None:
-        """RST_STREAM CANCEL on ``stream_id``, though the stream has ended (``h2`` sends none on a closed
+        """RST_STREAM CANCEL on ``stream_id``, though the stream has ended (:meth:`reset_closed`)."""
+        self.reset_closed(stream_id, h2.errors.ErrorCodes.CANCEL)
+
+    def reset_closed(self, stream_id: int, code: h2.errors.ErrorCodes) -> None:
+        """RST_STREAM ``code`` on ``stream_id``, though the stream has ended (``h2`` sends none on a closed
         stream); the client's frames after it are ignored."""
-        self._prepare_for_sending([RstStreamFrame(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)])
+        self._prepare_for_sending([RstStreamFrame(stream_id, error_code=code)])
         stream = self.streams.get(stream_id)
         if stream is not None:
             stream.state_machine.stream_closed_by = StreamClosedBy.SEND_RST_STREAM
