@@ -40,6 +40,8 @@ END_FILE_MIN_BLANK_LENGTH = 8
 _HEAD = struct.Struct(">iI")
 _Q = struct.Struct(">q")
 _I32 = struct.Struct(">i")
+#: an :attr:`CommitLog.ahead_due` no commit reaches
+_NEVER = 1 << 62
 
 
 class ScanStop(NamedTuple):
@@ -58,6 +60,11 @@ class CommitLog:
         self.tail: MappedFile | None = None
         #: how long the flushes that wrote something took (seconds): what /metrics shows as flush latency
         self.flush_times = Histogram()
+        #: called (by the writer) once a commit ends at or past :attr:`ahead_due`, a commit-log offset: the
+        #: store's work ahead of the writer (:meth:`MessageStore._prefault_task`) runs when there is some,
+        #: which sets the next offset; until then it is not called again
+        self.on_ahead: Callable[[], None] | None = None
+        self.ahead_due = 0
 
     # --- positions ---
     @property
@@ -116,7 +123,11 @@ class CommitLog:
         mf.write_at(pos, data)  # not through the mapping: see MappedFile.write_at
         mf.wrote = end = pos + len(data)
         mf.last_write_ms = now_ms
-        return mf.start + end
+        end += mf.start
+        if end >= self.ahead_due and self.on_ahead is not None:
+            self.ahead_due = _NEVER
+            self.on_ahead()
+        return end
 
     # --- reading ---
     def read(self, phys: int, size: int) -> memoryview | None:
@@ -203,6 +214,7 @@ class CommitLog:
             offset += n
             view = view[n:]
         self.tail = None
+        self.ahead_due = 0
 
     def roll_next_file(self, phys: int) -> int:
         return phys + self.segment_size - phys % self.segment_size
@@ -262,6 +274,7 @@ class CommitLog:
         ``clean``: the log was closed cleanly at ``offset``, so nothing past it needs zeroing.
         """
         self.tail = None
+        self.ahead_due = 0
         files = self.queue.files
         for mf in files:
             if mf.end <= offset:

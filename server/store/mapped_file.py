@@ -164,6 +164,19 @@ def _unwritten(fd: int, start: int, end: int) -> list[tuple[int, int]]:
     return out
 
 
+def _next_hole(fd: int, start: int, size: int) -> int:
+    """Where the first hole (:func:`_unwritten`) at or after ``start`` begins; ``size`` if none or when
+    ``SEEK_HOLE`` is not supported (nothing can be known to be written then)."""
+    try:
+        return min(os.lseek(fd, start, os.SEEK_HOLE), size)
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP):
+            return start
+        if exc.errno == errno.ENXIO:  # start at or past the end of the file
+            return size
+        raise
+
+
 def _dirty_in_place(fd: int, start: int, end: int) -> bool:
     """Mark the pages of ``[start, end)`` (page-aligned) dirty without changing a byte, then write them out.
 
@@ -330,6 +343,22 @@ class MappedFile:
             end = min(-(-min(upto, wrote + PREPARE_AHEAD) // PAGE) * PAGE, self.size)
             if end <= start or (end - start < PREPARE_STEP and end < self.size):
                 return  # whole steps only: each costs a journal commit
+            if not self.populated:
+                # a segment resumed after a restart: what lies between the writer and the first hole was
+                # written already, and is passed over in one look (asking again from every step would
+                # scan it each time, holding the file's lock the writer's pwrite needs)
+                try:
+                    hole = _next_hole(self.fd, start, self.size)
+                except OSError as exc:
+                    log.warning("looking for unwritten blocks in %s failed: %s", self.path, exc)
+                    return
+                if hole >= self.size:
+                    self.populated = self.size
+                    return
+                start = max(start, hole - hole % PAGE)
+                if end <= start:
+                    self.populated = start
+                    return
             pos = start
             try:
                 while pos < end:
@@ -355,6 +384,13 @@ class MappedFile:
                 _madvise = None
             return
         self.populated = upto
+
+    def populate_due(self) -> int:
+        """The write position from which :meth:`populate` has a whole step to do again (:attr:`size`: never,
+        the segment being prepared to its end): the commit log wakes its caller there rather than on a timer."""
+        if self.populated >= self.size or self.deleted or not self.addr or _madvise is None:
+            return self.size
+        return max(0, min(self.populated + PREPARE_STEP - PREPARE_AHEAD, self.size - PREPARE_AHEAD))
 
     def zero_from(self, pos: int) -> None:
         """Make ``[pos, size)`` read as zeros, so stale bytes (a torn record) can never pass for records.

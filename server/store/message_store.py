@@ -47,9 +47,9 @@ from .dispatch import SCHEDULE_TOPIC, ArrivingListener, Dispatcher
 from .dispatch import TX_PREPARED as _TX_PREPARED
 from .dispatch import TX_ROLLBACK as _TX_ROLLBACK
 from .message_filter import MessageFilter
-from .flush import GroupCommitService, PeriodicService
+from .flush import DemandService, GroupCommitService, PeriodicService
 from .index import IndexService, key_items
-from .mapped_file import AllocationError, segment_name
+from .mapped_file import PREPARE_STEP, AllocationError, segment_name
 from .retention import CleanService, disk_usage_ratio
 from .status import GetMessageResult, GetMessageStatus, PutMessageResult, PutMessageStatus, QueryMessageResult
 
@@ -101,7 +101,7 @@ class MessageStore:
         self.disk_usage = disk_usage or disk_usage_ratio
         self._group_commit: GroupCommitService | None = None
         self._periodic: PeriodicService | None = None
-        self._prefault: PeriodicService | None = None
+        self._prefault: DemandService | None = None
         self._lock_fd = -1
         self._memory_limit = total_memory() * config.accessMessageInMemoryMaxRatio // 100
         self.cleaner = CleanService(self)
@@ -177,10 +177,10 @@ class MessageStore:
         p.start()
         self._periodic = p
         if cfg.warmMapedFileEnable:
-            pf = PeriodicService("store-prefault")
-            pf.add(10, self._prefault_task)
+            pf = DemandService(self._prefault_task, "store-prefault")
             pf.start()
             self._prefault = pf
+            self.commitlog.on_ahead = pf.wake
         self.running = True
 
     def shutdown(self) -> None:
@@ -918,12 +918,24 @@ class MessageStore:
     PREFAULT_AHEAD = 32 << 20
 
     def _prefault_task(self) -> None:
-        """Write pages ahead of the commit-log writer (``warmMapedFileEnable``, see :mod:`.mapped_file`)."""
-        mf = self.commitlog.tail
-        if mf is not None:
-            mf.populate(mf.wrote + self.PREFAULT_AHEAD)
-            if mf.wrote >= mf.size >> 4:
-                self.commitlog.queue.fill_next()  # once per segment: the allocator ignores repeats
+        """Write pages ahead of the commit-log writer (``warmMapedFileEnable``, see :mod:`.mapped_file`), then
+        tell the commit log how far the writer may go before this has work again: the next step to
+        prepare, the sixteenth of the segment that starts the next one's zeros, or the segment's end (the
+        first commit in the next segment). At least :data:`~.mapped_file.PREPARE_STEP` further (within the
+        segment), so a step that fails does not wake the thread on every commit."""
+        cl = self.commitlog
+        mf = cl.tail
+        if mf is None:
+            cl.ahead_due = 0  # the first commit after a load or truncation
+            return
+        mf.populate(mf.wrote + self.PREFAULT_AHEAD)
+        due = mf.populate_due()
+        fill_at = mf.size >> 4
+        if mf.wrote >= fill_at:
+            cl.queue.fill_next()  # once per segment: the allocator ignores repeats
+        else:
+            due = min(due, fill_at)
+        cl.ahead_due = mf.start + min(max(due, mf.wrote + PREPARE_STEP), mf.size)
 
     def _flush_commitlog_task(self) -> None:
         cl = self.commitlog

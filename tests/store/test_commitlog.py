@@ -101,3 +101,23 @@ def test_flushes_that_write_data_are_timed_and_empty_ones_are_not(tmp_path):
     cl.flush()  # nothing new: an ASYNC_FLUSH tick with nothing to write
     times = cl.flush_times.read()
     assert times.count == 1 and times.total > 0
+
+
+def test_the_writer_calls_on_ahead_once_its_commits_reach_ahead_due(tmp_path):
+    """The work ahead of the writer is asked for by the writer's progress, once until it sets a new due
+    offset, and again at the next segment (the due offset of the last one is within it)."""
+    cl = CommitLog(str(tmp_path / "cl"), SEGMENT)
+    calls = []
+    cl.on_ahead = lambda: calls.append(cl.max_offset)
+    first = put(cl, b"a" * 100, 0)
+    assert calls == [cl.max_offset]  # a new log: the first commit asks
+    cl.ahead_due = 2000
+    while cl.max_offset < 2000:
+        put(cl, b"b" * 100, 1)
+    assert calls == [first + len(record(b"a" * 100, 0, 0)), cl.max_offset]  # once, at the commit past 2000
+    while cl.max_offset < SEGMENT - 600:
+        put(cl, b"c" * 100, 2)
+    assert len(calls) == 2  # nothing due since: no more calls
+    cl.ahead_due = SEGMENT  # what the task sets when nothing is left in this segment
+    put(cl, b"d" * 600, 3)
+    assert cl.queue.files[-1].start == SEGMENT and len(calls) == 3

@@ -10,7 +10,7 @@ import pytest
 from ferrymq.server.store import SYNC_FLUSH
 from ferrymq.server.store import PutMessageStatus as P
 from ferrymq.server.store.checkpoint import StoreCheckpoint
-from ferrymq.server.store.flush import GroupCommitService
+from ferrymq.server.store.flush import DemandService, GroupCommitService
 
 
 def test_sync_flush_put_completes_after_fsync(make_store):
@@ -209,3 +209,29 @@ def test_group_commit_hands_a_whole_group_over_in_one_hop():
     svc.stop()
     assert sorted(results) == [False, True, True, True]  # 200 is beyond what the fsync covered
     assert len(hops) <= 2  # the first put may get an fsync of its own; the rest share one hop
+
+
+def test_a_demand_service_runs_its_task_after_wakes_and_never_on_its_own():
+    ran = []
+    done = threading.Event()
+
+    def task():
+        ran.append(time.monotonic())
+        done.set()
+
+    service = DemandService(task, "test-demand")
+    service.start()
+    try:
+        time.sleep(0.2)
+        assert ran == []  # no timer: at rest it never runs
+        for _ in range(5):
+            service.wake()
+        assert done.wait(5)
+        time.sleep(0.1)
+        assert 1 <= len(ran) <= 5  # wakes before it ran are served by one run
+        done.clear()
+        service.wake()
+        assert done.wait(5)
+    finally:
+        service.stop()
+    assert not service._thread.is_alive()

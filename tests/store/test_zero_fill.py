@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import time
 
 import pytest
 
@@ -386,3 +387,62 @@ def test_cutting_a_torn_tail_zeroes_it_and_keeps_the_fill(tmp_path, kind):
     assert data[cut:] == bytes(size - cut)
     if kind == "zero-filled":
         assert unwritten_ranges(path) == []
+
+
+def test_the_prefault_thread_runs_when_the_writer_gets_near_what_it_prepared(make_store):
+    """No timer: the commit log wakes the thread once the writer reaches the offset its last run set, and
+    that is at least a step further on."""
+    s = make_store(mappedFileSizeCommitLog=64 * MiB)
+    if mapped_file._madvise is None:
+        pytest.skip("this kernel lacks MADV_POPULATE_READ (Linux < 5.14): nothing is populated ahead")
+    runs = []
+    task = s._prefault_task
+
+    def counted():
+        runs.append(s.commitlog.max_offset)
+        task()
+
+    s._prefault._task = counted
+    body = b"w" * 4000
+    s.put_message("T", 0, body, {})
+    first = s.commitlog.tail
+    deadline = time.monotonic() + 10
+    while first.populated < PREPARE_AHEAD and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert first.populated >= PREPARE_AHEAD  # prepared ahead of the writer, woken by its first commit
+    due = s.commitlog.ahead_due
+    assert due >= first.wrote + PREPARE_STEP
+    time.sleep(0.1)
+    assert len(runs) == 1  # nothing due: the thread sleeps
+    while s.commitlog.max_offset < due:
+        s.put_message("T", 0, body, {})
+    deadline = time.monotonic() + 10
+    while not (len(runs) == 2 and due < s.commitlog.ahead_due < first.end) and time.monotonic() < deadline:
+        time.sleep(0.01)  # woken: it ran, then set the next due offset
+    assert len(runs) == 2 and first.populated > PREPARE_AHEAD
+    assert first.populated - first.wrote >= PREPARE_AHEAD - PREPARE_STEP
+
+
+def test_a_resumed_segment_with_no_unwritten_blocks_is_looked_at_once(make_store, tmp_path, monkeypatch):
+    """After a restart, the segment being written was filled by the allocator: one look at where its
+    next hole is, then nothing more to prepare in it (each look scans the file holding its lock)."""
+    s = make_store(tmp_path / "s", mappedFileSizeCommitLog=8 * MiB)
+    body = b"v" * 4000
+    while len(s.commitlog.queue.files) < 2 or s.commitlog.queue.files[1].wrote < MiB:
+        s.put_message("T", 0, body, {})
+        s._prefault_task()
+    assert s.commitlog.queue.files[1].populated == 8 * MiB  # the allocator's zeros
+    s.shutdown()
+    again = make_store(tmp_path / "s", mappedFileSizeCommitLog=8 * MiB)
+    again.commitlog.on_ahead = None  # the task runs here only, not on its thread as well
+    again.put_message("T", 0, body, {})
+    tail = again.commitlog.tail
+    assert tail.start == 8 * MiB and tail.populated == 0
+    looks = []
+    lseek = os.lseek
+    monkeypatch.setattr(mapped_file.os, "lseek", lambda *a: looks.append(a[1:]) or lseek(*a))
+    again._prefault_task()
+    assert tail.populated == tail.size
+    assert len(looks) <= 1  # not one per step of the seven megabytes ahead of the writer
+    assert tail.populate_due() == tail.size
+    assert again.commitlog.ahead_due == tail.start + tail.size  # woken next by the next segment's first commit
