@@ -7,9 +7,12 @@ its calls into the broker need no thread hop and no hand-over of the interpreter
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from twisted.internet.asyncioreactor import AsyncioSelectorReactor
 
 
 def install_reactor() -> bool:
@@ -22,12 +25,27 @@ def install_reactor() -> bool:
         import uvloop
     except ImportError:
         return False
-    from twisted.internet import asyncioreactor
+    from twisted.internet.main import installReactor
 
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
-    asyncioreactor.install(loop)
+    installReactor(MillisecondTimersReactor(loop))
     return True
+
+
+class MillisecondTimersReactor(AsyncioSelectorReactor):
+    """Twisted's asyncio reactor, its timers armed in whole milliseconds rounded up.
+
+    uvloop counts a timer's delay in milliseconds, rounded to the nearest, from a clock truncated to the
+    millisecond, so the loop's timer fires up to a millisecond and a half before Twisted's own clock says
+    the call is due; the stock reactor then re-arms it for what is left, which rounds to no wait at all,
+    and the loop turns without sleeping until that clock catches up (28 turns a timer, measured: a broker
+    at rest spun ~90 turns a second). Rounded up, a timer fires at most a millisecond late and at most
+    once early."""
+
+    def timeout(self) -> float | None:
+        t = super().timeout()
+        return t if not t else math.ceil(t * 1000) / 1000
 
 
 def on_asyncio_reactor() -> bool:

@@ -1,13 +1,15 @@
-"""server.event_loop.call_soon: the asyncio loop's own next-turn call on the asyncio reactor, callLater(0)
-elsewhere; either way the call runs once, in a later turn, unless cancelled."""
+"""server.event_loop: call_soon is the asyncio loop's own next-turn call on the asyncio reactor, callLater(0)
+elsewhere, and runs once, in a later turn, unless cancelled; the broker's asyncio reactor on uvloop arms
+its timers so that they neither fire before the call is due nor make the loop turn until it is."""
 
 from __future__ import annotations
 
 import asyncio
 
+import pytest
 from twisted.internet import asyncioreactor, task
 
-from ferrymq.server.event_loop import call_soon
+from ferrymq.server.event_loop import MillisecondTimersReactor, call_soon
 
 
 def test_asyncio_reactor_runs_it_on_the_loop_without_a_timed_call():
@@ -35,3 +37,31 @@ def test_other_reactors_get_a_call_later_of_zero():
     assert ran == []
     clock.advance(0)
     assert ran == [1]
+
+
+@pytest.mark.parametrize("reactor_class, most_turns", [(asyncioreactor.AsyncioSelectorReactor, None),
+                                                       (MillisecondTimersReactor, 2)])
+def test_timed_calls_on_uvloop_run_when_due_after_at_most_one_early_wake(reactor_class, most_turns):
+    """uvloop counts delays in rounded milliseconds: Twisted's reactor as it comes wakes again and again
+    (no wait) until its clock reaches the call, the broker's wakes at most twice a call, never early."""
+    uvloop = pytest.importorskip("uvloop")
+    loop = uvloop.new_event_loop()
+    try:
+        reactor = reactor_class(loop)
+        wakes = []
+        on_timer = reactor._onTimer
+        reactor._onTimer = lambda: wakes.append(1) or on_timer()
+        late: list[float] = []
+        for i in range(20):
+            fired = loop.create_future()
+            due = reactor.seconds() + 0.0024 + i * 0.0001
+            reactor.callLater(due - reactor.seconds(), lambda f=fired, d=due: (late.append(reactor.seconds() - d),
+                                                                                 f.set_result(None)))
+            loop.run_until_complete(fired)
+        assert min(late) >= 0
+        if most_turns is None:
+            assert len(wakes) > 2 * 20  # the loop spins until the call is due: why the broker's reactor exists
+        else:
+            assert len(wakes) <= most_turns * 20
+    finally:
+        loop.close()
