@@ -130,7 +130,7 @@ def test_store_fills_the_next_segment_once_a_sixteenth_of_the_current_is_written
             n += 1
 
     put_until(lambda: s.commitlog.tail is not None and s.commitlog.tail.wrote >= MiB // 4)
-    s._prefault_task()  # what the pre-fault thread runs every 10 ms
+    s._prefault_task()  # what the pre-fault thread runs when the writer calls for it
     assert s._allocator._filling == {}  # a store that writes little writes no zeros
     put_until(lambda: s.commitlog.tail.wrote >= MiB // 2)
     s._prefault_task()
@@ -171,7 +171,7 @@ def test_with_warm_mapped_files_off_nothing_is_written_ahead_of_the_writer(make_
     deadline = time.monotonic() + 10
     while not os.path.exists(nxt) and time.monotonic() < deadline:
         time.sleep(0.01)
-    time.sleep(0.5)  # fifty rounds of the pre-fault thread, had it been started
+    time.sleep(0.5)  # time for the pre-fault thread to have run, had it been started
     assert os.path.getsize(nxt) == 8 * MiB
     assert covers(unwritten_ranges(nxt), 0, 8 * MiB) and covers(unwritten_ranges(first.path), 2 * MiB, 8 * MiB)
     assert first.populated == 0 and s._allocator._filling == {}
