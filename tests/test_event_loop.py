@@ -65,3 +65,47 @@ def test_timed_calls_on_uvloop_run_when_due_after_at_most_one_early_wake(reactor
             assert len(wakes) <= most_turns * 20
     finally:
         loop.close()
+
+
+@pytest.mark.parametrize("reactor_class, system", [(asyncioreactor.AsyncioSelectorReactor, "the reader"),
+                                                   (MillisecondTimersReactor, "-")])
+def test_the_broker_reactor_reads_without_a_log_context_and_stops_when_removed(reactor_class, system):
+    """Each read runs without Twisted's legacy log context (the reader's prefix as "system"); a reader
+    removed is read no more."""
+    import socket
+
+    from twisted.python import context, log
+
+    uvloop = pytest.importorskip("uvloop")
+    loop = uvloop.new_event_loop()
+    a, b = socket.socketpair()
+    try:
+        reactor = reactor_class(loop)
+        got: list = []
+        read = loop.create_future()
+
+        class Reader:
+            def fileno(self):
+                return b.fileno()
+
+            def logPrefix(self):
+                return "the reader"
+
+            def doRead(self):
+                got.append((b.recv(10), context.get(log.ILogContext)["system"]))
+                if not read.done():
+                    read.set_result(None)
+
+        reader = Reader()
+        reactor.addReader(reader)
+        a.send(b"x")
+        loop.run_until_complete(read)
+        assert got == [(b"x", system)]
+        reactor.removeReader(reader)
+        a.send(b"y")
+        loop.run_until_complete(asyncio.sleep(0.05))
+        assert got == [(b"x", system)] and reader not in reactor.getReaders()
+    finally:
+        a.close()
+        b.close()
+        loop.close()
