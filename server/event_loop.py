@@ -29,11 +29,11 @@ def install_reactor() -> bool:
 
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
-    installReactor(MillisecondTimersReactor(loop))
+    installReactor(BrokerReactor(loop))
     return True
 
 
-class MillisecondTimersReactor(AsyncioSelectorReactor):
+class BrokerReactor(AsyncioSelectorReactor):
     """Twisted's asyncio reactor, its timers armed in whole milliseconds rounded up, its reads without a
     log context.
 

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 from twisted.internet import asyncioreactor, task
 
-from ferrymq.server.event_loop import MillisecondTimersReactor, call_soon
+from ferrymq.server.event_loop import BrokerReactor, call_soon
 
 
 def test_asyncio_reactor_runs_it_on_the_loop_without_a_timed_call():
@@ -40,7 +40,7 @@ def test_other_reactors_get_a_call_later_of_zero():
 
 
 @pytest.mark.parametrize("reactor_class, most_turns", [(asyncioreactor.AsyncioSelectorReactor, None),
-                                                       (MillisecondTimersReactor, 2)])
+                                                       (BrokerReactor, 2)])
 def test_timed_calls_on_uvloop_run_when_due_after_at_most_one_early_wake(reactor_class, most_turns):
     """uvloop counts delays in rounded milliseconds: Twisted's reactor as it comes wakes again and again
     (no wait) until its clock reaches the call, the broker's wakes at most twice a call, never early."""
@@ -68,7 +68,7 @@ def test_timed_calls_on_uvloop_run_when_due_after_at_most_one_early_wake(reactor
 
 
 @pytest.mark.parametrize("reactor_class, system", [(asyncioreactor.AsyncioSelectorReactor, "the reader"),
-                                                   (MillisecondTimersReactor, "-")])
+                                                   (BrokerReactor, "-")])
 def test_the_broker_reactor_reads_without_a_log_context_and_stops_when_removed(reactor_class, system):
     """Each read runs without Twisted's legacy log context (the reader's prefix as "system"); a reader
     removed is read no more."""
